@@ -1,0 +1,61 @@
+//! One error type for the library; each variant says which file or input was wrong and how.
+use std::path::PathBuf;
+
+/// Everything the library can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An I/O failure on a named path.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A configuration or language file that does not parse or makes no sense.
+    #[error("config: {0}")]
+    Config(String),
+    /// A bundle that is missing, corrupt, foreign or does not verify.
+    #[error("bundle {path}: {msg}")]
+    Bundle {
+        /// The bundle directory or file.
+        path: PathBuf,
+        /// What is wrong with it.
+        msg: String,
+    },
+    /// Arrow failures (building record batches).
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+    /// Parquet failures (writing or reading files).
+    #[error("parquet: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    /// JSON (manifest) failures.
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A walk failure from the `ignore` crate.
+    #[error("walk: {0}")]
+    Walk(#[from] ignore::Error),
+    /// Anything else, with a message.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl Error {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+    /// A bundle error on `path`.
+    pub fn bundle(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
+        Error::Bundle {
+            path: path.into(),
+            msg: msg.into(),
+        }
+    }
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

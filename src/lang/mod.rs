@@ -1,0 +1,372 @@
+//! Languages are data: one `pipelines/languages/<id>.toml` per language, embedded at build time.
+//!
+//! Input: a repo-relative path and the first bytes of the file. Output: the [`Language`] that
+//! chunks it and the file's source type (code | doc | test | config). Invariants: detection is by
+//! file name, then extension (case-sensitive first, then lower-cased), then shebang; the registry
+//! and every grammar are loaded once per process, never per file.
+mod grammars;
+
+pub use grammars::GRAMMAR_NAMES;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::{Error, Result};
+
+include!(concat!(env!("OUT_DIR"), "/languages.rs"));
+
+/// A language file, as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LanguageFile {
+    /// Stable id (also the file name).
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// code | doc | config (test is decided by `test_patterns`).
+    pub source_type: String,
+    /// Extensions without the dot.
+    #[serde(default)]
+    pub extensions: Vec<String>,
+    /// Exact file names (`Makefile`).
+    #[serde(default)]
+    pub filenames: Vec<String>,
+    /// Interpreter names in a `#!` line.
+    #[serde(default)]
+    pub shebangs: Vec<String>,
+    /// Name of a linked tree-sitter grammar.
+    #[serde(default)]
+    pub grammar: Option<String>,
+    /// ast | markdown | lines.
+    pub chunker: String,
+    /// Line comment markers.
+    #[serde(default)]
+    pub line_comments: Vec<String>,
+    /// Block comment open/close pairs.
+    #[serde(default)]
+    pub block_comments: Vec<(String, String)>,
+    /// Grammar node kinds that are comments.
+    #[serde(default)]
+    pub comment_nodes: Vec<String>,
+    /// Node kinds (attributes) that precede a definition and belong to it.
+    #[serde(default)]
+    pub attached_nodes: Vec<String>,
+    /// Nodes that wrap one definition and lend it their range (decorators, `export`).
+    #[serde(default)]
+    pub wrapper_nodes: Vec<String>,
+    /// A comment right above a definition is its doc when it starts with one of these.
+    #[serde(default)]
+    pub doc_comment_prefixes: Vec<String>,
+    /// Python-style docstrings (first string statement of a body).
+    #[serde(default)]
+    pub docstrings: bool,
+    /// Path globs that make a file a test.
+    #[serde(default)]
+    pub test_patterns: Vec<String>,
+    /// Which nodes become chunks.
+    #[serde(default)]
+    pub definitions: Vec<DefinitionRule>,
+}
+
+/// Which grammar nodes are definitions, and of what kind.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DefinitionRule {
+    /// Node kinds.
+    pub nodes: Vec<String>,
+    /// LSP-style kind: function, method, class, struct, enum, interface, trait, impl, module ...
+    pub kind: String,
+    /// Fields tried in order for the name (default `name`, then a search for an identifier).
+    #[serde(default)]
+    pub name_fields: Vec<String>,
+    /// The node counts only when it has this field (`struct foo;` is not a definition).
+    #[serde(default)]
+    pub requires_field: Option<String>,
+    /// The node counts only when its declarator's value is one of these kinds (`const f = () => ..`).
+    #[serde(default)]
+    pub requires_value: Vec<String>,
+    /// A field naming the parent type (Go receivers).
+    #[serde(default)]
+    pub parent_field: Option<String>,
+    /// (descendant kind, refined kind): `type X struct` is a struct.
+    #[serde(default)]
+    pub refine: Vec<(String, String)>,
+}
+
+/// A loaded language: the file plus compiled lookups.
+#[derive(Debug)]
+pub struct Language {
+    /// The language file.
+    pub def: LanguageFile,
+    /// The linked grammar, when the file names one.
+    pub grammar: Option<tree_sitter::Language>,
+    rules: HashMap<String, usize>,
+    tests: GlobSet,
+}
+
+impl Language {
+    fn load(def: LanguageFile) -> Result<Self> {
+        let bad = |m: String| Error::Config(format!("language {}: {m}", def.id));
+        if !matches!(def.source_type.as_str(), "code" | "doc" | "config") {
+            return Err(bad(format!(
+                "source_type {:?} is not code|doc|config",
+                def.source_type
+            )));
+        }
+        if !matches!(def.chunker.as_str(), "ast" | "markdown" | "lines") {
+            return Err(bad(format!(
+                "chunker {:?} is not ast|markdown|lines",
+                def.chunker
+            )));
+        }
+        let grammar = match &def.grammar {
+            Some(g) => Some(
+                grammars::grammar(g).ok_or_else(|| bad(format!("grammar {g:?} is not linked")))?,
+            ),
+            None => None,
+        };
+        if def.chunker == "ast" && grammar.is_none() {
+            return Err(bad("chunker \"ast\" needs a grammar".into()));
+        }
+        let mut rules = HashMap::new();
+        for (i, r) in def.definitions.iter().enumerate() {
+            for n in &r.nodes {
+                if let Some(g) = &grammar
+                    && g.id_for_node_kind(n, true) == 0
+                {
+                    return Err(bad(format!(
+                        "node kind {n:?} is not in grammar {:?}",
+                        def.grammar
+                    )));
+                }
+                rules.insert(n.clone(), i);
+            }
+        }
+        let mut tb = GlobSetBuilder::new();
+        for p in &def.test_patterns {
+            tb.add(Glob::new(p).map_err(|e| bad(format!("test pattern {p:?}: {e}")))?);
+        }
+        let tests = tb.build().map_err(|e| bad(e.to_string()))?;
+        Ok(Language {
+            def,
+            grammar,
+            rules,
+            tests,
+        })
+    }
+
+    /// The definition rule for a node kind, if the node kind is a definition.
+    pub fn rule_for(&self, node_kind: &str) -> Option<&DefinitionRule> {
+        self.rules.get(node_kind).map(|&i| &self.def.definitions[i])
+    }
+
+    /// Whether a node kind is a comment.
+    pub fn is_comment(&self, node_kind: &str) -> bool {
+        self.def.comment_nodes.iter().any(|c| c == node_kind)
+    }
+
+    /// Whether a node kind is an attribute that sticks to the next definition.
+    pub fn is_attached(&self, node_kind: &str) -> bool {
+        self.def.attached_nodes.iter().any(|c| c == node_kind)
+    }
+
+    /// Whether a node kind wraps a definition.
+    pub fn is_wrapper(&self, node_kind: &str) -> bool {
+        self.def.wrapper_nodes.iter().any(|c| c == node_kind)
+    }
+
+    /// code | doc | config | test for a file of this language at `rel_path`.
+    pub fn source_type(&self, rel_path: &str) -> &'static str {
+        if self.def.source_type == "code" && self.tests.is_match(rel_path) {
+            return "test";
+        }
+        match self.def.source_type.as_str() {
+            "doc" => "doc",
+            "config" => "config",
+            _ => "code",
+        }
+    }
+}
+
+/// Every known language, with lookup tables.
+#[derive(Debug)]
+pub struct Registry {
+    langs: Vec<Language>,
+    by_ext: HashMap<String, usize>,
+    by_name: HashMap<String, usize>,
+    by_shebang: HashMap<String, usize>,
+}
+
+impl Registry {
+    /// The built-in languages, then the `*.toml` files of `extra_dirs` in order (a file with the id of
+    /// an earlier language replaces it).
+    pub fn load(extra_dirs: &[&Path]) -> Result<Self> {
+        let mut files: Vec<(String, String)> = BUILTIN_LANGUAGES
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        for dir in extra_dirs {
+            let mut names = Vec::new();
+            let rd = std::fs::read_dir(dir).map_err(|e| Error::io(*dir, e))?;
+            for e in rd {
+                let p = e.map_err(|e| Error::io(*dir, e))?.path();
+                if p.extension().is_some_and(|x| x == "toml") {
+                    names.push(p);
+                }
+            }
+            names.sort();
+            for p in names {
+                let t = std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?;
+                files.push((p.display().to_string(), t));
+            }
+        }
+        let mut langs: Vec<Language> = Vec::new();
+        for (name, text) in files {
+            let def: LanguageFile =
+                toml::from_str(&text).map_err(|e| Error::Config(format!("{name}: {e}")))?;
+            let lang = Language::load(def)?;
+            match langs.iter().position(|l| l.def.id == lang.def.id) {
+                Some(i) => langs[i] = lang,
+                None => langs.push(lang),
+            }
+        }
+        let mut reg = Registry {
+            langs,
+            by_ext: HashMap::new(),
+            by_name: HashMap::new(),
+            by_shebang: HashMap::new(),
+        };
+        for (i, l) in reg.langs.iter().enumerate() {
+            for e in &l.def.extensions {
+                reg.by_ext.insert(e.clone(), i);
+            }
+            for n in &l.def.filenames {
+                reg.by_name.insert(n.clone(), i);
+            }
+            for s in &l.def.shebangs {
+                reg.by_shebang.insert(s.clone(), i);
+            }
+        }
+        Ok(reg)
+    }
+
+    /// Every language, in load order.
+    pub fn languages(&self) -> &[Language] {
+        &self.langs
+    }
+
+    /// The language with this id.
+    pub fn get(&self, id: &str) -> Option<&Language> {
+        self.langs.iter().find(|l| l.def.id == id)
+    }
+
+    /// Detects the language of `rel_path` whose content starts with `head`.
+    pub fn detect(&self, rel_path: &str, head: &[u8]) -> Option<&Language> {
+        let file_name = rel_path.rsplit('/').next().unwrap_or(rel_path);
+        if let Some(&i) = self.by_name.get(file_name) {
+            return Some(&self.langs[i]);
+        }
+        if let Some((_, ext)) = file_name.rsplit_once('.')
+            && let Some(&i) = self
+                .by_ext
+                .get(ext)
+                .or_else(|| self.by_ext.get(&ext.to_ascii_lowercase()))
+        {
+            let lang = &self.langs[i];
+            // `.h` is C unless the header uses C++-only syntax.
+            if lang.def.id == "c" && ext == "h" && looks_like_cpp(head) {
+                return self.get("cpp").or(Some(lang));
+            }
+            return Some(lang);
+        }
+        shebang_interpreter(head)
+            .and_then(|s| self.by_shebang.get(s))
+            .map(|&i| &self.langs[i])
+    }
+}
+
+/// The interpreter named by a `#!` line: `#!/usr/bin/env python3` → `python3`.
+fn shebang_interpreter(head: &[u8]) -> Option<&str> {
+    let rest = head.strip_prefix(b"#!")?;
+    let line = rest.split(|&b| b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_whitespace();
+    let first = words.next()?;
+    let prog = first.rsplit('/').next()?;
+    let prog = if prog == "env" {
+        words.find(|w| !w.starts_with('-'))?
+    } else {
+        prog
+    };
+    Some(prog)
+}
+
+/// C++-only constructs in the first bytes of a header.
+fn looks_like_cpp(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(&head[..head.len().min(16 * 1024)]);
+    [
+        "namespace ",
+        "class ",
+        "template<",
+        "template <",
+        "std::",
+        "public:",
+        "private:",
+        "#include <iostream>",
+        "constexpr ",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_language_loads() {
+        let r = Registry::load(&[]).unwrap();
+        assert!(r.languages().len() >= 10);
+        for g in GRAMMAR_NAMES {
+            assert!(
+                r.languages()
+                    .iter()
+                    .any(|l| l.def.grammar.as_deref() == Some(*g)),
+                "grammar {g} unused"
+            );
+        }
+    }
+
+    #[test]
+    fn detects_by_extension_name_and_shebang() {
+        let r = Registry::load(&[]).unwrap();
+        assert_eq!(r.detect("src/a.rs", b"").unwrap().def.id, "rust");
+        assert_eq!(r.detect("Makefile", b"").unwrap().def.id, "make");
+        assert_eq!(
+            r.detect("bin/tool", b"#!/usr/bin/env python3\n")
+                .unwrap()
+                .def
+                .id,
+            "python"
+        );
+        assert_eq!(
+            r.detect("x.h", b"namespace a { class B {}; }")
+                .unwrap()
+                .def
+                .id,
+            "cpp"
+        );
+        assert_eq!(r.detect("x.h", b"int f(void);").unwrap().def.id, "c");
+        assert!(r.detect("x.unknownext", b"").is_none());
+    }
+
+    #[test]
+    fn test_patterns_make_tests() {
+        let r = Registry::load(&[]).unwrap();
+        let go = r.get("go").unwrap();
+        assert_eq!(go.source_type("pkg/a_test.go"), "test");
+        assert_eq!(go.source_type("pkg/a.go"), "code");
+    }
+}

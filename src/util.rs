@@ -1,0 +1,55 @@
+//! Small helpers shared by the stages: hashing, process memory, clocks.
+use sha2::{Digest, Sha256};
+
+/// Lower-case hex sha256 of `bytes`.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+/// A stable 63-bit id from the sha256 of `parts` joined by NUL (non-negative, so every Parquet
+/// engine reads it as a plain BIGINT).
+pub(crate) fn stable_id(parts: &[&[u8]]) -> i64 {
+    let mut h = Sha256::new();
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            h.update([0u8]);
+        }
+        h.update(p);
+    }
+    let d = h.finalize();
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    (u64::from_le_bytes(b) >> 1) as i64
+}
+
+/// Peak resident memory of this process in bytes (VmHWM), where the OS reports it.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+}
+
+/// 64-bit FNV-1a: a tiny, stable, platform-independent hash for feature hashing (the hash embedder
+/// must give the same vector on every machine and every version, which std's hasher does not promise).
+pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
