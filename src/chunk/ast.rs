@@ -1,0 +1,549 @@
+//! Scope chunking over a tree-sitter syntax tree.
+//!
+//! 1. Parse with a time bound (the caller falls back to line windows past it).
+//! 2. Collect definitions (the language file's `definitions`) into a tree, iteratively — no
+//!    recursion, so a 100 000-deep expression cannot overflow the stack.
+//! 3. Emit: each definition within budget is one chunk; a larger one with members becomes a header
+//!    chunk plus its members; a larger leaf is split on lines; code between definitions becomes
+//!    `block` chunks.
+use std::cell::RefCell;
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use tree_sitter::{Node, ParseOptions, Parser, Tree};
+
+use super::{Builder, Meta, nonws_chars};
+use crate::lang::Language;
+
+/// Kinds whose nested functions are methods.
+const TYPE_KINDS: &[&str] = &[
+    "class",
+    "struct",
+    "impl",
+    "trait",
+    "interface",
+    "enum",
+    "object",
+];
+/// Longest signature kept, in bytes: a header, not a body.
+const MAX_SIGNATURE_BYTES: usize = 300;
+/// How deep the name search looks under a definition node.
+const NAME_SEARCH_DEPTH: usize = 4;
+
+thread_local! {
+    /// One parser per worker thread, reused across files (creating one per file costs allocations).
+    static PARSER: RefCell<Parser> = RefCell::new(Parser::new());
+}
+
+/// A definition found in the tree.
+struct Def {
+    kind: String,
+    name: String,
+    /// Names of enclosing definitions (and qualifiers such as `Foo::` or a Go receiver).
+    path: Vec<String>,
+    /// Start including attached doc comments and attributes.
+    range_start: usize,
+    end: usize,
+    signature: Option<String>,
+    docs: Option<String>,
+    children: Vec<usize>,
+}
+
+/// Parses `text` within the configured time; `None` when the bound is hit or the grammar fails.
+fn parse(text: &str, lang: &Language, timeout: Duration) -> Option<Tree> {
+    let grammar = lang.grammar.as_ref()?;
+    PARSER.with(|p| {
+        let mut parser = p.borrow_mut();
+        parser.set_language(grammar).ok()?;
+        let started = Instant::now();
+        let mut cancel = |_: &tree_sitter::ParseState| {
+            if started.elapsed() > timeout {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        let bytes = text.as_bytes();
+        let mut read = |i: usize, _| {
+            if i < bytes.len() {
+                &bytes[i..]
+            } else {
+                &[][..]
+            }
+        };
+        let tree = parser.parse_with_options(
+            &mut read,
+            None,
+            Some(ParseOptions::new().progress_callback(&mut cancel)),
+        );
+        parser.reset();
+        tree
+    })
+}
+
+/// Chunks `b.text` by scope. Returns false when the file could not be parsed in time.
+pub(super) fn chunk(b: &mut Builder<'_>, lang: &Language) -> bool {
+    let timeout = Duration::from_millis(b.cfg.parse_timeout_ms.max(1));
+    let Some(tree) = parse(b.text, lang, timeout) else {
+        return false;
+    };
+    let (defs, top) = collect(b.text, lang, tree.root_node());
+    emit_region(b, &defs, &top, 0, b.text.len(), &[]);
+    true
+}
+
+/// Walks the tree without recursion and returns every definition plus the top-level ones.
+fn collect(text: &str, lang: &Language, root: Node<'_>) -> (Vec<Def>, Vec<usize>) {
+    let mut defs: Vec<Def> = Vec::new();
+    let mut top: Vec<usize> = Vec::new();
+    // (node, index of the enclosing definition)
+    let mut stack: Vec<(Node<'_>, Option<usize>)> = vec![(root, None)];
+    while let Some((node, parent)) = stack.pop() {
+        let mut inner = None;
+        if lang.is_wrapper(node.kind()) {
+            let mut c = node.walk();
+            inner = node
+                .named_children(&mut c)
+                .find(|n| qualifies(lang, *n, text));
+        } else if qualifies(lang, node, text) {
+            inner = Some(node);
+        }
+        let mut next_parent = parent;
+        let mut descend = node;
+        if let Some(def_node) = inner {
+            let parent_path = parent.map(|p| {
+                let d = &defs[p];
+                let mut v = d.path.clone();
+                v.push(d.name.clone());
+                v
+            });
+            let def = make_def(
+                text,
+                lang,
+                node,
+                def_node,
+                parent_path.unwrap_or_default(),
+                parent.map(|p| defs[p].kind.as_str()),
+            );
+            let i = defs.len();
+            defs.push(def);
+            match parent {
+                Some(p) => defs[p].children.push(i),
+                None => top.push(i),
+            }
+            next_parent = Some(i);
+            descend = def_node;
+        }
+        let mut c = descend.walk();
+        let children: Vec<Node<'_>> = descend.named_children(&mut c).collect();
+        for child in children.into_iter().rev() {
+            stack.push((child, next_parent));
+        }
+    }
+    (defs, top)
+}
+
+/// Whether `node` is a definition under the language's rules (and has a name).
+fn qualifies(lang: &Language, node: Node<'_>, text: &str) -> bool {
+    let Some(rule) = lang.rule_for(node.kind()) else {
+        return false;
+    };
+    if let Some(f) = &rule.requires_field
+        && node.child_by_field_name(f).is_none()
+    {
+        return false;
+    }
+    if !rule.requires_value.is_empty() {
+        let mut c = node.walk();
+        let decl = node
+            .named_children(&mut c)
+            .find(|n| n.kind() == "variable_declarator");
+        let value_kind = decl
+            .and_then(|d| d.child_by_field_name("value"))
+            .map(|v| v.kind());
+        if !value_kind.is_some_and(|k| rule.requires_value.iter().any(|r| r == k)) {
+            return false;
+        }
+    }
+    name_node(node, &rule.name_fields).is_some_and(|n| !node_text(text, n).trim().is_empty())
+}
+
+fn node_text<'t>(text: &'t str, n: Node<'_>) -> &'t str {
+    text.get(n.start_byte()..n.end_byte()).unwrap_or("")
+}
+
+fn identifier_like(kind: &str) -> bool {
+    kind.contains("identifier") || kind.ends_with("name") || kind == "word" || kind == "constant"
+}
+
+/// The node holding a definition's name: the rule's fields, then `declarator` chains (C/C++), then
+/// the first identifier-like node within a few levels.
+fn name_node<'t>(node: Node<'t>, fields: &[String]) -> Option<Node<'t>> {
+    let default = ["name".to_string()];
+    let fields = if fields.is_empty() {
+        &default[..]
+    } else {
+        fields
+    };
+    for f in fields {
+        if let Some(c) = node.child_by_field_name(f) {
+            return Some(leaf_name(c));
+        }
+    }
+    if let Some(d) = node.child_by_field_name("declarator") {
+        return Some(leaf_name(d));
+    }
+    first_identifier(node)
+}
+
+/// Follows `declarator`/`name` fields down to an identifier.
+fn leaf_name(mut n: Node<'_>) -> Node<'_> {
+    for _ in 0..16 {
+        if identifier_like(n.kind()) {
+            return n;
+        }
+        match n
+            .child_by_field_name("declarator")
+            .or_else(|| n.child_by_field_name("name"))
+        {
+            Some(d) => n = d,
+            None => return first_identifier(n).unwrap_or(n),
+        }
+    }
+    n
+}
+
+/// Breadth-first search for an identifier-like node below `node`, a few levels deep.
+fn first_identifier(node: Node<'_>) -> Option<Node<'_>> {
+    let mut level = vec![node];
+    for _ in 0..NAME_SEARCH_DEPTH {
+        let mut next = Vec::new();
+        for n in level {
+            let mut c = n.walk();
+            for ch in n.named_children(&mut c) {
+                if identifier_like(ch.kind()) {
+                    return Some(ch);
+                }
+                next.push(ch);
+            }
+        }
+        level = next;
+    }
+    None
+}
+
+/// Builds a definition from `outer` (the node whose range counts: a wrapper or the node itself) and
+/// `node` (the definition proper).
+fn make_def(
+    text: &str,
+    lang: &Language,
+    outer: Node<'_>,
+    node: Node<'_>,
+    mut path: Vec<String>,
+    parent_kind: Option<&str>,
+) -> Def {
+    let rule = lang
+        .rule_for(node.kind())
+        .expect("qualified nodes have a rule");
+    let raw_name = name_node(node, &rule.name_fields)
+        .map(|n| node_text(text, n))
+        .unwrap_or("");
+    // `Foo::bar` (C++) and `a.b` qualifiers become path components.
+    let mut parts: Vec<String> = raw_name
+        .split("::")
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|s| !s.is_empty())
+        .collect();
+    let name = parts.pop().unwrap_or_else(|| raw_name.trim().to_string());
+    if let Some(f) = &rule.parent_field
+        && let Some(recv) = node.child_by_field_name(f)
+        && let Some(t) = find_kind(recv, "type_identifier")
+    {
+        path.push(node_text(text, t).to_string());
+    }
+    // `void Matrix::multiply()` defined outside its class is still a member of it.
+    let qualified = !parts.is_empty();
+    path.extend(parts);
+    let mut kind = rule.kind.clone();
+    for (child_kind, refined) in &rule.refine {
+        if find_kind(node, child_kind).is_some() {
+            kind = refined.clone();
+            break;
+        }
+    }
+    if kind == "function" && (qualified || parent_kind.is_some_and(|k| TYPE_KINDS.contains(&k))) {
+        kind = "method".into();
+    }
+    let (range_start, mut docs) = leading_attachments(text, lang, outer);
+    if lang.def.docstrings
+        && let Some(d) = docstring(text, node)
+    {
+        docs = Some(d);
+    }
+    Def {
+        kind,
+        name,
+        path,
+        range_start,
+        end: with_trailing_comment(text, lang, outer.end_byte()),
+        signature: signature(text, outer, node),
+        docs,
+        children: Vec::new(),
+    }
+}
+
+/// `}  // namespace foo`: a comment after a definition's end, on the same line, belongs to it.
+fn with_trailing_comment(text: &str, lang: &Language, end: usize) -> usize {
+    let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+    let rest = &text[end..line_end];
+    let trimmed = rest.trim_start();
+    if lang
+        .def
+        .line_comments
+        .iter()
+        .any(|m| trimmed.starts_with(m.as_str()))
+    {
+        end + rest.trim_end().len()
+    } else {
+        end
+    }
+}
+
+/// Breadth-first search for a node of `kind` within a few levels.
+fn find_kind<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
+    let mut level = vec![node];
+    for _ in 0..NAME_SEARCH_DEPTH {
+        let mut next = Vec::new();
+        for n in level {
+            if n.kind() == kind {
+                return Some(n);
+            }
+            let mut c = n.walk();
+            next.extend(n.named_children(&mut c));
+        }
+        level = next;
+    }
+    None
+}
+
+/// Comments and attributes directly above `node` (no blank line between, each on its own line):
+/// the start of the definition's range, and its doc comment.
+fn leading_attachments(text: &str, lang: &Language, node: Node<'_>) -> (usize, Option<String>) {
+    let mut start = node.start_byte();
+    let mut start_row = node.start_position().row;
+    let mut docs: Vec<&str> = Vec::new();
+    let mut cur = node;
+    while let Some(prev) = cur.prev_named_sibling() {
+        let is_comment = lang.is_comment(prev.kind());
+        if !(is_comment || lang.is_attached(prev.kind())) {
+            break;
+        }
+        if start_row > prev.end_position().row + 1 || !starts_line(text, prev.start_byte()) {
+            break;
+        }
+        let t = node_text(text, prev);
+        if is_comment {
+            if !lang
+                .def
+                .doc_comment_prefixes
+                .iter()
+                .any(|p| t.starts_with(p.as_str()))
+            {
+                break;
+            }
+            docs.push(t);
+        }
+        start = prev.start_byte();
+        start_row = prev.start_position().row;
+        cur = prev;
+    }
+    docs.reverse();
+    let doc = clean_comment(&docs.join("\n"));
+    (start, (!doc.is_empty()).then_some(doc))
+}
+
+/// Whether only whitespace precedes `byte` on its line.
+fn starts_line(text: &str, byte: usize) -> bool {
+    let line_start = text[..byte].rfind('\n').map_or(0, |i| i + 1);
+    text[line_start..byte].trim().is_empty()
+}
+
+/// Strips comment markers from each line of a doc comment.
+fn clean_comment(raw: &str) -> String {
+    let mut lines = Vec::new();
+    for l in raw.lines() {
+        let mut l = l.trim();
+        for p in ["///", "//!", "/**", "/*!", "//", "/*", "#"] {
+            if let Some(r) = l.strip_prefix(p) {
+                l = r;
+                break;
+            }
+        }
+        l = l.strip_suffix("*/").unwrap_or(l).trim_end();
+        if let Some(r) = l.trim_start().strip_prefix('*') {
+            l = r;
+        }
+        lines.push(l.strip_prefix(' ').unwrap_or(l));
+    }
+    lines.join("\n").trim().to_string()
+}
+
+/// A Python-style docstring: the first statement of the body, when it is a string.
+fn docstring(text: &str, node: Node<'_>) -> Option<String> {
+    let body = node.child_by_field_name("body")?;
+    let mut c = body.walk();
+    let first = body
+        .named_children(&mut c)
+        .find(|n| !n.kind().contains("comment"))?;
+    if first.kind() != "expression_statement" {
+        return None;
+    }
+    let s = first.named_child(0)?;
+    if s.kind() != "string" && s.kind() != "concatenated_string" {
+        return None;
+    }
+    let raw = node_text(text, s).trim();
+    let raw = raw.trim_start_matches(|c: char| "rRuUbBfF".contains(c));
+    let inner = ["\"\"\"", "'''", "\"", "'"]
+        .iter()
+        .find_map(|q| raw.strip_prefix(q).and_then(|r| r.strip_suffix(q)))
+        .unwrap_or(raw);
+    let doc = dedent(inner);
+    (!doc.is_empty()).then_some(doc)
+}
+
+/// Removes the common indentation of a docstring's lines after the first.
+fn dedent(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    let indent = lines
+        .iter()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let mut out: Vec<&str> = Vec::with_capacity(lines.len());
+    for (i, l) in lines.iter().enumerate() {
+        out.push(if i == 0 {
+            l.trim()
+        } else {
+            l.get(indent..).unwrap_or(l.trim())
+        });
+    }
+    out.join("\n").trim().to_string()
+}
+
+/// The header of a definition: from its start to its body, whitespace collapsed.
+fn signature(text: &str, outer: Node<'_>, node: Node<'_>) -> Option<String> {
+    let start = outer.start_byte();
+    let end = match node.child_by_field_name("body") {
+        Some(b) if b.start_byte() > start => b.start_byte(),
+        _ => text[start..node.end_byte()]
+            .find('\n')
+            .map_or(node.end_byte(), |i| start + i),
+    };
+    let raw = &text[start..end];
+    // Decorators and attributes above the definition are not its signature.
+    let raw = raw.lines().skip_while(|l| {
+        let t = l.trim_start();
+        t.starts_with('@') || t.starts_with("#[")
+    });
+    let mut sig = raw
+        .collect::<Vec<_>>()
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if sig.len() > MAX_SIGNATURE_BYTES {
+        let cut = crate::source::floor_char_boundary(&sig, MAX_SIGNATURE_BYTES);
+        sig.truncate(cut);
+        sig.push('…');
+    }
+    (!sig.is_empty()).then_some(sig)
+}
+
+fn joined(path: &[String], name: Option<&str>) -> Option<String> {
+    let mut parts: Vec<&str> = path.iter().map(String::as_str).collect();
+    parts.extend(name);
+    (!parts.is_empty()).then(|| parts.join(" > "))
+}
+
+/// Emits the definitions `ids` (in order) and the gaps between them within `[start, end)`.
+fn emit_region(
+    b: &mut Builder<'_>,
+    defs: &[Def],
+    ids: &[usize],
+    start: usize,
+    end: usize,
+    ctx: &[String],
+) {
+    let ctx_path = joined(ctx, None);
+    let mut cursor = start;
+    for &i in ids {
+        let d = &defs[i];
+        if d.end <= cursor {
+            continue; // nested oddity of a broken tree: already emitted
+        }
+        let ds = d.range_start.max(cursor);
+        b.gap(cursor, ds, ctx_path.as_deref());
+        emit_def(b, defs, i, ds);
+        cursor = d.end;
+    }
+    b.gap(cursor, end, ctx_path.as_deref());
+}
+
+/// Emits one definition starting at `start`: whole, split by members, or split on lines.
+fn emit_def(b: &mut Builder<'_>, defs: &[Def], i: usize, start: usize) {
+    let d = &defs[i];
+    let meta = Meta {
+        kind: d.kind.clone(),
+        symbol: Some(d.name.clone()),
+        symbol_path: joined(&d.path, Some(&d.name)),
+        signature: d.signature.clone(),
+        docs: d.docs.clone(),
+    };
+    if nonws_chars(&b.text[start..d.end]) <= b.cfg.max_chars {
+        b.push(start, d.end, &meta);
+        return;
+    }
+    let first_child = d
+        .children
+        .iter()
+        .map(|&c| defs[c].range_start)
+        .find(|&s| s >= start && s < d.end);
+    match first_child {
+        Some(fc) => {
+            // The header (signature, fields, docstring) keeps the definition's own kind and name.
+            if nonws_chars(&b.text[start..fc]) >= b.cfg.min_block_chars {
+                b.push_split(start, fc, &meta, false);
+            }
+            let mut ctx = d.path.clone();
+            ctx.push(d.name.clone());
+            emit_region(b, defs, &d.children, fc, d.end, &ctx);
+        }
+        None => b.push_split(start, d.end, &meta, false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_comment_strips_markers() {
+        assert_eq!(
+            clean_comment("/// Adds two.\n/// Returns the sum."),
+            "Adds two.\nReturns the sum."
+        );
+        assert_eq!(clean_comment("/**\n * Greets.\n */"), "Greets.");
+        assert_eq!(clean_comment("# a\n# b"), "a\nb");
+    }
+
+    #[test]
+    fn dedent_docstring() {
+        assert_eq!(
+            dedent("Summary.\n\n    More text.\n    "),
+            "Summary.\n\nMore text."
+        );
+    }
+}

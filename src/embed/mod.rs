@@ -1,0 +1,106 @@
+//! Embed stage: chunks to vectors through a small [`Embedder`] trait.
+//!
+//! Input: chunk texts in batches. Output: one `dim`-long vector per text. Invariants: the same text
+//! gives the same vector on every machine; the manifest stamps backend, model, dim and fingerprint so
+//! a query with another embedder is refused.
+use crate::Result;
+use crate::extract;
+use crate::util::{fnv1a64, sha256_hex};
+
+/// A pluggable embedding backend.
+pub trait Embedder: Send + Sync {
+    /// Backend name (`hash`).
+    fn backend(&self) -> &str;
+    /// Model id within the backend.
+    fn model(&self) -> &str;
+    /// Vector dimension.
+    fn dim(&self) -> usize;
+    /// Embeds a batch of texts.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+    /// Identifies backend + model + settings: equal fingerprints give equal vectors.
+    fn fingerprint(&self) -> String {
+        sha256_hex(format!("{}|{}|{}", self.backend(), self.model(), self.dim()).as_bytes())
+    }
+}
+
+/// Feature hashing of the BM25 tokens into `dim` buckets (signed, `1 + ln tf` weights), L2-normalised.
+/// No model, no network, deterministic: the default that works anywhere.
+#[derive(Debug, Clone)]
+pub struct HashEmbedder {
+    dim: usize,
+    max_token_len: usize,
+    model: String,
+}
+
+impl HashEmbedder {
+    /// A hash embedder of `dim` dimensions using the tokenizer's `max_token_len`.
+    pub fn new(dim: usize, max_token_len: usize) -> Self {
+        HashEmbedder {
+            dim,
+            max_token_len,
+            model: format!("fnv1a-{}-{max_token_len}", extract::TOKENIZER),
+        }
+    }
+
+    /// Embeds one text.
+    pub fn embed_one(&self, text: &str) -> Vec<f32> {
+        let mut counts: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        extract::tokenize(text, self.max_token_len, |t| {
+            *counts.entry(t.to_string()).or_default() += 1
+        });
+        let mut v = vec![0f32; self.dim];
+        for (tok, tf) in counts {
+            let h = fnv1a64(tok.as_bytes());
+            let i = (h % self.dim as u64) as usize;
+            let sign = if h >> 63 == 1 { -1.0 } else { 1.0 };
+            v[i] += sign * (1.0 + (tf as f32).ln());
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+        v
+    }
+}
+
+impl Embedder for HashEmbedder {
+    fn backend(&self) -> &str {
+        "hash"
+    }
+    fn model(&self) -> &str {
+        &self.model
+    }
+    fn dim(&self) -> usize {
+        self.dim
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|t| self.embed_one(t)).collect())
+    }
+}
+
+/// The text embedded for a chunk: where it is and what it is named, then its content.
+pub fn embed_text(path: &str, symbol_path: Option<&str>, content: &str) -> String {
+    match symbol_path {
+        Some(s) => format!("{path} {s}\n{content}"),
+        None => format!("{path}\n{content}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deterministic_normalised_and_similar_for_shared_words() {
+        let e = HashEmbedder::new(256, 64);
+        let a = e.embed_one("fn parse_config(path: &Path) -> Config");
+        let b = e.embed_one("fn parse_config(path: &Path) -> Config");
+        let c = e.embed_one("parse the config file");
+        let d = e.embed_one("render a triangle with opengl shaders");
+        assert_eq!(a, b);
+        assert!((a.iter().map(|x| x * x).sum::<f32>() - 1.0).abs() < 1e-5);
+        let dot = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| p * q).sum::<f32>();
+        assert!(dot(&a, &c) > dot(&a, &d));
+        assert!(e.embed_one("").iter().all(|x| *x == 0.0));
+    }
+}

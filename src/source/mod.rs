@@ -1,0 +1,430 @@
+//! Source stage: walk a tree and decide, per file, whether it is indexed.
+//!
+//! Input: a root directory, the `[source]` config, include/exclude globs. Output: the sorted list of
+//! candidate files (repo-relative `/` paths) and a [`Skipped`] record for every file or directory not
+//! indexed, with its reason. Invariants: symlinks are never followed; nothing outside the root is
+//! read; the output bundle itself is never walked; the walk order does not matter because the result
+//! is sorted by path.
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use ignore::WalkBuilder;
+use regex::RegexSet;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::config::SourceConfig;
+use crate::{Error, Result};
+
+/// Bytes sniffed for NULs and control characters to call a file binary (what git and ripgrep look at).
+const BINARY_SNIFF_BYTES: usize = 8192;
+/// Bytes searched for "generated" markers: they sit in a file's header comment.
+const GENERATED_SNIFF_BYTES: usize = 1024;
+
+/// A file that passed the walk's name and size checks.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Repo-relative path with `/` separators.
+    pub rel: String,
+    /// Where to read it.
+    pub abs: PathBuf,
+    /// Size at walk time.
+    pub bytes: u64,
+}
+
+/// A file or directory that is not indexed, and why.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Skipped {
+    /// Repo-relative path (directories end with `/`).
+    pub path: String,
+    /// Machine-readable reason: ignored, excluded-dir, excluded, not-included, lockfile, minified,
+    /// secret-file, too-large, binary, invalid-utf8, utf16, generated, symlink, not-a-file, unreadable.
+    pub reason: String,
+    /// Size in bytes when known (0 for directories).
+    pub bytes: u64,
+}
+
+/// What the walk found.
+#[derive(Debug, Default)]
+pub struct WalkResult {
+    /// Files to read, sorted by path.
+    pub files: Vec<Candidate>,
+    /// Everything not indexed, sorted by path.
+    pub skipped: Vec<Skipped>,
+}
+
+/// Walk options beyond the config.
+#[derive(Debug, Clone, Default)]
+pub struct WalkOptions {
+    /// Only paths matching one of these globs are indexed (when non-empty).
+    pub include: Vec<String>,
+    /// Paths matching one of these globs are not indexed.
+    pub exclude: Vec<String>,
+    /// Absolute paths never walked (the output bundle and its temp directory).
+    pub never_walk: Vec<PathBuf>,
+}
+
+/// Compiled name rules shared by the walk and the readers.
+#[derive(Debug)]
+pub struct Rules {
+    cfg: SourceConfig,
+    exclude_dirs: HashSet<String>,
+    lock: GlobSet,
+    minified: GlobSet,
+    secret: GlobSet,
+    include: Option<GlobSet>,
+    exclude: GlobSet,
+    generated: RegexSet,
+}
+
+fn globset(globs: &[String], what: &str) -> Result<GlobSet> {
+    let mut b = GlobSetBuilder::new();
+    for g in globs {
+        b.add(Glob::new(g).map_err(|e| Error::Config(format!("{what} glob {g:?}: {e}")))?);
+    }
+    b.build().map_err(|e| Error::Config(format!("{what}: {e}")))
+}
+
+impl Rules {
+    /// Compiles the config's and the options' globs and markers.
+    pub fn new(cfg: &SourceConfig, opts: &WalkOptions) -> Result<Self> {
+        Ok(Rules {
+            cfg: cfg.clone(),
+            exclude_dirs: cfg.exclude_dirs.iter().cloned().collect(),
+            lock: globset(&cfg.lock_files, "lock_files")?,
+            minified: globset(&cfg.minified_files, "minified_files")?,
+            secret: globset(&cfg.secret_files, "secret_files")?,
+            include: if opts.include.is_empty() {
+                None
+            } else {
+                Some(globset(&opts.include, "--include")?)
+            },
+            exclude: globset(&opts.exclude, "--exclude")?,
+            generated: RegexSet::new(&cfg.generated_markers)
+                .map_err(|e| Error::Config(format!("generated_markers: {e}")))?,
+        })
+    }
+
+    /// The skip reason a file's path alone gives, if any.
+    fn reason_for_path(&self, rel: &str) -> Option<&'static str> {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        if self.secret.is_match(name) || self.secret.is_match(rel) {
+            Some("secret-file")
+        } else if self.exclude.is_match(rel) {
+            Some("excluded")
+        } else if self.lock.is_match(name) {
+            Some("lockfile")
+        } else if self.minified.is_match(name) {
+            Some("minified")
+        } else if self.include.as_ref().is_some_and(|inc| !inc.is_match(rel)) {
+            Some("not-included")
+        } else {
+            None
+        }
+    }
+
+    /// Classifies a file's bytes: `Ok(text)` to index it, `Err(reason)` to skip it.
+    pub fn classify(&self, bytes: Vec<u8>) -> std::result::Result<String, &'static str> {
+        if bytes.len() as u64 > self.cfg.max_file_bytes {
+            return Err("too-large");
+        }
+        if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+            return Err("utf16");
+        }
+        if is_binary(&bytes[..bytes.len().min(BINARY_SNIFF_BYTES)]) {
+            return Err("binary");
+        }
+        let mut text = String::from_utf8(bytes).map_err(|_| "invalid-utf8")?;
+        if text.starts_with('\u{feff}') {
+            // Keep every byte offset equal to the file's: the 3-byte BOM becomes 3 spaces.
+            text.replace_range(..3, "   ");
+        }
+        let head_end = floor_char_boundary(&text, GENERATED_SNIFF_BYTES);
+        if self.generated.is_match(&text[..head_end]) {
+            return Err("generated");
+        }
+        if text.split('\n').any(|l| l.len() > self.cfg.max_line_bytes) {
+            return Err("minified");
+        }
+        Ok(text)
+    }
+}
+
+/// The largest char boundary at or below `i`.
+pub(crate) fn floor_char_boundary(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// NUL bytes, or more than 10% control bytes other than whitespace and ESC, mean binary.
+fn is_binary(head: &[u8]) -> bool {
+    if head.contains(&0) {
+        return true;
+    }
+    let ctrl = head
+        .iter()
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b))
+        .count();
+    ctrl * 10 > head.len()
+}
+
+fn rel_string(root: &Path, p: &Path) -> Option<String> {
+    let rel = p.strip_prefix(root).ok()?;
+    let mut out = String::new();
+    for c in rel.components() {
+        let s = c.as_os_str().to_str()?;
+        if !out.is_empty() {
+            out.push('/');
+        }
+        out.push_str(s);
+    }
+    Some(out)
+}
+
+fn lossy_rel(root: &Path, p: &Path) -> String {
+    let rel = p.strip_prefix(root).unwrap_or(p);
+    rel.to_string_lossy().replace('\\', "/")
+}
+
+/// Walks `root`: candidates to read and everything skipped, both sorted by path.
+pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult> {
+    let root = root.canonicalize().map_err(|e| Error::io(root, e))?;
+    if !root.is_dir() {
+        return Err(Error::Other(format!(
+            "{} is not a directory",
+            root.display()
+        )));
+    }
+    let never: Vec<PathBuf> = opts.never_walk.clone();
+    let dir_skips: Arc<Mutex<Vec<Skipped>>> = Arc::default();
+    let respect = rules.cfg.respect_gitignore;
+    let mut wb = WalkBuilder::new(&root);
+    wb.hidden(false)
+        .parents(respect)
+        .ignore(respect)
+        .git_ignore(respect)
+        .git_global(respect)
+        .git_exclude(respect)
+        .require_git(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b));
+    if respect {
+        wb.add_custom_ignore_filename(".troveignore");
+    }
+    {
+        let root = root.clone();
+        let dir_skips = dir_skips.clone();
+        let rules_dirs = rules.exclude_dirs.clone();
+        let exclude = rules.exclude.clone();
+        wb.filter_entry(move |e| {
+            let p = e.path();
+            if never.iter().any(|n| p == n) {
+                return false;
+            }
+            if e.depth() == 0 || !e.file_type().is_some_and(|t| t.is_dir()) {
+                return true;
+            }
+            let rel = lossy_rel(&root, p);
+            let name = rel.rsplit('/').next().unwrap_or(&rel);
+            let reason = if rules_dirs.contains(name) {
+                Some("excluded-dir")
+            } else if exclude.is_match(&rel) {
+                Some("excluded")
+            } else {
+                None
+            };
+            match reason {
+                Some(r) => {
+                    if let Ok(mut v) = dir_skips.lock() {
+                        v.push(Skipped {
+                            path: format!("{rel}/"),
+                            reason: r.into(),
+                            bytes: 0,
+                        });
+                    }
+                    false
+                }
+                None => true,
+            }
+        });
+    }
+    let mut out = WalkResult::default();
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for entry in wb.build() {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(err) => {
+                // An unreadable directory or a broken ignore file: record, go on.
+                let path = io_path(&err)
+                    .map(|p| lossy_rel(&root, &p))
+                    .unwrap_or_default();
+                out.skipped.push(Skipped {
+                    path,
+                    reason: "unreadable".into(),
+                    bytes: 0,
+                });
+                continue;
+            }
+        };
+        let p = entry.path().to_path_buf();
+        seen.insert(p.clone());
+        if entry.depth() == 0 {
+            dirs.push(p);
+            continue;
+        }
+        let Some(ft) = entry.file_type() else {
+            continue;
+        };
+        let Some(rel) = rel_string(&root, &p) else {
+            out.skipped.push(Skipped {
+                path: lossy_rel(&root, &p),
+                reason: "non-utf8-name".into(),
+                bytes: 0,
+            });
+            continue;
+        };
+        if ft.is_dir() {
+            // Excluded directories were pruned (and recorded) by `filter_entry`.
+            dirs.push(p);
+            continue;
+        }
+        if ft.is_symlink() {
+            let inside = p
+                .canonicalize()
+                .map(|t| t.starts_with(&root))
+                .unwrap_or(false);
+            let reason = if inside {
+                "symlink"
+            } else {
+                "symlink-outside-root"
+            };
+            out.skipped.push(Skipped {
+                path: rel,
+                reason: reason.into(),
+                bytes: 0,
+            });
+            continue;
+        }
+        let bytes = entry.metadata().map(|m| m.len()).unwrap_or(0);
+        if !ft.is_file() {
+            out.skipped.push(Skipped {
+                path: rel,
+                reason: "not-a-file".into(),
+                bytes: 0,
+            });
+            continue;
+        }
+        if let Some(r) = rules.reason_for_path(&rel) {
+            out.skipped.push(Skipped {
+                path: rel,
+                reason: r.into(),
+                bytes,
+            });
+            continue;
+        }
+        if bytes > rules.cfg.max_file_bytes {
+            out.skipped.push(Skipped {
+                path: rel,
+                reason: "too-large".into(),
+                bytes,
+            });
+            continue;
+        }
+        out.files.push(Candidate { rel, abs: p, bytes });
+    }
+    let dir_skips = std::mem::take(
+        &mut *dir_skips
+            .lock()
+            .map_err(|_| Error::Other("walk lock poisoned".into()))?,
+    );
+    let dir_skipped: HashSet<String> = dir_skips.iter().map(|s| s.path.clone()).collect();
+    out.skipped.extend(dir_skips);
+    // What the ignore rules hid: a child of a walked directory that the walk never yielded.
+    for d in &dirs {
+        let Ok(rd) = std::fs::read_dir(d) else {
+            continue;
+        };
+        for child in rd.flatten() {
+            let cp = child.path();
+            if seen.contains(&cp) || opts.never_walk.contains(&cp) {
+                continue;
+            }
+            let is_dir = child.file_type().map(|t| t.is_dir()).unwrap_or(false);
+            let rel = lossy_rel(&root, &cp);
+            let path = if is_dir { format!("{rel}/") } else { rel };
+            if dir_skipped.contains(&path) {
+                continue;
+            }
+            let bytes = if is_dir {
+                0
+            } else {
+                child.metadata().map(|m| m.len()).unwrap_or(0)
+            };
+            out.skipped.push(Skipped {
+                path,
+                reason: "ignored".into(),
+                bytes,
+            });
+        }
+    }
+    out.files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    out.skipped.sort();
+    out.skipped.dedup();
+    Ok(out)
+}
+
+fn io_path(err: &ignore::Error) -> Option<PathBuf> {
+    match err {
+        ignore::Error::WithPath { path, .. } => Some(path.clone()),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            io_path(err)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules() -> Rules {
+        let cfg = crate::config::PipelineConfig::defaults().unwrap().source;
+        Rules::new(&cfg, &WalkOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn classify_reasons() {
+        let r = rules();
+        assert_eq!(r.classify(b"a\0b".to_vec()), Err("binary"));
+        assert_eq!(r.classify(vec![0xff, 0xfe, b'a', 0]), Err("utf16"));
+        assert_eq!(r.classify(vec![b'a', 0xc3, 0x28]), Err("invalid-utf8"));
+        assert_eq!(
+            r.classify(b"// Code generated by protoc. DO NOT EDIT.\n".to_vec()),
+            Err("generated")
+        );
+        assert_eq!(r.classify(vec![b'x'; 5000]), Err("minified"));
+        assert_eq!(
+            r.classify(b"fn main() {}\n".to_vec()).unwrap(),
+            "fn main() {}\n"
+        );
+        assert_eq!(r.classify(b"\xef\xbb\xbfabc".to_vec()).unwrap(), "   abc");
+    }
+
+    #[test]
+    fn path_reasons() {
+        let r = rules();
+        assert_eq!(r.reason_for_path(".env"), Some("secret-file"));
+        assert_eq!(
+            r.reason_for_path("deploy/.env.production"),
+            Some("secret-file")
+        );
+        assert_eq!(r.reason_for_path("keys/server.pem"), Some("secret-file"));
+        assert_eq!(r.reason_for_path("home/.ssh/id_rsa"), Some("secret-file"));
+        assert_eq!(r.reason_for_path("Cargo.lock"), Some("lockfile"));
+        assert_eq!(r.reason_for_path("web/app.min.js"), Some("minified"));
+        assert_eq!(r.reason_for_path("src/main.rs"), None);
+    }
+}
