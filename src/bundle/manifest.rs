@@ -1,0 +1,195 @@
+//! `manifest.json`: what the bundle is, how it was made, and a checksum of every file.
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::{Error, Result};
+
+/// The manifest's file name.
+pub const MANIFEST: &str = "manifest.json";
+
+/// The whole manifest.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    /// Always `trove-bundle`.
+    pub format: String,
+    /// Bundle format version.
+    pub format_version: u32,
+    /// The tool that wrote it.
+    pub tool: Tool,
+    /// RFC 3339 UTC time of writing (`SOURCE_DATE_EPOCH` honoured); the only non-deterministic field.
+    pub created_at: String,
+    /// Where the content came from.
+    pub source: SourceInfo,
+    /// The bundle an incremental build started from (none for a full build).
+    pub base: Option<serde_json::Value>,
+    /// The resolved pipeline config.
+    pub pipeline: serde_json::Value,
+    /// sha256 of the resolved pipeline config.
+    pub pipeline_hash: String,
+    /// The embedder that made `embeddings.parquet`.
+    pub embedder: EmbedderInfo,
+    /// BM25 statistics and parameters.
+    pub bm25: Bm25Info,
+    /// Row counts and totals.
+    pub counts: Counts,
+    /// Files and chunks per language id.
+    pub languages: BTreeMap<String, LangCount>,
+    /// Every data file with rows, bytes and sha256.
+    pub files: Vec<FileEntry>,
+}
+
+/// Tool name and version.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Tool {
+    /// `trove`.
+    pub name: String,
+    /// Crate version.
+    pub version: String,
+}
+
+/// The indexed tree.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct SourceInfo {
+    /// The root directory's name (never an absolute path).
+    pub repo: String,
+    /// The root relative to the git work tree, when it is a subdirectory.
+    pub subdir: Option<String>,
+    /// HEAD commit, when the tree is in a git repository.
+    pub commit: Option<String>,
+    /// Current branch name.
+    pub branch: Option<String>,
+    /// Whether the work tree had changes against HEAD.
+    pub dirty: bool,
+}
+
+/// Embedder stamp.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EmbedderInfo {
+    /// Backend name.
+    pub backend: String,
+    /// Model id.
+    pub model: String,
+    /// Vector dimension.
+    pub dim: usize,
+    /// Backend + model + settings fingerprint.
+    pub fingerprint: String,
+}
+
+/// BM25 stamp.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Bm25Info {
+    /// k1.
+    pub k1: f64,
+    /// b.
+    pub b: f64,
+    /// Average chunk length in tokens.
+    pub avgdl: f64,
+    /// Number of chunks (documents).
+    pub n_docs: u64,
+    /// Tokenizer id.
+    pub tokenizer: String,
+    /// Longest token indexed.
+    pub max_token_len: usize,
+}
+
+/// Totals.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Counts {
+    /// Files indexed.
+    pub files: u64,
+    /// Files and directories skipped.
+    pub skipped: u64,
+    /// Chunks.
+    pub chunks: u64,
+    /// Distinct terms.
+    pub terms: u64,
+    /// Postings rows.
+    pub postings: u64,
+    /// Bytes of indexed source.
+    pub source_bytes: u64,
+}
+
+/// Per-language totals.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct LangCount {
+    /// Files.
+    pub files: u64,
+    /// Chunks.
+    pub chunks: u64,
+}
+
+/// One data file of the bundle.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FileEntry {
+    /// File name within the bundle.
+    pub name: String,
+    /// Rows.
+    pub rows: u64,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// sha256 of the file.
+    pub sha256: String,
+}
+
+/// Reads and checks `BUNDLE/manifest.json`: a clear error for a missing, foreign or newer bundle.
+pub fn read_manifest(bundle: &Path) -> Result<Manifest> {
+    let p = bundle.join(MANIFEST);
+    if !bundle.is_dir() {
+        return Err(Error::bundle(
+            bundle,
+            "not a directory (expected a bundle written by `trove index`)",
+        ));
+    }
+    let text = std::fs::read_to_string(&p).map_err(|e| {
+        Error::bundle(
+            bundle,
+            format!("cannot read {MANIFEST}: {e} (is this a trove bundle?)"),
+        )
+    })?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::bundle(bundle, format!("{MANIFEST} is not valid JSON: {e}")))?;
+    if v.get("format").and_then(|f| f.as_str()) != Some(super::FORMAT) {
+        return Err(Error::bundle(
+            bundle,
+            format!("{MANIFEST} does not describe a {} bundle", super::FORMAT),
+        ));
+    }
+    let version = v
+        .get("format_version")
+        .and_then(|f| f.as_u64())
+        .unwrap_or(0);
+    if version > u64::from(super::FORMAT_VERSION) {
+        return Err(Error::bundle(
+            bundle,
+            format!(
+                "format_version {version} is newer than this trove reads ({}): upgrade trove",
+                super::FORMAT_VERSION
+            ),
+        ));
+    }
+    serde_json::from_value(v)
+        .map_err(|e| Error::bundle(bundle, format!("{MANIFEST} is malformed: {e}")))
+}
+
+/// This build's tool stamp.
+pub fn manifest_tool() -> Tool {
+    Tool {
+        name: "trove".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+/// Writes `manifest.json` into `dir` (last, after every data file) and syncs it and the directory.
+pub fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
+    let p = dir.join(MANIFEST);
+    let mut text = serde_json::to_string_pretty(m)?;
+    text.push('\n');
+    std::fs::write(&p, text).map_err(|e| Error::io(&p, e))?;
+    let f = std::fs::File::open(&p).map_err(|e| Error::io(&p, e))?;
+    f.sync_all().map_err(|e| Error::io(&p, e))?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}

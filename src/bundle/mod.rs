@@ -1,0 +1,23 @@
+//! Bundle stage: the on-disk format (DESIGN.md §4) — Parquet tables plus `manifest.json`.
+//!
+//! Input: per-file results in path order. Output: a bundle directory, written into a temp directory
+//! beside the target and swapped in only when complete (`manifest.json` last). Invariants: the same
+//! input gives byte-identical Parquet files (fixed writer settings, rows ordered by path then
+//! position, postings by term then chunk id); no absolute path of the indexing machine is written.
+mod manifest;
+mod schema;
+mod verify;
+mod writer;
+
+pub use manifest::{
+    Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, MANIFEST, Manifest, SourceInfo, Tool,
+    manifest_tool, read_manifest, write_manifest,
+};
+pub use schema::{TABLES, expected_schema};
+pub use verify::{VerifyReport, verify};
+pub use writer::{BundleWriter, ChunkRecord, FileRecord, Finished, swap_into_place};
+
+/// The format name in every manifest.
+pub const FORMAT: &str = "trove-bundle";
+/// The newest bundle format this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;

@@ -1,0 +1,73 @@
+//! Arrow schemas of the bundle tables: the one definition the writer writes and `verify` checks.
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use std::sync::Arc;
+
+/// Every table of a v1 bundle, in manifest order.
+pub const TABLES: &[&str] = &[
+    "files",
+    "chunks",
+    "embeddings",
+    "terms",
+    "postings",
+    "skipped",
+];
+
+fn utf8(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Utf8, nullable)
+}
+
+/// The schema of table `name` (`dim` sizes the embedding column).
+pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
+    let i64f = |n: &str| Field::new(n, DataType::Int64, false);
+    let i32f = |n: &str| Field::new(n, DataType::Int32, false);
+    let fields = match name {
+        "files" => vec![
+            utf8("path", false),
+            utf8("language", true),
+            utf8("source_type", false),
+            i64f("bytes"),
+            i64f("lines"),
+            utf8("sha256", false),
+            i32f("chunks"),
+            Field::new("parse_fallback", DataType::Boolean, false),
+        ],
+        "chunks" => vec![
+            i64f("chunk_id"),
+            utf8("path", false),
+            utf8("language", true),
+            utf8("source_type", false),
+            utf8("kind", false),
+            utf8("symbol", true),
+            utf8("symbol_path", true),
+            utf8("heading_path", true),
+            utf8("signature", true),
+            utf8("docs", true),
+            i32f("start_line"),
+            i32f("start_col"),
+            i32f("end_line"),
+            i32f("end_col"),
+            i64f("start_byte"),
+            i64f("end_byte"),
+            i32f("chunk_index"),
+            i32f("total_chunks"),
+            i32f("token_len"),
+            utf8("content", false),
+        ],
+        "embeddings" => vec![
+            i64f("chunk_id"),
+            Field::new(
+                "embedding",
+                DataType::FixedSizeList(
+                    Arc::new(Field::new("item", DataType::Float32, false)),
+                    dim as i32,
+                ),
+                false,
+            ),
+        ],
+        "terms" => vec![utf8("term", false), i64f("df")],
+        "postings" => vec![utf8("term", false), i64f("chunk_id"), i32f("tf")],
+        "skipped" => vec![utf8("path", false), utf8("reason", false), i64f("bytes")],
+        _ => return None,
+    };
+    Some(Arc::new(Schema::new(fields)))
+}

@@ -1,0 +1,78 @@
+//! `trove inspect BUNDLE`.
+use clap::Args;
+use std::path::PathBuf;
+
+use trove::bundle::read_manifest;
+
+use super::{Format, human_bytes};
+
+/// Show a bundle's manifest: source, counts, languages and files.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The bundle directory.
+    pub bundle: PathBuf,
+    /// Output format (json prints the manifest itself).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// Runs `trove inspect`.
+pub fn run(a: InspectArgs) -> anyhow::Result<()> {
+    let m = read_manifest(&a.bundle)?;
+    if a.format == Format::Json {
+        println!("{}", serde_json::to_string_pretty(&m)?);
+        return Ok(());
+    }
+    println!("bundle      {}", a.bundle.display());
+    println!(
+        "format      {} v{} (written by {} {} at {})",
+        m.format, m.format_version, m.tool.name, m.tool.version, m.created_at
+    );
+    let mut src = m.source.repo.clone();
+    if let Some(s) = &m.source.subdir {
+        src.push_str(&format!(" ({s})"));
+    }
+    if let Some(c) = &m.source.commit {
+        src.push_str(&format!(" @ {}", &c[..c.len().min(12)]));
+    }
+    if let Some(b) = &m.source.branch {
+        src.push_str(&format!(" [{b}]"));
+    }
+    if m.source.dirty {
+        src.push_str(" +uncommitted changes");
+    }
+    println!("source      {src}");
+    println!(
+        "embedder    {} {} dim {}",
+        m.embedder.backend, m.embedder.model, m.embedder.dim
+    );
+    println!(
+        "bm25        k1 {} b {} avgdl {:.1} docs {} tokenizer {}",
+        m.bm25.k1, m.bm25.b, m.bm25.avgdl, m.bm25.n_docs, m.bm25.tokenizer
+    );
+    let c = &m.counts;
+    println!(
+        "counts      {} files ({}), {} chunks, {} terms, {} postings, {} skipped",
+        c.files,
+        human_bytes(c.source_bytes),
+        c.chunks,
+        c.terms,
+        c.postings,
+        c.skipped
+    );
+    println!("languages");
+    for (l, n) in &m.languages {
+        println!("  {l:<14} {:>7} files {:>8} chunks", n.files, n.chunks);
+    }
+    println!("files");
+    for f in &m.files {
+        println!(
+            "  {:<20} {:>9} rows {:>10}  sha256 {}",
+            f.name,
+            f.rows,
+            human_bytes(f.bytes),
+            &f.sha256[..16.min(f.sha256.len())]
+        );
+    }
+    Ok(())
+}

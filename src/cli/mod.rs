@@ -1,0 +1,63 @@
+//! The command line: one module per subcommand, each with `XArgs` and `run(args)`.
+//! `main.rs` only parses and maps errors to exit codes.
+pub mod index;
+pub mod inspect;
+pub mod languages;
+pub mod verify;
+
+use clap::{Parser, Subcommand};
+
+/// trove: index source repositories into portable Parquet bundles, and query them.
+#[derive(Debug, Parser)]
+#[command(name = "trove", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Index a directory (usually a git work tree) into a bundle.
+    Index(index::IndexArgs),
+    /// Show a bundle's manifest: source, counts, languages, files.
+    Inspect(inspect::InspectArgs),
+    /// Check a bundle: every file's size, sha256, row count and schema against its manifest.
+    Verify(verify::VerifyArgs),
+    /// List the languages trove detects and how it chunks each.
+    Languages(languages::LanguagesArgs),
+}
+
+/// Output formats shared by the subcommands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Human-readable text.
+    Text,
+    /// One JSON document.
+    Json,
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Index(a) => index::run(a),
+        Command::Inspect(a) => inspect::run(a),
+        Command::Verify(a) => verify::run(a),
+        Command::Languages(a) => languages::run(a),
+    }
+}
+
+/// `1234567` → `1.2 MB`.
+pub(crate) fn human_bytes(n: u64) -> String {
+    let n = n as f64;
+    if n >= 1e9 {
+        format!("{:.2} GB", n / 1e9)
+    } else if n >= 1e6 {
+        format!("{:.1} MB", n / 1e6)
+    } else if n >= 1e3 {
+        format!("{:.1} kB", n / 1e3)
+    } else {
+        format!("{n} B")
+    }
+}

@@ -1,0 +1,477 @@
+//! Pipeline: joins the stages for `trove index`.
+//!
+//! ```text
+//! walk (sorted paths) ─► feeder ─► [bounded] ─► N workers: read, classify, detect, chunk,
+//!                                               tokenize, embed ─► [bounded] ─► writer (in path order)
+//! ```
+//! Input: [`IndexOptions`]. Output: a bundle at `opts.out` and an [`IndexSummary`]. Invariants: at
+//! most [`WINDOW_FILES`] files are in flight or waiting to be written, whatever the repository size
+//! (backpressure through a token channel), so memory is bounded; files reach the single writer in
+//! path order, so `--threads 1` and `--threads N` write the same bytes; a per-file failure becomes a
+//! `skipped` row, never an abort; the bundle is built in a temp directory beside the target and
+//! swapped in whole, so a failed run leaves the previous bundle as it was.
+mod progress;
+
+pub use progress::Progress;
+
+use crossbeam_channel::{Receiver, Sender, bounded};
+use std::collections::{BTreeMap, HashMap};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::bundle::{self, BundleWriter, ChunkRecord, FileRecord, Manifest};
+use crate::chunk::chunk_file;
+use crate::config::PipelineConfig;
+use crate::embed::{Embedder, HashEmbedder, embed_text};
+use crate::lang::Registry;
+use crate::source::{self, Candidate, Rules, Skipped, WalkOptions};
+use crate::util::{sha256_hex, stable_id};
+use crate::{Error, Result, extract};
+
+/// Files read, chunked or waiting for the writer at any one time: bounds memory (each holds one
+/// file's text and chunks; files are at most `max_file_bytes`) while keeping every core busy even
+/// when one large file holds up the in-order writer.
+pub const WINDOW_FILES: usize = 256;
+/// Env var (tests only): make the writer fail after this many files, to prove a failed run leaves
+/// the previous bundle intact.
+pub const FAIL_AFTER_ENV: &str = "TROVE_FAIL_AFTER_FILES";
+
+/// What `trove index` was asked to do.
+#[derive(Debug, Clone)]
+pub struct IndexOptions {
+    /// The tree to index.
+    pub root: PathBuf,
+    /// The bundle directory to write.
+    pub out: PathBuf,
+    /// Resolved pipeline config.
+    pub config: PipelineConfig,
+    /// Include/exclude globs.
+    pub walk: WalkOptions,
+    /// Worker threads (0 = one per core).
+    pub threads: usize,
+    /// Extra language directories (after the built-ins and the repo's `.trove/languages`).
+    pub languages_dirs: Vec<PathBuf>,
+    /// How progress is shown.
+    pub progress: Progress,
+}
+
+/// What a run did, for the final summary.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct IndexSummary {
+    /// Files the walk considered (indexed + skipped files).
+    pub files_seen: u64,
+    /// Files indexed.
+    pub files_indexed: u64,
+    /// Skipped files and directories by reason.
+    pub skipped: BTreeMap<String, u64>,
+    /// Chunks written.
+    pub chunks: u64,
+    /// Chunks per language.
+    pub chunks_by_language: BTreeMap<String, u64>,
+    /// Files whose parse ran past its time bound (chunked by lines instead).
+    pub parse_fallbacks: u64,
+    /// Bytes of indexed source.
+    pub source_bytes: u64,
+    /// Bytes of the bundle.
+    pub bundle_bytes: u64,
+    /// Wall time in seconds.
+    pub wall_secs: f64,
+    /// Peak resident memory of the process, when known.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+/// A worker's answer for one file.
+enum FileResult {
+    Indexed(FileRecord),
+    Skipped(Skipped),
+}
+
+/// Shared read-only state of the workers.
+struct Ctx<'a> {
+    rules: &'a Rules,
+    registry: &'a Registry,
+    config: &'a PipelineConfig,
+    embedder: &'a dyn Embedder,
+}
+
+/// Runs the whole index: walk, process, write, swap. Returns the manifest and a summary.
+pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
+    let started = Instant::now();
+    opts.config.validate()?;
+    let root = opts
+        .root
+        .canonicalize()
+        .map_err(|e| Error::io(&opts.root, e))?;
+    let out = absolute(&opts.out)?;
+    check_output(&out, &root)?;
+    let tmp = temp_dir_for(&out);
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    }
+    std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    let result = build_into(opts, &root, &out, &tmp, started);
+    match result {
+        Ok((manifest, summary)) => match bundle::swap_into_place(&tmp, &out) {
+            Ok(()) => Ok((manifest, summary)),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                Err(e)
+            }
+        },
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            Err(e)
+        }
+    }
+}
+
+fn absolute(p: &Path) -> Result<PathBuf> {
+    std::path::absolute(p).map_err(|e| Error::io(p, e))
+}
+
+/// `<parent>/.<name>.tmp-<pid>`: beside the target, so the final rename stays on one filesystem.
+fn temp_dir_for(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bundle".into());
+    out.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Refuses to replace anything that is not a trove bundle (or an empty directory), and an output
+/// that is the indexed tree itself or contains it.
+fn check_output(out: &Path, root: &Path) -> Result<()> {
+    if root.starts_with(out) {
+        return Err(Error::Other(format!(
+            "output {} would contain the indexed tree {}: choose another -o",
+            out.display(),
+            root.display()
+        )));
+    }
+    if out.is_file() {
+        return Err(Error::Other(format!(
+            "output {} is a file: choose a directory path for the bundle",
+            out.display()
+        )));
+    }
+    if out.is_dir() {
+        let empty = std::fs::read_dir(out)
+            .map_err(|e| Error::io(out, e))?
+            .next()
+            .is_none();
+        if !empty && bundle::read_manifest(out).is_err() {
+            return Err(Error::Other(format!(
+                "refusing to overwrite {}: it exists and is not a trove bundle (remove it or choose another -o)",
+                out.display()
+            )));
+        }
+    }
+    if let Some(parent) = out.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    Ok(())
+}
+
+fn build_into(
+    opts: &IndexOptions,
+    root: &Path,
+    out: &Path,
+    tmp: &Path,
+    started: Instant,
+) -> Result<(Manifest, IndexSummary)> {
+    let cfg = &opts.config;
+    let mut lang_dirs: Vec<PathBuf> = Vec::new();
+    let repo_langs = root.join(".trove/languages");
+    if repo_langs.is_dir() {
+        lang_dirs.push(repo_langs);
+    }
+    lang_dirs.extend(opts.languages_dirs.iter().cloned());
+    let registry = Registry::load(&lang_dirs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
+    let mut walk_opts = opts.walk.clone();
+    walk_opts.never_walk.push(out.to_path_buf());
+    walk_opts.never_walk.push(tmp.to_path_buf());
+    let rules = Rules::new(&cfg.source, &walk_opts)?;
+    let walked = source::walk(root, &rules, &walk_opts)?;
+    let embedder = HashEmbedder::new(cfg.embed.dim, cfg.bm25.max_token_len);
+    let ctx = Ctx {
+        rules: &rules,
+        registry: &registry,
+        config: cfg,
+        embedder: &embedder,
+    };
+    let threads = if opts.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        opts.threads
+    };
+    let fail_after: Option<u64> = std::env::var(FAIL_AFTER_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let total_bytes: u64 = walked.files.iter().map(|c| c.bytes).sum();
+    let progress = opts.progress.start(walked.files.len() as u64, total_bytes);
+    let mut writer = BundleWriter::create(tmp, cfg.embed.dim)?;
+    let mut read_skips: Vec<Skipped> = Vec::new();
+    let mut summary = IndexSummary::default();
+
+    std::thread::scope(|s| -> Result<()> {
+        let (task_tx, task_rx) = bounded::<(usize, &Candidate)>(threads * 2);
+        let (res_tx, res_rx) = bounded::<(usize, FileResult)>(WINDOW_FILES);
+        let (tok_tx, tok_rx) = bounded::<()>(WINDOW_FILES);
+        for _ in 0..WINDOW_FILES {
+            tok_tx
+                .send(())
+                .map_err(|_| Error::Other("token channel closed".into()))?;
+        }
+        for i in 0..threads {
+            let task_rx: Receiver<(usize, &Candidate)> = task_rx.clone();
+            let res_tx: Sender<(usize, FileResult)> = res_tx.clone();
+            let ctx = &ctx;
+            std::thread::Builder::new()
+                .name(format!("trove-worker-{i}"))
+                .spawn_scoped(s, move || {
+                    for (i, c) in task_rx {
+                        if res_tx.send((i, process(ctx, c))).is_err() {
+                            break;
+                        }
+                    }
+                })
+                .map_err(|e| Error::Other(format!("cannot start a worker thread: {e}")))?;
+        }
+        drop(res_tx);
+        drop(task_rx);
+        let files = &walked.files;
+        let feeder = std::thread::Builder::new()
+            .name("trove-feeder".into())
+            .spawn_scoped(s, move || {
+                for (i, c) in files.iter().enumerate() {
+                    // A token per file in flight: the writer returns one per file written.
+                    if tok_rx.recv().is_err() || task_tx.send((i, c)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| Error::Other(format!("cannot start the feeder thread: {e}")))?;
+        // This thread is the writer: results arrive in any order and are written in path order.
+        let mut pending: HashMap<usize, FileResult> = HashMap::new();
+        let mut next = 0usize;
+        let mut written = 0u64;
+        let mut outcome = Ok(());
+        'recv: for (i, r) in res_rx.iter() {
+            pending.insert(i, r);
+            while let Some(r) = pending.remove(&next) {
+                let bytes = files[next].bytes;
+                next += 1;
+                match r {
+                    FileResult::Indexed(f) => {
+                        summary.files_indexed += 1;
+                        summary.parse_fallbacks += u64::from(f.parse_fallback);
+                        *summary
+                            .chunks_by_language
+                            .entry(f.language.clone().unwrap_or_else(|| "(none)".into()))
+                            .or_default() += f.chunks.len() as u64;
+                        summary.chunks += f.chunks.len() as u64;
+                        if let Err(e) = writer.add_file(f) {
+                            outcome = Err(e);
+                            break 'recv;
+                        }
+                    }
+                    FileResult::Skipped(sk) => read_skips.push(sk),
+                }
+                written += 1;
+                progress.advance(bytes);
+                if fail_after.is_some_and(|n| written >= n) {
+                    outcome = Err(Error::Other(format!(
+                        "{FAIL_AFTER_ENV} reached: failing on purpose after {written} files"
+                    )));
+                    break 'recv;
+                }
+                let _ = tok_tx.send(());
+            }
+        }
+        drop(tok_tx);
+        drop(res_rx);
+        let _ = feeder.join();
+        outcome
+    })?;
+    progress.finish();
+
+    let mut skipped = walked.skipped;
+    skipped.extend(read_skips);
+    skipped.sort();
+    for sk in &skipped {
+        *summary.skipped.entry(sk.reason.clone()).or_default() += 1;
+    }
+    summary.files_seen = walked.files.len() as u64
+        + skipped.iter().filter(|s| !s.path.ends_with('/')).count() as u64;
+    let bundle::Finished {
+        entries,
+        counts,
+        languages,
+        avgdl,
+    } = writer.finish(&skipped)?;
+    summary.source_bytes = counts.source_bytes;
+    summary.bundle_bytes = entries.iter().map(|e| e.bytes).sum();
+    let manifest = Manifest {
+        format: bundle::FORMAT.into(),
+        format_version: bundle::FORMAT_VERSION,
+        tool: bundle::manifest_tool(),
+        created_at: created_at(),
+        source: git_info(root),
+        base: None,
+        pipeline: serde_json::to_value(cfg)?,
+        pipeline_hash: cfg.hash(),
+        embedder: bundle::EmbedderInfo {
+            backend: embedder.backend().into(),
+            model: embedder.model().into(),
+            dim: embedder.dim(),
+            fingerprint: embedder.fingerprint(),
+        },
+        bm25: bundle::Bm25Info {
+            k1: cfg.bm25.k1,
+            b: cfg.bm25.b,
+            avgdl,
+            n_docs: counts.chunks,
+            tokenizer: extract::TOKENIZER.into(),
+            max_token_len: cfg.bm25.max_token_len,
+        },
+        counts,
+        languages,
+        files: entries,
+    };
+    bundle::write_manifest(tmp, &manifest)?;
+    summary.wall_secs = started.elapsed().as_secs_f64();
+    summary.peak_rss_bytes = crate::util::peak_rss_bytes();
+    Ok((manifest, summary))
+}
+
+/// Reads, classifies and chunks one file; never fails (problems become a skip reason).
+fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
+    let skip = |reason: &str, bytes: u64| {
+        FileResult::Skipped(Skipped {
+            path: c.rel.clone(),
+            reason: reason.into(),
+            bytes,
+        })
+    };
+    let bytes = match std::fs::read(&c.abs) {
+        Ok(b) => b,
+        Err(_) => return skip("unreadable", c.bytes),
+    };
+    let size = bytes.len() as u64;
+    let sha256 = sha256_hex(&bytes);
+    let text = match ctx.rules.classify(bytes) {
+        Ok(t) => t,
+        Err(reason) => return skip(reason, size),
+    };
+    let head = &text.as_bytes()[..text.len().min(16 * 1024)];
+    let lang = ctx.registry.detect(&c.rel, head);
+    let source_type = lang.map_or("doc", |l| l.source_type(&c.rel)).to_string();
+    let chunked = chunk_file(&text, lang, &ctx.config.chunk);
+    let max_len = ctx.config.bm25.max_token_len;
+    let path_tokens = extract::tokens(&c.rel, max_len);
+    let texts: Vec<String> = chunked
+        .chunks
+        .iter()
+        .map(|ch| embed_text(&c.rel, ch.symbol_path.as_deref(), &ch.content))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = match ctx.embedder.embed(&refs) {
+        Ok(v) => v,
+        Err(_) => return skip("embed-failed", size),
+    };
+    let mut chunks = Vec::with_capacity(chunked.chunks.len());
+    for (ch, embedding) in chunked.chunks.into_iter().zip(vectors) {
+        let mut counts: HashMap<String, u32> = HashMap::new();
+        extract::tokenize(&ch.content, max_len, |t| match counts.get_mut(t) {
+            Some(n) => *n += 1,
+            None => {
+                counts.insert(t.to_string(), 1);
+            }
+        });
+        for t in &path_tokens {
+            *counts.entry(t.clone()).or_default() += 1;
+        }
+        let token_len = counts.values().sum();
+        let chunk_id = stable_id(&[
+            c.rel.as_bytes(),
+            ch.start_byte.to_string().as_bytes(),
+            ch.content.as_bytes(),
+        ]);
+        chunks.push(ChunkRecord {
+            chunk: ch,
+            chunk_id,
+            token_len,
+            terms: counts.into_iter().collect(),
+            embedding,
+        });
+    }
+    FileResult::Indexed(FileRecord {
+        path: c.rel.clone(),
+        language: lang.map(|l| l.def.id.clone()),
+        source_type,
+        bytes: size,
+        lines: text.lines().count() as u64,
+        sha256,
+        parse_fallback: chunked.parse_fallback,
+        chunks,
+    })
+}
+
+/// RFC 3339 UTC; `SOURCE_DATE_EPOCH` (reproducible builds) wins over the clock.
+fn created_at() -> String {
+    let t = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+        .unwrap_or_else(chrono::Utc::now);
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Repo name, commit, branch and dirty flag; only the directory's name, never its absolute path.
+fn git_info(root: &Path) -> bundle::SourceInfo {
+    let mut info = bundle::SourceInfo {
+        repo: root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        ..Default::default()
+    };
+    let Ok(repo) = git2::Repository::discover(root) else {
+        return info;
+    };
+    let Some(workdir) = repo.workdir().and_then(|w| w.canonicalize().ok()) else {
+        return info;
+    };
+    let sub = root
+        .strip_prefix(&workdir)
+        .ok()
+        .map(|p| p.to_string_lossy().replace('\\', "/"));
+    info.subdir = sub.clone().filter(|s| !s.is_empty());
+    if let Ok(head) = repo.head() {
+        info.commit = head.peel_to_commit().ok().map(|c| c.id().to_string());
+        if head.is_branch() {
+            info.branch = head.shorthand().ok().map(str::to_string);
+        }
+    }
+    let mut so = git2::StatusOptions::new();
+    so.include_untracked(true).include_ignored(false);
+    if let Some(s) = &info.subdir {
+        so.pathspec(s);
+    }
+    info.dirty = repo
+        .statuses(Some(&mut so))
+        .map(|st| !st.is_empty())
+        .unwrap_or(false);
+    info
+}
+
+/// Whether stderr is a terminal (progress bars, colours).
+pub fn stderr_is_tty() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// Formats a duration as seconds with millisecond precision.
+pub fn secs(d: Duration) -> String {
+    format!("{:.3}s", d.as_secs_f64())
+}
