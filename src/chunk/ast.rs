@@ -134,11 +134,11 @@ fn collect(text: &str, lang: &Language, root: Node<'_>) -> (Vec<Def>, Vec<usize>
             next_parent = Some(i);
             descend = def_node;
         }
+        // Children go on the stack in reverse so they pop in source order.
+        let mark = stack.len();
         let mut c = descend.walk();
-        let children: Vec<Node<'_>> = descend.named_children(&mut c).collect();
-        for child in children.into_iter().rev() {
-            stack.push((child, next_parent));
-        }
+        stack.extend(descend.named_children(&mut c).map(|n| (n, next_parent)));
+        stack[mark..].reverse();
     }
     (defs, top)
 }

@@ -4,6 +4,8 @@
 //! gives the same vector on every machine; the manifest stamps backend, model, dim and fingerprint so
 //! a query with another embedder is refused.
 use crate::Result;
+use rustc_hash::FxHashMap;
+
 use crate::extract;
 use crate::util::{fnv1a64, sha256_hex};
 
@@ -44,13 +46,13 @@ impl HashEmbedder {
 
     /// Embeds one text.
     pub fn embed_one(&self, text: &str) -> Vec<f32> {
-        let mut counts: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        // Count tokens by their hash: no string is allocated per token.
+        let mut counts: FxHashMap<u64, u32> = FxHashMap::default();
         extract::tokenize(text, self.max_token_len, |t| {
-            *counts.entry(t.to_string()).or_default() += 1
+            *counts.entry(fnv1a64(t.as_bytes())).or_default() += 1
         });
         let mut v = vec![0f32; self.dim];
-        for (tok, tf) in counts {
-            let h = fnv1a64(tok.as_bytes());
+        for (h, tf) in counts {
             let i = (h % self.dim as u64) as usize;
             let sign = if h >> 63 == 1 { -1.0 } else { 1.0 };
             v[i] += sign * (1.0 + (tf as f32).ln());

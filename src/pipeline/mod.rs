@@ -15,6 +15,7 @@ mod progress;
 pub use progress::Progress;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -31,8 +32,9 @@ use crate::{Error, Result, extract};
 
 /// Files read, chunked or waiting for the writer at any one time: bounds memory (each holds one
 /// file's text and chunks; files are at most `max_file_bytes`) while keeping every core busy even
-/// when one large file holds up the in-order writer.
-pub const WINDOW_FILES: usize = 256;
+/// when one large file holds up the in-order writer. 256 cost ~10% more peak memory than 64 on the
+/// crates corpus for no speed gain.
+pub const WINDOW_FILES: usize = 64;
 /// Env var (tests only): make the writer fail after this many files, to prove a failed run leaves
 /// the previous bundle intact.
 pub const FAIL_AFTER_ENV: &str = "TROVE_FAIL_AFTER_FILES";
@@ -382,7 +384,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     };
     let mut chunks = Vec::with_capacity(chunked.chunks.len());
     for (ch, embedding) in chunked.chunks.into_iter().zip(vectors) {
-        let mut counts: HashMap<String, u32> = HashMap::new();
+        let mut counts: FxHashMap<String, u32> = FxHashMap::default();
         extract::tokenize(&ch.content, max_len, |t| match counts.get_mut(t) {
             Some(n) => *n += 1,
             None => {

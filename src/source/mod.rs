@@ -98,7 +98,7 @@ impl Rules {
             } else {
                 Some(globset(&opts.include, "--include")?)
             },
-            exclude: globset(&opts.exclude, "--exclude")?,
+            exclude: globset(&with_dir_forms(&opts.exclude), "--exclude")?,
             generated: RegexSet::new(&cfg.generated_markers)
                 .map_err(|e| Error::Config(format!("generated_markers: {e}")))?,
         })
@@ -147,6 +147,20 @@ impl Rules {
         }
         Ok(text)
     }
+}
+
+/// `web/**` excludes everything under `web`, so it also names `web` itself: the walk then prunes the
+/// directory (one `skipped` row) instead of visiting and skipping every file below it.
+fn with_dir_forms(globs: &[String]) -> Vec<String> {
+    let mut out = globs.to_vec();
+    out.extend(
+        globs
+            .iter()
+            .filter_map(|g| g.strip_suffix("/**"))
+            .filter(|d| !d.is_empty())
+            .map(str::to_string),
+    );
+    out
 }
 
 /// The largest char boundary at or below `i`.
