@@ -1,0 +1,368 @@
+//! Chunker invariants per language, then the expected structure, then a snapshot of each fixture.
+use trove::chunk::{Chunk, chunk_file, nonws_chars};
+use trove::config::{ChunkConfig, PipelineConfig};
+use trove::lang::Registry;
+
+use crate::util::fixtures;
+
+fn cfg() -> ChunkConfig {
+    PipelineConfig::defaults().unwrap().chunk
+}
+
+fn chunks_of(rel: &str, c: &ChunkConfig) -> (String, Vec<Chunk>) {
+    let reg = Registry::load(&[]).unwrap();
+    let text = std::fs::read_to_string(fixtures().join("languages").join(rel)).unwrap();
+    let lang = reg
+        .detect(rel, text.as_bytes())
+        .unwrap_or_else(|| panic!("no language for {rel}"));
+    let out = chunk_file(&text, Some(lang), c);
+    assert!(!out.parse_fallback, "{rel} fell back to lines");
+    (text, out.chunks)
+}
+
+/// Line/column from a byte offset, computed independently of the chunker.
+fn pos(text: &str, byte: usize) -> (usize, usize) {
+    let before = &text[..byte];
+    let line = before.matches('\n').count() + 1;
+    let col = byte - before.rfind('\n').map_or(0, |i| i + 1);
+    (line, col)
+}
+
+fn check_invariants(rel: &str, text: &str, chunks: &[Chunk], c: &ChunkConfig) {
+    assert!(!chunks.is_empty(), "{rel}: no chunks");
+    for ch in chunks {
+        assert_eq!(
+            ch.content,
+            &text[ch.start_byte..ch.end_byte],
+            "{rel}: content/bytes disagree"
+        );
+        assert_eq!(
+            (ch.start_line, ch.start_col),
+            pos(text, ch.start_byte),
+            "{rel}: start position"
+        );
+        let (el, ec) = pos(text, ch.end_byte - 1);
+        assert_eq!(
+            (ch.end_line, ch.end_col),
+            (el, ec + 1),
+            "{rel}: end position"
+        );
+        assert!(!ch.content.trim().is_empty());
+        // A piece may exceed the budget only when it is a single line.
+        assert!(
+            nonws_chars(&ch.content) <= c.max_chars || !ch.content.contains('\n'),
+            "{rel}: oversize chunk"
+        );
+    }
+    for w in chunks.windows(2) {
+        assert!(
+            w[0].end_byte <= w[1].start_byte,
+            "{rel}: chunks overlap: {:?} / {:?}",
+            w[0].symbol_path,
+            w[1].symbol_path
+        );
+    }
+}
+
+fn has(chunks: &[Chunk], path: &str, kind: &str) -> Chunk {
+    chunks
+        .iter()
+        .find(|c| c.symbol_path.as_deref() == Some(path) && c.kind == kind)
+        .unwrap_or_else(|| {
+            let got: Vec<String> = chunks
+                .iter()
+                .map(|c| format!("{} {:?}", c.kind, c.symbol_path))
+                .collect();
+            panic!("no {kind} chunk {path:?}; got {got:#?}")
+        })
+        .clone()
+}
+
+const FIXTURES: &[&str] = &[
+    "rust/shapes.rs",
+    "python/billing.py",
+    "javascript/cart.js",
+    "typescript/users.ts",
+    "tsx/Button.tsx",
+    "go/server.go",
+    "java/OrderService.java",
+    "c/buffer.c",
+    "cpp/matrix.cpp",
+    "markdown/guide.md",
+];
+
+#[test]
+fn invariants_hold_for_every_fixture_and_budget() {
+    for max_chars in [64, 120, 300, 1800] {
+        let c = ChunkConfig { max_chars, ..cfg() };
+        for rel in FIXTURES {
+            let (text, chunks) = chunks_of(rel, &c);
+            check_invariants(rel, &text, &chunks, &c);
+        }
+    }
+}
+
+#[test]
+fn rust_items_impls_and_nested_modules() {
+    let (_, ch) = chunks_of("rust/shapes.rs", &cfg());
+    let circle = has(&ch, "Circle", "struct");
+    assert!(
+        circle.content.starts_with("/// A circle"),
+        "doc comment stays with the item"
+    );
+    assert!(
+        circle.content.contains("#[derive(Debug"),
+        "attributes stay with the item"
+    );
+    assert_eq!(
+        circle.docs.as_deref(),
+        Some("A circle given by its radius.")
+    );
+    has(&ch, "Shape", "trait");
+    has(&ch, "main", "function");
+    assert_eq!(
+        ch.iter()
+            .filter(|c| c.kind == "impl" && c.symbol.as_deref() == Some("Circle"))
+            .count(),
+        3
+    );
+    // A small budget splits containers by their members, each keeping its path.
+    let (_, small) = chunks_of(
+        "rust/shapes.rs",
+        &ChunkConfig {
+            max_chars: 120,
+            ..cfg()
+        },
+    );
+    let total = has(&small, "registry > Registry > total_area", "method");
+    assert_eq!(
+        total.docs.as_deref(),
+        Some("Total area of every registered shape.")
+    );
+    assert_eq!(
+        total.signature.as_deref(),
+        Some("pub fn total_area(&self) -> f64")
+    );
+    has(&small, "registry > Registry", "struct");
+}
+
+#[test]
+fn python_classes_methods_decorators_docstrings() {
+    let (_, ch) = chunks_of(
+        "python/billing.py",
+        &ChunkConfig {
+            max_chars: 300,
+            ..cfg()
+        },
+    );
+    let pay = has(&ch, "PaymentService > process_payment", "method");
+    assert_eq!(
+        pay.docs.as_deref(),
+        Some("Validate, then charge the invoice's total.\n\nReturns the gateway's receipt id.")
+    );
+    let validate = has(&ch, "PaymentService > validate", "method");
+    assert!(
+        validate.content.starts_with("@staticmethod"),
+        "decorator kept: {}",
+        validate.content
+    );
+    let inv = has(&ch, "Invoice", "class");
+    assert!(inv.content.starts_with("@dataclass"));
+    assert_eq!(
+        has(&ch, "format_amount", "function").docs.as_deref(),
+        Some("Two decimals, thousands separated.")
+    );
+    // Top-level code between definitions is a block.
+    assert!(
+        ch.iter()
+            .any(|c| c.kind == "block" && c.content.contains("TAX_RATE"))
+    );
+    let (_, tiny) = chunks_of(
+        "python/billing.py",
+        &ChunkConfig {
+            max_chars: 64,
+            ..cfg()
+        },
+    );
+    has(&tiny, "PaymentService > process_payment > Receipt", "class");
+}
+
+#[test]
+fn javascript_typescript_tsx() {
+    let (_, js) = chunks_of(
+        "javascript/cart.js",
+        &ChunkConfig {
+            max_chars: 100,
+            ..cfg()
+        },
+    );
+    assert_eq!(
+        has(&js, "Cart > add", "method").docs.as_deref(),
+        Some("Adds an item with a quantity.")
+    );
+    assert_eq!(
+        has(&js, "withTax", "function").docs.as_deref(),
+        Some("Applies tax to an amount.")
+    );
+    assert!(
+        has(&js, "withTax", "function")
+            .content
+            .contains("export function withTax")
+    );
+    has(&js, "describe", "function");
+    has(&js, "ids", "function");
+    let (_, ts) = chunks_of(
+        "typescript/users.ts",
+        &ChunkConfig {
+            max_chars: 200,
+            ..cfg()
+        },
+    );
+    has(&ts, "User", "interface");
+    has(&ts, "Role", "enum");
+    has(&ts, "UserId", "type");
+    has(&ts, "UserService > processPayment", "method");
+    assert_eq!(
+        has(&ts, "UserService > findUser", "method").docs.as_deref(),
+        Some("Finds a user by id, or undefined.")
+    );
+    has(&ts, "normalizeEmail", "function");
+    has(&ts, "Internal", "module");
+    let (_, tsx) = chunks_of(
+        "tsx/Button.tsx",
+        &ChunkConfig {
+            max_chars: 80,
+            ..cfg()
+        },
+    );
+    has(&tsx, "Button", "function");
+    has(&tsx, "IconButton", "function");
+    has(&tsx, "Toolbar > render", "method");
+}
+
+#[test]
+fn go_java_receivers_and_nesting() {
+    let (_, go) = chunks_of("go/server.go", &cfg());
+    assert_eq!(
+        has(&go, "Server > Start", "method").docs.as_deref(),
+        Some("Start listens and serves until an error.")
+    );
+    has(&go, "Server > Addr", "method");
+    has(&go, "Server", "struct");
+    has(&go, "Handler", "interface");
+    has(&go, "NewServer", "function");
+    let (_, java) = chunks_of(
+        "java/OrderService.java",
+        &ChunkConfig {
+            max_chars: 120,
+            ..cfg()
+        },
+    );
+    assert_eq!(
+        has(&java, "OrderService > placeOrder", "method")
+            .docs
+            .as_deref(),
+        Some("Places an order and returns its id.")
+    );
+    has(&java, "OrderService > OrderService", "method");
+    has(&java, "OrderService > Order", "class");
+    has(&java, "OrderService > Listener", "interface");
+}
+
+#[test]
+fn c_and_cpp() {
+    let (_, c) = chunks_of("c/buffer.c", &cfg());
+    let app = has(&c, "buffer_append", "function");
+    assert!(
+        app.docs
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("Appends n bytes")
+    );
+    assert_eq!(
+        app.signature.as_deref(),
+        Some("int buffer_append(struct buffer *b, const char *src, size_t n)")
+    );
+    has(&c, "buffer_free", "function");
+    has(&c, "make_counter", "function");
+    has(&c, "buffer", "struct");
+    has(&c, "error_t", "type");
+    has(&c, "mode", "enum");
+    let (_, cpp) = chunks_of(
+        "cpp/matrix.cpp",
+        &ChunkConfig {
+            max_chars: 200,
+            ..cfg()
+        },
+    );
+    has(&cpp, "linalg > Matrix > at", "method");
+    assert_eq!(
+        has(&cpp, "linalg > Matrix > multiply", "method")
+            .docs
+            .as_deref(),
+        Some("Multiplies two matrices.")
+    );
+    has(&cpp, "linalg > clamp", "function");
+    has(&cpp, "linalg > Point", "struct");
+}
+
+#[test]
+fn markdown_heading_sections() {
+    let (_, md) = chunks_of("markdown/guide.md", &cfg());
+    let paths: Vec<&str> = md.iter().filter_map(|c| c.symbol_path.as_deref()).collect();
+    assert_eq!(
+        paths,
+        [
+            "Payments Guide",
+            "Payments Guide > Installation",
+            "Payments Guide > Installation > From source",
+            "Payments Guide > Usage",
+            "Payments Guide > Configuration",
+        ]
+    );
+    assert!(
+        has(&md, "Payments Guide > Installation", "section")
+            .content
+            .contains("# Not a heading: inside a fence")
+    );
+}
+
+#[test]
+fn lines_chunker_is_a_fixed_window_baseline() {
+    let c = ChunkConfig {
+        chunker: "lines".into(),
+        window_lines: 10,
+        ..cfg()
+    };
+    let (text, ch) = chunks_of("rust/shapes.rs", &c);
+    check_invariants("rust/shapes.rs", &text, &ch, &c);
+    assert!(
+        ch.iter()
+            .all(|c| c.kind == "lines" && c.end_line - c.start_line < 10)
+    );
+}
+
+#[test]
+fn snapshots() {
+    for rel in FIXTURES {
+        let (_, ch) = chunks_of(rel, &cfg());
+        let rows: Vec<String> = ch
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}:{}-{}:{} {} {} | sig: {} | docs: {}",
+                    c.start_line,
+                    c.start_col,
+                    c.end_line,
+                    c.end_col,
+                    c.kind,
+                    c.symbol_path.as_deref().unwrap_or("-"),
+                    c.signature.as_deref().unwrap_or("-"),
+                    c.docs.as_deref().unwrap_or("-").replace('\n', "⏎"),
+                )
+            })
+            .collect();
+        let name = rel.replace(['/', '.'], "_");
+        insta::assert_snapshot!(name, rows.join("\n"));
+    }
+}

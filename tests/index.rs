@@ -1,0 +1,367 @@
+//! `trove index` end to end through the binary on real git repositories.
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::util::{duck, index, pq, sample_repo, trove, write};
+
+fn parquet_bytes(bundle: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(bundle)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn index_verify_inspect_and_counts() {
+    let repo = sample_repo();
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    index(repo.path(), &b, &[]);
+    trove()
+        .arg("verify")
+        .arg(&b)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("ok: 6 files"));
+    let inspect = trove()
+        .arg("inspect")
+        .arg(&b)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let inspect = String::from_utf8(inspect).unwrap();
+    assert!(
+        inspect.contains("python") && inspect.contains("go") && inspect.contains("markdown"),
+        "{inspect}"
+    );
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(b.join("manifest.json")).unwrap()).unwrap();
+    let files = duck(&format!(
+        "SELECT path, language, source_type FROM {} ORDER BY path",
+        pq(&b, "files")
+    ));
+    let paths: Vec<&str> = files.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            ".gitignore",
+            "README.md",
+            "api/server.go",
+            "billing/billing.py",
+            "cli/Cargo.toml",
+            "cli/src/main.rs",
+            "docs/guide.md",
+            "scripts/deploy.sh",
+            "tests/test_billing.py",
+            "web/package.json",
+            "web/src/Button.tsx",
+            "web/src/users.ts",
+        ]
+    );
+    let of = |p: &str| files.iter().find(|r| r[0] == p).unwrap().clone();
+    assert_eq!(of("tests/test_billing.py")[2], "test");
+    assert_eq!(of("scripts/deploy.sh")[1], "shell");
+    assert_eq!(of("docs/guide.md")[2], "doc");
+    assert_eq!(m["counts"]["files"], 12);
+    let chunks = duck(&format!("SELECT count(*) FROM {}", pq(&b, "chunks")));
+    assert_eq!(chunks[0][0], m["counts"]["chunks"].to_string());
+    assert_eq!(m["source"]["commit"].as_str().map(str::len), Some(40));
+    assert_eq!(m["source"]["dirty"], false);
+    // No absolute path of this machine anywhere in the manifest.
+    let text = std::fs::read_to_string(b.join("manifest.json")).unwrap();
+    assert!(
+        !text.contains(&*repo.path().to_string_lossy()),
+        "manifest leaks the absolute path"
+    );
+}
+
+#[test]
+fn every_skipped_file_is_listed_with_its_reason() {
+    let repo = sample_repo();
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    index(repo.path(), &b, &[]);
+    let rows = duck(&format!(
+        "SELECT path, reason FROM {} ORDER BY path",
+        pq(&b, "skipped")
+    ));
+    let got: BTreeMap<String, String> = rows
+        .into_iter()
+        .map(|r| (r[0].clone(), r[1].clone()))
+        .collect();
+    for (path, reason) in [
+        ("assets/logo.txt", "binary"),
+        ("data/huge.md", "too-large"),
+        (".env", "secret-file"),
+        ("deploy/server.pem", "secret-file"),
+        ("debug.log", "ignored"),
+        ("node_modules/", "excluded-dir"),
+        (".git/", "excluded-dir"),
+        ("web/package-lock.json", "lockfile"),
+        ("api/gen.pb.go", "generated"),
+    ] {
+        assert_eq!(
+            got.get(path).map(String::as_str),
+            Some(reason),
+            "{path} in {got:?}"
+        );
+    }
+    // Nothing secret made it into the chunks.
+    let leaked = duck(&format!(
+        "SELECT count(*) FROM {} WHERE content LIKE '%not-a-real-key%' OR content LIKE '%PRIVATE KEY%'",
+        pq(&b, "chunks")
+    ));
+    assert_eq!(leaked[0][0], "0");
+}
+
+#[test]
+fn include_exclude_and_max_file_bytes() {
+    let repo = sample_repo();
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    index(
+        repo.path(),
+        &b,
+        &[
+            "--exclude",
+            "web/**",
+            "--include",
+            "**/*.{py,ts,go}",
+            "--max-file-bytes",
+            "1000",
+        ],
+    );
+    let files = duck(&format!(
+        "SELECT path FROM {} ORDER BY path",
+        pq(&b, "files")
+    ));
+    let paths: Vec<&str> = files.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(paths, ["api/server.go", "tests/test_billing.py"]);
+    let rows = duck(&format!(
+        "SELECT path, reason FROM {} ORDER BY path",
+        pq(&b, "skipped")
+    ));
+    let got: BTreeMap<String, String> = rows
+        .into_iter()
+        .map(|r| (r[0].clone(), r[1].clone()))
+        .collect();
+    assert_eq!(got["web/"], "excluded");
+    assert_eq!(got["billing/billing.py"], "too-large");
+    assert_eq!(got["README.md"], "not-included");
+}
+
+#[test]
+fn same_input_gives_identical_parquet_bytes_at_any_thread_count() {
+    let repo = sample_repo();
+    let out = tempfile::tempdir().unwrap();
+    let (b1, b2, b3) = (
+        out.path().join("b1"),
+        out.path().join("b2"),
+        out.path().join("b3"),
+    );
+    index(repo.path(), &b1, &[]);
+    index(repo.path(), &b2, &["--threads", "1"]);
+    index(repo.path(), &b3, &["--threads", "7"]);
+    let (p1, p2, p3) = (parquet_bytes(&b1), parquet_bytes(&b2), parquet_bytes(&b3));
+    assert_eq!(p1.len(), 6);
+    assert!(p1 == p2 && p2 == p3, "parquet bytes differ between runs");
+}
+
+#[test]
+fn a_failed_run_leaves_the_previous_bundle_intact() {
+    let repo = sample_repo();
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    index(repo.path(), &b, &[]);
+    let before = parquet_bytes(&b);
+    let manifest = std::fs::read(b.join("manifest.json")).unwrap();
+    write(
+        repo.path(),
+        "api/extra.go",
+        b"package api\n\nfunc Extra() {}\n",
+    );
+    trove()
+        .arg("index")
+        .arg(repo.path())
+        .arg("-o")
+        .arg(&b)
+        .arg("--quiet")
+        .env("TROVE_FAIL_AFTER_FILES", "3")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("left as it was"));
+    assert_eq!(parquet_bytes(&b), before);
+    assert_eq!(std::fs::read(b.join("manifest.json")).unwrap(), manifest);
+    trove().arg("verify").arg(&b).assert().success();
+    let leftovers: Vec<String> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(leftovers, ["b"], "temp directories left behind");
+    // And a successful run replaces it.
+    index(repo.path(), &b, &[]);
+    let files = duck(&format!(
+        "SELECT count(*) FROM {} WHERE path = 'api/extra.go'",
+        pq(&b, "files")
+    ));
+    assert_eq!(files[0][0], "1");
+}
+
+#[test]
+fn refuses_to_overwrite_what_is_not_a_bundle() {
+    let repo = sample_repo();
+    let out = tempfile::tempdir().unwrap();
+    write(out.path(), "precious/notes.txt", b"keep me\n");
+    trove()
+        .arg("index")
+        .arg(repo.path())
+        .arg("-o")
+        .arg(out.path().join("precious"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not a trove bundle"));
+    assert_eq!(
+        std::fs::read(out.path().join("precious/notes.txt")).unwrap(),
+        b"keep me\n"
+    );
+}
+
+#[test]
+fn verify_catches_a_changed_file_and_bad_input_is_exit_2() {
+    let repo = sample_repo();
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    index(repo.path(), &b, &[]);
+    let p = b.join("terms.parquet");
+    let mut bytes = std::fs::read(&p).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&p, bytes).unwrap();
+    trove()
+        .arg("verify")
+        .arg(&b)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("terms.parquet sha256"));
+    trove()
+        .arg("verify")
+        .arg(out.path().join("missing"))
+        .assert()
+        .code(2);
+    trove()
+        .arg("inspect")
+        .arg(repo.path())
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("is this a trove bundle"));
+    trove()
+        .arg("index")
+        .arg(repo.path().join("nope"))
+        .arg("-o")
+        .arg(out.path().join("c"))
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn progress_lines_and_summary_on_a_non_tty() {
+    let repo = sample_repo();
+    let out = tempfile::tempdir().unwrap();
+    let assert = trove()
+        .arg("index")
+        .arg(repo.path())
+        .arg("-o")
+        .arg(out.path().join("b"))
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(err.contains("indexed 12 files"), "{err}");
+    assert!(
+        err.contains("skipped:") && err.contains("secret-file 2"),
+        "{err}"
+    );
+    assert!(err.contains("peak memory"), "{err}");
+}
+
+#[test]
+fn languages_lists_the_registry() {
+    let out = trove()
+        .arg("languages")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    for id in [
+        "rust",
+        "python",
+        "javascript",
+        "typescript",
+        "tsx",
+        "go",
+        "java",
+        "c",
+        "cpp",
+        "markdown",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(&format!("{id} "))),
+            "{id} missing:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn nested_gitignore_negation_troveignore_and_symlinks() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    write(&root, "src/lib.rs", b"pub fn kept() {}\n");
+    write(&root, "src/.gitignore", b"*.tmp.rs\n!keep.tmp.rs\n");
+    write(&root, "src/scratch.tmp.rs", b"fn scratch() {}\n");
+    write(&root, "src/keep.tmp.rs", b"fn keep() {}\n");
+    write(&root, ".troveignore", b"fixtures/\n");
+    write(&root, "fixtures/big_sample.py", b"x = 1\n");
+    write(&root, "outside.txt", b"inside the root\n");
+    std::os::unix::fs::symlink(t.path(), root.join("escape")).unwrap();
+    std::os::unix::fs::symlink(root.join("outside.txt"), root.join("alias.txt")).unwrap();
+    crate::util::git(&root, &["init", "-q"]);
+    let out = t.path().join("b");
+    index(&root, &out, &[]);
+    let files = duck(&format!(
+        "SELECT path FROM {} ORDER BY path",
+        pq(&out, "files")
+    ));
+    let paths: Vec<&str> = files.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            ".troveignore",
+            "outside.txt",
+            "src/.gitignore",
+            "src/keep.tmp.rs",
+            "src/lib.rs"
+        ]
+    );
+    let rows = duck(&format!(
+        "SELECT path, reason FROM {} ORDER BY path",
+        pq(&out, "skipped")
+    ));
+    let got: BTreeMap<String, String> = rows
+        .into_iter()
+        .map(|r| (r[0].clone(), r[1].clone()))
+        .collect();
+    assert_eq!(got["src/scratch.tmp.rs"], "ignored");
+    assert_eq!(got["fixtures/"], "ignored");
+    assert_eq!(got["escape"], "symlink-outside-root");
+    assert_eq!(got["alias.txt"], "symlink");
+}

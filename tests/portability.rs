@@ -1,0 +1,64 @@
+//! The bundle is plain Parquet: DuckDB (a client we did not write) reads every table with plain SQL,
+//! and so does pyarrow from a Python script.
+use crate::util::{duck, index, pq, sample_repo};
+
+#[test]
+fn duckdb_reads_every_table_and_the_embeddings_as_arrays() {
+    let repo = sample_repo();
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    index(repo.path(), &b, &[]);
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(b.join("manifest.json")).unwrap()).unwrap();
+    for f in m["files"].as_array().unwrap() {
+        let name = f["name"].as_str().unwrap().trim_end_matches(".parquet");
+        let n = duck(&format!("SELECT count(*) FROM {}", pq(&b, name)));
+        assert_eq!(n[0][0], f["rows"].to_string(), "{name}");
+    }
+    let dim = m["embedder"]["dim"].as_u64().unwrap();
+    let self_sim = duck(&format!(
+        "SELECT min(array_cosine_similarity(embedding::FLOAT[{dim}], embedding::FLOAT[{dim}])) FROM {}",
+        pq(&b, "embeddings")
+    ));
+    let v: f64 = self_sim[0][0].parse().unwrap();
+    assert!((v - 1.0).abs() < 1e-4, "self similarity {v}");
+    // Every chunk has exactly one embedding, and the join works.
+    let joined = duck(&format!(
+        "SELECT count(*) FROM {} c JOIN {} e USING (chunk_id)",
+        pq(&b, "chunks"),
+        pq(&b, "embeddings")
+    ));
+    assert_eq!(joined[0][0], m["counts"]["chunks"].to_string());
+    // BM25 in plain SQL over terms/postings finds the definition of a rare identifier.
+    let top = duck(&format!(
+        "WITH q AS (SELECT term, ln(1 + ({n} - df + 0.5) / (df + 0.5)) AS idf FROM {terms} WHERE term IN ('process_payment')) \
+         SELECT c.path, c.symbol_path FROM q JOIN {post} p USING (term) JOIN {chunks} c USING (chunk_id) \
+         ORDER BY q.idf * p.tf DESC, c.path LIMIT 1",
+        n = m["bm25"]["n_docs"],
+        terms = pq(&b, "terms"),
+        post = pq(&b, "postings"),
+        chunks = pq(&b, "chunks")
+    ));
+    assert_eq!(top[0][0], "billing/billing.py");
+}
+
+#[test]
+fn pyarrow_reads_every_file() {
+    let repo = sample_repo();
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    index(repo.path(), &b, &[]);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check_bundle.py");
+    let o = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(&b)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        o.status.success(),
+        "scripts/check_bundle.py failed (install pyarrow: pip install pyarrow):\n{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ok: 6 tables"));
+}
