@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Reads every table of a trove bundle with pyarrow (a Parquet client trove did not write) and checks
+row counts against manifest.json and the embedding column's shape.
+
+usage: check_bundle.py BUNDLE
+"""
+import json
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def main():
+    bundle = Path(sys.argv[1])
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    dim = manifest["embedder"]["dim"]
+    for f in manifest["files"]:
+        table = pq.read_table(bundle / f["name"])
+        if table.num_rows != f["rows"]:
+            sys.exit(f"{f['name']}: {table.num_rows} rows, manifest says {f['rows']}")
+        if f["name"] == "embeddings.parquet":
+            t = table.schema.field("embedding").type
+            if not (pa.types.is_fixed_size_list(t) and t.list_size == dim) and table.num_rows:
+                lens = set(len(v) for v in table.column("embedding").to_pylist())
+                if lens != {dim}:
+                    sys.exit(f"embeddings: vectors of sizes {lens}, expected {dim}")
+        if f["name"] == "chunks.parquet":
+            for p in table.column("path").to_pylist():
+                if p.startswith("/") or ".." in p.split("/"):
+                    sys.exit(f"chunks: path {p!r} is not repo-relative")
+    print(f"ok: {len(manifest['files'])} tables read by pyarrow {pa.__version__}")
+
+
+if __name__ == "__main__":
+    main()
