@@ -365,3 +365,39 @@ fn nested_gitignore_negation_troveignore_and_symlinks() {
     assert_eq!(got["escape"], "symlink-outside-root");
     assert_eq!(got["alias.txt"], "symlink");
 }
+
+#[test]
+fn config_overlay_changes_the_pipeline_and_bad_keys_are_refused() {
+    let repo = sample_repo();
+    let out = tempfile::tempdir().unwrap();
+    write(
+        out.path(),
+        "lines.toml",
+        b"[chunk]\nchunker = \"lines\"\nwindow_lines = 5\n",
+    );
+    let b = out.path().join("b");
+    index(
+        repo.path(),
+        &b,
+        &["--config", &out.path().join("lines.toml").to_string_lossy()],
+    );
+    let kinds = duck(&format!(
+        "SELECT DISTINCT kind, max(end_line - start_line) FROM {} GROUP BY kind",
+        pq(&b, "chunks")
+    ));
+    assert_eq!(kinds, [vec!["lines".to_string(), "4".to_string()]]);
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(b.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["pipeline"]["chunk"]["window_lines"], 5);
+    write(out.path(), "bad.toml", b"[chunk]\nwindow_line = 5\n");
+    trove()
+        .arg("index")
+        .arg(repo.path())
+        .arg("-o")
+        .arg(out.path().join("c"))
+        .arg("--config")
+        .arg(out.path().join("bad.toml"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("window_line"));
+}

@@ -16,16 +16,12 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Subcommands.
+/// Subcommands; each one's help is the doc of its `XArgs`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Index a directory (usually a git work tree) into a bundle.
     Index(index::IndexArgs),
-    /// Show a bundle's manifest: source, counts, languages, files.
     Inspect(inspect::InspectArgs),
-    /// Check a bundle: every file's size, sha256, row count and schema against its manifest.
     Verify(verify::VerifyArgs),
-    /// List the languages trove detects and how it chunks each.
     Languages(languages::LanguagesArgs),
 }
 
