@@ -9,6 +9,11 @@ fn cfg() -> ChunkConfig {
     PipelineConfig::defaults().unwrap().chunk
 }
 
+/// The default config with another size budget.
+fn budget(max_chars: usize) -> ChunkConfig {
+    ChunkConfig { max_chars, ..cfg() }
+}
+
 fn chunks_of(rel: &str, c: &ChunkConfig) -> (String, Vec<Chunk>) {
     let reg = Registry::load(&[]).unwrap();
     let text = std::fs::read_to_string(fixtures().join("languages").join(rel)).unwrap();
@@ -127,13 +132,7 @@ fn rust_items_impls_and_nested_modules() {
         3
     );
     // A small budget splits containers by their members, each keeping its path.
-    let (_, small) = chunks_of(
-        "rust/shapes.rs",
-        &ChunkConfig {
-            max_chars: 120,
-            ..cfg()
-        },
-    );
+    let (_, small) = chunks_of("rust/shapes.rs", &budget(120));
     let total = has(&small, "registry > Registry > total_area", "method");
     assert_eq!(
         total.docs.as_deref(),
@@ -148,13 +147,7 @@ fn rust_items_impls_and_nested_modules() {
 
 #[test]
 fn python_classes_methods_decorators_docstrings() {
-    let (_, ch) = chunks_of(
-        "python/billing.py",
-        &ChunkConfig {
-            max_chars: 300,
-            ..cfg()
-        },
-    );
+    let (_, ch) = chunks_of("python/billing.py", &budget(300));
     let pay = has(&ch, "PaymentService > process_payment", "method");
     assert_eq!(
         pay.docs.as_deref(),
@@ -177,25 +170,13 @@ fn python_classes_methods_decorators_docstrings() {
         ch.iter()
             .any(|c| c.kind == "block" && c.content.contains("TAX_RATE"))
     );
-    let (_, tiny) = chunks_of(
-        "python/billing.py",
-        &ChunkConfig {
-            max_chars: 64,
-            ..cfg()
-        },
-    );
+    let (_, tiny) = chunks_of("python/billing.py", &budget(64));
     has(&tiny, "PaymentService > process_payment > Receipt", "class");
 }
 
 #[test]
 fn javascript_typescript_tsx() {
-    let (_, js) = chunks_of(
-        "javascript/cart.js",
-        &ChunkConfig {
-            max_chars: 100,
-            ..cfg()
-        },
-    );
+    let (_, js) = chunks_of("javascript/cart.js", &budget(100));
     assert_eq!(
         has(&js, "Cart > add", "method").docs.as_deref(),
         Some("Adds an item with a quantity.")
@@ -211,13 +192,7 @@ fn javascript_typescript_tsx() {
     );
     has(&js, "describe", "function");
     has(&js, "ids", "function");
-    let (_, ts) = chunks_of(
-        "typescript/users.ts",
-        &ChunkConfig {
-            max_chars: 200,
-            ..cfg()
-        },
-    );
+    let (_, ts) = chunks_of("typescript/users.ts", &budget(200));
     has(&ts, "User", "interface");
     has(&ts, "Role", "enum");
     has(&ts, "UserId", "type");
@@ -228,13 +203,7 @@ fn javascript_typescript_tsx() {
     );
     has(&ts, "normalizeEmail", "function");
     has(&ts, "Internal", "module");
-    let (_, tsx) = chunks_of(
-        "tsx/Button.tsx",
-        &ChunkConfig {
-            max_chars: 80,
-            ..cfg()
-        },
-    );
+    let (_, tsx) = chunks_of("tsx/Button.tsx", &budget(80));
     has(&tsx, "Button", "function");
     has(&tsx, "IconButton", "function");
     has(&tsx, "Toolbar > render", "method");
@@ -251,13 +220,7 @@ fn go_java_receivers_and_nesting() {
     has(&go, "Server", "struct");
     has(&go, "Handler", "interface");
     has(&go, "NewServer", "function");
-    let (_, java) = chunks_of(
-        "java/OrderService.java",
-        &ChunkConfig {
-            max_chars: 120,
-            ..cfg()
-        },
-    );
+    let (_, java) = chunks_of("java/OrderService.java", &budget(120));
     assert_eq!(
         has(&java, "OrderService > placeOrder", "method")
             .docs
@@ -288,13 +251,7 @@ fn c_and_cpp() {
     has(&c, "buffer", "struct");
     has(&c, "error_t", "type");
     has(&c, "mode", "enum");
-    let (_, cpp) = chunks_of(
-        "cpp/matrix.cpp",
-        &ChunkConfig {
-            max_chars: 200,
-            ..cfg()
-        },
-    );
+    let (_, cpp) = chunks_of("cpp/matrix.cpp", &budget(200));
     has(&cpp, "linalg > Matrix > at", "method");
     assert_eq!(
         has(&cpp, "linalg > Matrix > multiply", "method")

@@ -2,7 +2,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::util::{duck, index, pq, sample_repo, trove, write};
+use crate::util::{
+    duck, index, indexed_paths, manifest, pq, sample_repo, skipped_reasons, trove, write,
+};
 
 fn parquet_bytes(bundle: &Path) -> BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(bundle)
@@ -43,8 +45,7 @@ fn index_verify_inspect_and_counts() {
         inspect.contains("python") && inspect.contains("go") && inspect.contains("markdown"),
         "{inspect}"
     );
-    let m: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(b.join("manifest.json")).unwrap()).unwrap();
+    let m = manifest(&b);
     let files = duck(&format!(
         "SELECT path, language, source_type FROM {} ORDER BY path",
         pq(&b, "files")
@@ -90,14 +91,7 @@ fn every_skipped_file_is_listed_with_its_reason() {
     let out = tempfile::tempdir().unwrap();
     let b = out.path().join("b");
     index(repo.path(), &b, &[]);
-    let rows = duck(&format!(
-        "SELECT path, reason FROM {} ORDER BY path",
-        pq(&b, "skipped")
-    ));
-    let got: BTreeMap<String, String> = rows
-        .into_iter()
-        .map(|r| (r[0].clone(), r[1].clone()))
-        .collect();
+    let got = skipped_reasons(&b);
     for (path, reason) in [
         ("assets/logo.txt", "binary"),
         ("data/huge.md", "too-large"),
@@ -140,20 +134,9 @@ fn include_exclude_and_max_file_bytes() {
             "1000",
         ],
     );
-    let files = duck(&format!(
-        "SELECT path FROM {} ORDER BY path",
-        pq(&b, "files")
-    ));
-    let paths: Vec<&str> = files.iter().map(|r| r[0].as_str()).collect();
+    let paths = indexed_paths(&b);
     assert_eq!(paths, ["api/server.go", "tests/test_billing.py"]);
-    let rows = duck(&format!(
-        "SELECT path, reason FROM {} ORDER BY path",
-        pq(&b, "skipped")
-    ));
-    let got: BTreeMap<String, String> = rows
-        .into_iter()
-        .map(|r| (r[0].clone(), r[1].clone()))
-        .collect();
+    let got = skipped_reasons(&b);
     assert_eq!(got["web/"], "excluded");
     assert_eq!(got["billing/billing.py"], "too-large");
     assert_eq!(got["README.md"], "not-included");
@@ -337,11 +320,7 @@ fn nested_gitignore_negation_troveignore_and_symlinks() {
     crate::util::git(&root, &["init", "-q"]);
     let out = t.path().join("b");
     index(&root, &out, &[]);
-    let files = duck(&format!(
-        "SELECT path FROM {} ORDER BY path",
-        pq(&out, "files")
-    ));
-    let paths: Vec<&str> = files.iter().map(|r| r[0].as_str()).collect();
+    let paths = indexed_paths(&out);
     assert_eq!(
         paths,
         [
@@ -352,14 +331,7 @@ fn nested_gitignore_negation_troveignore_and_symlinks() {
             "src/lib.rs"
         ]
     );
-    let rows = duck(&format!(
-        "SELECT path, reason FROM {} ORDER BY path",
-        pq(&out, "skipped")
-    ));
-    let got: BTreeMap<String, String> = rows
-        .into_iter()
-        .map(|r| (r[0].clone(), r[1].clone()))
-        .collect();
+    let got = skipped_reasons(&out);
     assert_eq!(got["src/scratch.tmp.rs"], "ignored");
     assert_eq!(got["fixtures/"], "ignored");
     assert_eq!(got["escape"], "symlink-outside-root");
@@ -386,8 +358,7 @@ fn config_overlay_changes_the_pipeline_and_bad_keys_are_refused() {
         pq(&b, "chunks")
     ));
     assert_eq!(kinds, [vec!["lines".to_string(), "4".to_string()]]);
-    let m: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(b.join("manifest.json")).unwrap()).unwrap();
+    let m = manifest(&b);
     assert_eq!(m["pipeline"]["chunk"]["window_lines"], 5);
     write(out.path(), "bad.toml", b"[chunk]\nwindow_line = 5\n");
     trove()

@@ -1,6 +1,6 @@
 //! The bundle is plain Parquet: DuckDB (a client we did not write) reads every table with plain SQL,
 //! and so does pyarrow from a Python script.
-use crate::util::{duck, index, pq, sample_repo};
+use crate::util::{duck, index, manifest, pq, sample_repo};
 
 #[test]
 fn duckdb_reads_every_table_and_the_embeddings_as_arrays() {
@@ -8,8 +8,7 @@ fn duckdb_reads_every_table_and_the_embeddings_as_arrays() {
     let out = tempfile::tempdir().unwrap();
     let b = out.path().join("b");
     index(repo.path(), &b, &[]);
-    let m: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(b.join("manifest.json")).unwrap()).unwrap();
+    let m = manifest(&b);
     for f in m["files"].as_array().unwrap() {
         let name = f["name"].as_str().unwrap().trim_end_matches(".parquet");
         let n = duck(&format!("SELECT count(*) FROM {}", pq(&b, name)));

@@ -140,3 +140,30 @@ pub fn duck(sql: &str) -> Vec<Vec<String>> {
 pub fn pq(bundle: &Path, name: &str) -> String {
     format!("'{}'", bundle.join(format!("{name}.parquet")).display())
 }
+
+/// Paths in `files.parquet`, in order.
+pub fn indexed_paths(bundle: &Path) -> Vec<String> {
+    duck(&format!(
+        "SELECT path FROM {} ORDER BY path",
+        pq(bundle, "files")
+    ))
+    .into_iter()
+    .map(|mut r| r.remove(0))
+    .collect()
+}
+
+/// `skipped.parquet` as path → reason.
+pub fn skipped_reasons(bundle: &Path) -> std::collections::BTreeMap<String, String> {
+    duck(&format!(
+        "SELECT path, reason FROM {}",
+        pq(bundle, "skipped")
+    ))
+    .into_iter()
+    .map(|r| (r[0].clone(), r[1].clone()))
+    .collect()
+}
+
+/// The bundle's manifest as JSON.
+pub fn manifest(bundle: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap()
+}
