@@ -32,6 +32,9 @@ pub enum Error {
     /// JSON (manifest) failures.
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
+    /// DuckDB failures (query engine).
+    #[error("duckdb: {0}")]
+    Duck(#[from] duckdb::Error),
     /// A walk failure from the `ignore` crate.
     #[error("walk: {0}")]
     Walk(#[from] ignore::Error),

@@ -4,7 +4,8 @@
 //! The pipeline (see `ARCHITECTURE.md`): [`source`] walks and filters the tree, [`lang`] detects the
 //! language, [`chunk`] cuts files into chunks by syntax scope, [`extract`] tokenizes for BM25,
 //! [`embed`] turns chunks into vectors, [`bundle`] writes and checks the Parquet bundle, and
-//! [`pipeline`] joins the stages with bounded channels.
+//! [`pipeline`] joins the stages with bounded channels; [`query`] searches bundles (BM25 in SQL,
+//! vectors over a cached matrix, fused by RRF).
 #![warn(missing_docs)]
 
 pub mod bundle;
@@ -15,6 +16,7 @@ pub mod error;
 pub mod extract;
 pub mod lang;
 pub mod pipeline;
+pub mod query;
 pub mod source;
 pub(crate) mod util;
 

@@ -1,13 +1,16 @@
 //! The `trove` binary: parses arguments, runs the subcommand, maps errors to exit codes
-//! (0 ok, 2 bad input or failure; clap's own usage errors are 2 as well).
+//! (0 ok, 1 no results from a query, 2 bad input or failure; clap's own usage errors are 2 as well).
 mod cli;
 
 use clap::Parser;
 
 fn main() {
     let cli = cli::Cli::parse();
-    if let Err(e) = cli::run(cli) {
-        eprintln!("trove: error: {e:#}");
-        std::process::exit(2);
+    match cli::run(cli) {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("trove: error: {e:#}");
+            std::process::exit(2);
+        }
     }
 }

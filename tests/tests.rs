@@ -3,4 +3,5 @@
 mod chunking;
 mod index;
 mod portability;
+mod query;
 mod util;

@@ -3,6 +3,7 @@
 pub mod index;
 pub mod inspect;
 pub mod languages;
+pub mod query;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +24,7 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     Verify(verify::VerifyArgs),
     Languages(languages::LanguagesArgs),
+    Query(query::QueryArgs),
 }
 
 /// Output formats shared by the subcommands.
@@ -34,13 +36,14 @@ pub enum Format {
     Json,
 }
 
-/// Runs the parsed command line.
-pub fn run(cli: Cli) -> anyhow::Result<()> {
+/// Runs the parsed command line; returns the exit code (0 ok, 1 no results from a query).
+pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        Command::Index(a) => index::run(a),
-        Command::Inspect(a) => inspect::run(a),
-        Command::Verify(a) => verify::run(a),
-        Command::Languages(a) => languages::run(a),
+        Command::Index(a) => index::run(a).map(|()| 0),
+        Command::Inspect(a) => inspect::run(a).map(|()| 0),
+        Command::Verify(a) => verify::run(a).map(|()| 0),
+        Command::Languages(a) => languages::run(a).map(|()| 0),
+        Command::Query(a) => query::run(a),
     }
 }
 

@@ -65,6 +65,25 @@ impl HashEmbedder {
     }
 }
 
+impl HashEmbedder {
+    /// A query vector from weighted tokens (e.g. idf from the bundle's `terms`): the same buckets
+    /// and signs as [`HashEmbedder::embed_one`], so its cosine with chunk vectors is a tf-idf cosine.
+    pub fn embed_weighted(&self, terms: &[(String, f64)]) -> Vec<f32> {
+        let mut v = vec![0f32; self.dim];
+        for (tok, w) in terms {
+            let h = fnv1a64(tok.as_bytes());
+            let i = (h % self.dim as u64) as usize;
+            let sign = if h >> 63 == 1 { -1.0 } else { 1.0 };
+            v[i] += sign * *w as f32;
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+        v
+    }
+}
+
 impl Embedder for HashEmbedder {
     fn backend(&self) -> &str {
         "hash"

@@ -1,0 +1,163 @@
+//! `trove query BUNDLE... "text"`.
+use clap::Args;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use trove::query::{Bundle, Hit, Mode, QueryOptions, search_all};
+
+/// Search one or more bundles: BM25 and vector arms fused by Reciprocal Rank Fusion.
+///
+/// Exit codes: 0 results, 1 no results, 2 bad input (missing or corrupt bundle, bad flag).
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  trove query app.bundle \"where is the session cookie written\"\n  trove query app.bundle processPayment --kind method --format jsonl\n  trove query a.bundle b.bundle \"retry backoff\" --lang go --type code -k 5"
+)]
+pub struct QueryArgs {
+    /// One or more bundle directories, then the query text (the last argument).
+    #[arg(required = true, num_args = 2.., value_name = "BUNDLE... QUERY")]
+    pub args: Vec<String>,
+    /// hybrid (BM25 + vector, fused), bm25 or vector.
+    #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
+    pub mode: Mode,
+    /// Number of results.
+    #[arg(short = 'k', long = "limit", default_value_t = 10)]
+    pub k: usize,
+    /// Only this language id (see `trove languages`); repeatable.
+    #[arg(long = "lang", value_name = "LANG")]
+    pub langs: Vec<String>,
+    /// Only this source type; repeatable.
+    #[arg(long = "type", value_name = "TYPE", value_parser = ["code", "doc", "test", "config"])]
+    pub types: Vec<String>,
+    /// Only paths matching this glob (`*` matches across `/`), e.g. 'src/*.rs'.
+    #[arg(long, value_name = "GLOB")]
+    pub path: Option<String>,
+    /// Only this chunk kind (function, method, class, struct, section, block ...); repeatable.
+    #[arg(long = "kind", value_name = "KIND")]
+    pub kinds: Vec<String>,
+    /// Weight of the vector arm in hybrid fusion (BM25's is 1) [default: 0.25 for the hash
+    /// embedder, 1 for model embedders].
+    #[arg(long, value_name = "W")]
+    pub vector_weight: Option<f64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutFormat::Text)]
+    pub format: OutFormat,
+    /// Include each chunk's content in json/jsonl output.
+    #[arg(long)]
+    pub content: bool,
+    /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
+}
+
+/// Output formats of `query`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutFormat {
+    /// `path:start-end  kind symbol_path  score` and a snippet.
+    Text,
+    /// One JSON array.
+    Json,
+    /// One JSON object per line.
+    Jsonl,
+}
+
+/// Colour choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Color {
+    /// On a terminal unless NO_COLOR is set.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// Snippet lines shown per result in text output.
+const SNIPPET_LINES: usize = 4;
+
+/// Runs `trove query`; returns the exit code (0 results, 1 none).
+pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
+    let mut args = a.args.clone();
+    let query = args.pop().unwrap_or_default();
+    if query.trim().is_empty() {
+        anyhow::bail!("the query text is empty: trove query BUNDLE \"what to find\"");
+    }
+    if a.k == 0 {
+        anyhow::bail!("-k must be at least 1");
+    }
+    let bundles = args
+        .iter()
+        .map(|b| Bundle::open(&PathBuf::from(b)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let opts = QueryOptions {
+        mode: a.mode,
+        k: a.k,
+        langs: a.langs.clone(),
+        types: a.types.clone(),
+        path: a.path.clone(),
+        kinds: a.kinds.clone(),
+        content: a.content || a.format == OutFormat::Text,
+        vector_weight: a.vector_weight,
+    };
+    if a.vector_weight
+        .is_some_and(|w| !(w.is_finite() && w >= 0.0))
+    {
+        anyhow::bail!("--vector-weight must be a non-negative number");
+    }
+    let hits = search_all(&bundles, &query, &opts)?;
+    let color = match a.color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => {
+            std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    match a.format {
+        OutFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?,
+        OutFormat::Jsonl => {
+            for h in &hits {
+                writeln!(out, "{}", serde_json::to_string(h)?)?;
+            }
+        }
+        OutFormat::Text => print_text(&mut out, &hits, bundles.len() > 1, color)?,
+    }
+    Ok(if hits.is_empty() { 1 } else { 0 })
+}
+
+fn print_text(
+    out: &mut impl Write,
+    hits: &[Hit],
+    name_bundle: bool,
+    color: bool,
+) -> std::io::Result<()> {
+    let (bold, dim, cyan, reset) = if color {
+        ("\x1b[1m", "\x1b[2m", "\x1b[36m", "\x1b[0m")
+    } else {
+        ("", "", "", "")
+    };
+    for h in hits {
+        let bundle = if name_bundle {
+            format!("{}: ", h.bundle)
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "{bundle}{bold}{}:{}-{}{reset}  {cyan}{} {}{reset}  {:.4}",
+            h.path,
+            h.start_line,
+            h.end_line,
+            h.kind,
+            h.symbol_path.as_deref().unwrap_or("-"),
+            h.score
+        )?;
+        if let Some(c) = &h.content {
+            for line in c.lines().take(SNIPPET_LINES) {
+                writeln!(out, "    {dim}{line}{reset}")?;
+            }
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,494 @@
+//! Query stage: search one or more bundles.
+//!
+//! Input: bundle directories and a query text. Output: ranked [`Hit`]s. The BM25 arm is plain SQL
+//! over `terms`/`postings`/`chunks` in an embedded DuckDB (only the needed columns are read; the
+//! literal term list lets DuckDB skip postings row groups by their min/max `term`); the vector arm
+//! embeds the query with the bundle's own embedder and scans a cached int8 matrix ([`vectors`]);
+//! each arm keeps its own top N and Reciprocal Rank Fusion (k = 60) joins them.
+//! Invariants: the query is tokenized by the same code as the index; a bundle made with another
+//! embedder than this build can reproduce is refused.
+pub mod vectors;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::path::Path;
+
+use crate::bundle::{Manifest, read_manifest};
+use crate::embed::{Embedder, HashEmbedder};
+use crate::{Error, Result, extract};
+
+/// RRF's k: the usual 60 (Cormack et al.), which damps the weight of the very first ranks.
+pub const RRF_K: f64 = 60.0;
+/// Candidates each arm keeps before fusion.
+pub const ARM_CANDIDATES: usize = 200;
+/// BM25 score multiplier per query term found in the chunk's symbol path: a match on a name counts
+/// for more than a match in the body.
+const SYMBOL_BOOST: f64 = 0.6;
+/// Weight of a query term that is a whole compound identifier (`processPayment`, `max_file_bytes`):
+/// the user typed an exact name, the strongest evidence there is.
+const COMPOUND_WEIGHT: f64 = 2.0;
+/// Fusion weight of the `hash` embedder's arm (see [`default_vector_weight`]).
+const HASH_VECTOR_WEIGHT: f64 = 0.25;
+/// Vector hits below this cosine are noise (hash-bucket collisions), not matches (dev eval: 0.12
+/// gives hybrid MRR 0.451, 0.02 gives 0.422). Unknown query words give an empty query vector (no
+/// idf), hence no hits at all.
+const MIN_COSINE: f32 = 0.12;
+/// Multipliers that push tests and docs below code with the same text score.
+const TEST_WEIGHT: f64 = 0.7;
+const DOC_WEIGHT: f64 = 0.85;
+/// Question words dropped from the query (not from the index): they match comments everywhere.
+const STOPWORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
+    "i", "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "what", "when",
+    "where", "which", "who", "why", "with", "there", "it's", "get", "gets", "instead",
+];
+
+/// Which arms run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+pub enum Mode {
+    /// BM25 and vector, fused by RRF.
+    Hybrid,
+    /// BM25 only.
+    Bm25,
+    /// Vector only.
+    Vector,
+}
+
+/// Filters and sizes.
+#[derive(Debug, Clone)]
+pub struct QueryOptions {
+    /// Which arms.
+    pub mode: Mode,
+    /// Results wanted.
+    pub k: usize,
+    /// Language ids (any of).
+    pub langs: Vec<String>,
+    /// Source types (any of).
+    pub types: Vec<String>,
+    /// Path glob (DuckDB GLOB: `*` also crosses `/`).
+    pub path: Option<String>,
+    /// Chunk kinds (any of).
+    pub kinds: Vec<String>,
+    /// Include the chunk content in hits.
+    pub content: bool,
+    /// Weight of the vector arm in the fusion (BM25's is 1); `None`: the embedder's default.
+    pub vector_weight: Option<f64>,
+}
+
+/// Default fusion weight of the vector arm per embedder backend. The `hash` embedder is a bag of
+/// hashed words (vector alone on the dev eval: R@10 0.40): at weight 1 it outvotes BM25 (hybrid
+/// R@10 0.68 vs BM25's 0.80); at 0.25 hybrid keeps BM25's recall and precision (R@10 0.775, MRR 0.45).
+pub fn default_vector_weight(backend: &str) -> f64 {
+    match backend {
+        "hash" => HASH_VECTOR_WEIGHT,
+        _ => 1.0,
+    }
+}
+
+/// One result.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Hit {
+    /// 1-based rank in the final list.
+    pub rank: usize,
+    /// Fused (or single-arm) score.
+    pub score: f64,
+    /// The bundle it came from.
+    pub bundle: String,
+    /// Chunk id.
+    pub chunk_id: i64,
+    /// Repo-relative path.
+    pub path: String,
+    /// First line.
+    pub start_line: i64,
+    /// Last line.
+    pub end_line: i64,
+    /// Symbol name.
+    pub symbol: Option<String>,
+    /// Symbol path.
+    pub symbol_path: Option<String>,
+    /// Kind.
+    pub kind: String,
+    /// Language id.
+    pub language: Option<String>,
+    /// Source type.
+    pub source_type: String,
+    /// Signature.
+    pub signature: Option<String>,
+    /// Content (with `--content`, and always for the text output's snippet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
+/// An open bundle: its manifest and a DuckDB connection with views over its tables.
+pub struct Bundle {
+    /// Where it is.
+    pub dir: std::path::PathBuf,
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// DuckDB with one view per table.
+    pub conn: duckdb::Connection,
+}
+
+/// SQL string literal.
+pub(crate) fn lit(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+impl Bundle {
+    /// Opens a bundle: reads and checks the manifest, checks every table is present, creates views.
+    pub fn open(dir: &Path) -> Result<Self> {
+        let manifest = read_manifest(dir)?;
+        let conn = duckdb::Connection::open_in_memory()?;
+        let mut sql = String::new();
+        for t in crate::bundle::TABLES {
+            let p = dir.join(format!("{t}.parquet"));
+            if !p.is_file() {
+                return Err(Error::bundle(
+                    dir,
+                    format!("{t}.parquet is missing (run `trove verify` on it)"),
+                ));
+            }
+            sql.push_str(&format!(
+                "CREATE VIEW {t} AS SELECT * FROM read_parquet({});\n",
+                lit(&p.to_string_lossy())
+            ));
+        }
+        conn.execute_batch(&sql)?;
+        Ok(Bundle {
+            dir: dir.to_path_buf(),
+            manifest,
+            conn,
+        })
+    }
+
+    /// The embedder that made this bundle, when this build has it.
+    pub fn embedder(&self) -> Result<HashEmbedder> {
+        let e = &self.manifest.embedder;
+        let ours = HashEmbedder::new(e.dim, self.manifest.bm25.max_token_len);
+        if e.backend != ours.backend()
+            || e.model != ours.model()
+            || e.fingerprint != ours.fingerprint()
+        {
+            return Err(Error::bundle(
+                &self.dir,
+                format!(
+                    "made with embedder {} {} (dim {}), which this trove cannot run: query with --mode bm25, or re-index",
+                    e.backend, e.model, e.dim
+                ),
+            ));
+        }
+        Ok(ours)
+    }
+
+    /// `WHERE` conditions on `chunks` (alias `c`) for the filters.
+    fn filter_sql(o: &QueryOptions) -> String {
+        let mut conds = vec!["TRUE".to_string()];
+        let list = |v: &[String]| v.iter().map(|s| lit(s)).collect::<Vec<_>>().join(", ");
+        if !o.langs.is_empty() {
+            conds.push(format!("c.language IN ({})", list(&o.langs)));
+        }
+        if !o.types.is_empty() {
+            conds.push(format!("c.source_type IN ({})", list(&o.types)));
+        }
+        if !o.kinds.is_empty() {
+            conds.push(format!("c.kind IN ({})", list(&o.kinds)));
+        }
+        if let Some(g) = &o.path {
+            conds.push(format!("c.path GLOB {}", lit(g)));
+        }
+        conds.join(" AND ")
+    }
+
+    fn has_filters(o: &QueryOptions) -> bool {
+        !(o.langs.is_empty() && o.types.is_empty() && o.kinds.is_empty() && o.path.is_none())
+    }
+
+    /// BM25 over the query terms; returns (chunk id, score), best first.
+    pub fn bm25(
+        &self,
+        terms: &[(String, f64)],
+        o: &QueryOptions,
+        n: usize,
+    ) -> Result<Vec<(i64, f64)>> {
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let b = &self.manifest.bm25;
+        let list = terms
+            .iter()
+            .map(|(t, _)| lit(t))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let weights = terms
+            .iter()
+            .map(|(t, w)| format!("({}, {w})", lit(t)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "WITH q(term, w) AS (VALUES {weights}),
+                  t AS (SELECT term, w * ln(1 + ({n_docs} - df + 0.5) / (df + 0.5)) AS idf FROM terms JOIN q USING (term) WHERE term IN ({list})),
+                  p AS (SELECT term, chunk_id, tf FROM postings WHERE term IN ({list}))
+             SELECT p.chunk_id, sum(t.idf * p.tf * ({k1} + 1) / (p.tf + {k1} * (1 - {b} + {b} * c.token_len / {avgdl}))) AS score
+             FROM p JOIN t USING (term) JOIN chunks c USING (chunk_id)
+             WHERE {filters}
+             GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT {n}",
+            n_docs = b.n_docs,
+            k1 = b.k1,
+            b = b.b,
+            avgdl = b.avgdl.max(1e-9),
+            filters = Self::filter_sql(o),
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?)))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// (term, weight × idf) for the query terms this bundle knows.
+    fn idf(&self, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = terms
+            .iter()
+            .map(|(t, _)| lit(t))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let n = self.manifest.bm25.n_docs;
+        let sql = format!(
+            "SELECT term, ln(1 + ({n} - df + 0.5) / (df + 0.5)) FROM terms WHERE term IN ({list})"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))?;
+        let idf: FxHashMap<String, f64> = rows.collect::<std::result::Result<_, _>>()?;
+        Ok(terms
+            .iter()
+            .filter_map(|(t, w)| idf.get(t).map(|i| (t.clone(), w * i)))
+            .collect())
+    }
+
+    /// Cosine over the bundle's matrix; returns (chunk id, similarity), best first.
+    pub fn vector(&self, query: &str, o: &QueryOptions, n: usize) -> Result<Vec<(i64, f64)>> {
+        let e = self.embedder()?;
+        // The hash embedder has no notion of rare words; weighting the query's features by the
+        // bundle's own idf turns its cosine into a tf-idf cosine.
+        let terms = query_terms(query, self.manifest.bm25.max_token_len);
+        let q = e.embed_weighted(&self.idf(&terms)?);
+        if q.iter().all(|x| *x == 0.0) {
+            return Ok(Vec::new());
+        }
+        let allowed = if Self::has_filters(o) {
+            let sql = format!(
+                "SELECT chunk_id FROM chunks c WHERE {}",
+                Self::filter_sql(o)
+            );
+            let mut stmt = self.conn.prepare(&sql)?;
+            let ids = stmt.query_map([], |r| r.get::<_, i64>(0))?;
+            Some(ids.collect::<std::result::Result<FxHashSet<i64>, _>>()?)
+        } else {
+            None
+        };
+        let m = vectors::Matrix::load(&self.dir, &self.manifest)?;
+        Ok(m.top(&q, n, allowed.as_ref())
+            .into_iter()
+            .filter(|(_, s)| *s >= MIN_COSINE)
+            .map(|(id, s)| (id, f64::from(s)))
+            .collect())
+    }
+
+    /// Chunk rows for `ids`, keyed by id.
+    fn rows(&self, ids: &[i64], content: bool) -> Result<FxHashMap<i64, Hit>> {
+        if ids.is_empty() {
+            return Ok(FxHashMap::default());
+        }
+        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        let sql = format!(
+            "SELECT chunk_id, path, start_line, end_line, symbol, symbol_path, kind, language, source_type, signature, {}
+             FROM chunks WHERE chunk_id IN ({list})",
+            if content { "content" } else { "NULL" }
+        );
+        let bundle = self.dir.display().to_string();
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map([], |r| {
+            Ok(Hit {
+                rank: 0,
+                score: 0.0,
+                bundle: bundle.clone(),
+                chunk_id: r.get(0)?,
+                path: r.get(1)?,
+                start_line: r.get(2)?,
+                end_line: r.get(3)?,
+                symbol: r.get(4)?,
+                symbol_path: r.get(5)?,
+                kind: r.get(6)?,
+                language: r.get(7)?,
+                source_type: r.get(8)?,
+                signature: r.get(9)?,
+                content: r.get(10)?,
+            })
+        })?;
+        let mut out = FxHashMap::default();
+        for h in rows {
+            let h = h?;
+            out.insert(h.chunk_id, h);
+        }
+        Ok(out)
+    }
+
+    /// Runs the query against this bundle: up to `o.k` hits, best first (ranks not yet assigned).
+    pub fn search(&self, query: &str, o: &QueryOptions) -> Result<Vec<Hit>> {
+        let terms = query_terms(query, self.manifest.bm25.max_token_len);
+        let bm25 = if o.mode == Mode::Vector {
+            Vec::new()
+        } else {
+            self.bm25(&terms, o, ARM_CANDIDATES)?
+        };
+        let vector = if o.mode == Mode::Bm25 {
+            Vec::new()
+        } else {
+            self.vector(query, o, ARM_CANDIDATES)?
+        };
+        let mut ids: Vec<i64> = bm25.iter().chain(&vector).map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut rows = self.rows(&ids, true)?;
+        // Code signals on each arm's own scores, before fusion: names that match the query up,
+        // tests and docs below code with the same score.
+        let term_set: FxHashSet<&str> = terms.iter().map(|(t, _)| t.as_str()).collect();
+        let reweigh = |arm: Vec<(i64, f64)>| -> Vec<(i64, f64)> {
+            let mut v: Vec<(i64, f64)> = arm
+                .into_iter()
+                .map(|(id, s)| (id, s * rows.get(&id).map_or(1.0, |h| signal(h, &term_set))))
+                .collect();
+            v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            v
+        };
+        let (bm25, vector) = (reweigh(bm25), reweigh(vector));
+        let fused: Vec<(i64, f64)> = match o.mode {
+            Mode::Bm25 => bm25,
+            Mode::Vector => vector,
+            Mode::Hybrid => {
+                let wv = o
+                    .vector_weight
+                    .unwrap_or_else(|| default_vector_weight(&self.manifest.embedder.backend));
+                rrf(&[(&bm25, 1.0), (&vector, wv)])
+            }
+        };
+        let mut hits = Vec::new();
+        for (id, score) in fused.into_iter().take(o.k) {
+            if let Some(mut h) = rows.remove(&id) {
+                h.score = score;
+                if !o.content {
+                    h.content = None;
+                }
+                hits.push(h);
+            }
+        }
+        Ok(hits)
+    }
+}
+
+/// The ranking multiplier of a chunk: symbol-path matches up, tests and docs down.
+fn signal(h: &Hit, terms: &FxHashSet<&str>) -> f64 {
+    let mut w = 1.0;
+    if let Some(sp) = &h.symbol_path {
+        let sym: FxHashSet<String> = extract::tokens(sp, 64).into_iter().collect();
+        let matched = terms.iter().filter(|t| sym.contains(**t)).count();
+        w *= 1.0 + SYMBOL_BOOST * matched as f64;
+    }
+    match h.source_type.as_str() {
+        "test" => w * TEST_WEIGHT,
+        "doc" => w * DOC_WEIGHT,
+        _ => w,
+    }
+}
+
+/// Weighted Reciprocal Rank Fusion over ranked lists: Σ w / (k + rank), full outer union.
+pub fn rrf(lists: &[(&[(i64, f64)], f64)]) -> Vec<(i64, f64)> {
+    let mut acc: FxHashMap<i64, f64> = FxHashMap::default();
+    for (list, w) in lists {
+        for (rank, (id, _)) in list.iter().enumerate() {
+            *acc.entry(*id).or_default() += w / (RRF_K + rank as f64 + 1.0);
+        }
+    }
+    let mut v: Vec<(i64, f64)> = acc.into_iter().collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    v
+}
+
+/// The BM25 terms of a query with their weights: the index tokenizer, deduplicated, question words
+/// dropped (unless nothing else is left), whole compound identifiers weighted up.
+pub fn query_terms(query: &str, max_len: usize) -> Vec<(String, f64)> {
+    let mut out: Vec<(String, f64)> = Vec::new();
+    let mut seen = FxHashSet::default();
+    for word in query.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        let toks = extract::tokens(word, max_len);
+        for (i, t) in toks.iter().enumerate() {
+            if seen.insert(t.clone()) {
+                let w = if i == 0 && toks.len() > 1 {
+                    COMPOUND_WEIGHT
+                } else {
+                    1.0
+                };
+                out.push((t.clone(), w));
+            }
+        }
+    }
+    let content: Vec<(String, f64)> = out
+        .iter()
+        .filter(|(t, _)| !STOPWORDS.contains(&t.as_str()))
+        .cloned()
+        .collect();
+    if content.is_empty() { out } else { content }
+}
+
+/// Searches several bundles and merges their hits by score, ranks assigned.
+pub fn search_all(bundles: &[Bundle], query: &str, o: &QueryOptions) -> Result<Vec<Hit>> {
+    let mut hits = Vec::new();
+    for b in bundles {
+        hits.extend(b.search(query, o)?);
+    }
+    hits.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.path.cmp(&b.path))
+            .then(a.start_line.cmp(&b.start_line))
+    });
+    hits.truncate(o.k);
+    for (i, h) in hits.iter_mut().enumerate() {
+        h.rank = i + 1;
+    }
+    Ok(hits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rrf_is_a_full_outer_union() {
+        let a = [(1, 9.0), (2, 5.0)];
+        let b = [(3, 0.9), (1, 0.8)];
+        let f = rrf(&[(&a, 1.0), (&b, 1.0)]);
+        assert_eq!(f[0].0, 1);
+        assert_eq!(f.len(), 3);
+        assert!((f[0].1 - (1.0 / 61.0 + 1.0 / 62.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn question_words_dropped_unless_alone() {
+        let names = |q: &str| {
+            query_terms(q, 64)
+                .into_iter()
+                .map(|(t, _)| t)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names("How does the session get saved?"),
+            ["session", "saved"]
+        );
+        assert_eq!(names("the"), ["the"]);
+        assert_eq!(
+            query_terms("processPayment", 64)[0],
+            ("processpayment".to_string(), COMPOUND_WEIGHT)
+        );
+    }
+}

@@ -1,0 +1,181 @@
+//! The vector arm's matrix: every embedding of a bundle as int8 rows with a per-row scale, read once
+//! from `embeddings.parquet` and cached on disk (keyed by that file's sha256), so a query scans
+//! contiguous memory instead of casting Parquet lists in SQL (≈9 s for 1M × 384 in DuckDB).
+//! int8 keeps a 1M × 256 matrix at 256 MB (f32 would be 1 GB) at a cosine error far below the gaps
+//! between ranks that matter.
+use arrow::array::{Array, FixedSizeListArray, Float32Array, Int64Array};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use std::path::{Path, PathBuf};
+
+use crate::bundle::Manifest;
+use crate::{Error, Result};
+
+const MAGIC: &[u8; 8] = b"TRVVEC01";
+
+/// Embeddings as a contiguous int8 matrix.
+pub struct Matrix {
+    /// Chunk id of each row.
+    pub ids: Vec<i64>,
+    scales: Vec<f32>,
+    data: Vec<i8>,
+    dim: usize,
+}
+
+/// Where cached matrices live: `$TROVE_CACHE_DIR`, else `$XDG_CACHE_HOME/trove`, else `~/.cache/trove`.
+pub fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("TROVE_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("trove"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/trove"))
+}
+
+impl Matrix {
+    /// The bundle's matrix, from the cache when present and intact, else built and cached.
+    pub fn load(bundle: &Path, manifest: &Manifest) -> Result<Self> {
+        let sha = manifest
+            .files
+            .iter()
+            .find(|f| f.name == "embeddings.parquet")
+            .map(|f| f.sha256.clone())
+            .ok_or_else(|| Error::bundle(bundle, "manifest lists no embeddings.parquet"))?;
+        let cached = cache_dir().map(|d| d.join(format!("vectors-{sha}.i8")));
+        if let Some(m) = cached
+            .as_ref()
+            .and_then(|p| std::fs::read(p).ok())
+            .and_then(|b| Self::decode(&b, manifest.embedder.dim))
+        {
+            return Ok(m);
+        }
+        let m = Self::from_parquet(&bundle.join("embeddings.parquet"), manifest.embedder.dim)?;
+        if let Some(p) = cached {
+            // A cache that cannot be written only costs speed next time.
+            let _ = m.store(&p);
+        }
+        Ok(m)
+    }
+
+    fn from_parquet(path: &Path, dim: usize) -> Result<Self> {
+        let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(f)?.build()?;
+        let mut m = Matrix {
+            ids: Vec::new(),
+            scales: Vec::new(),
+            data: Vec::new(),
+            dim,
+        };
+        for batch in reader {
+            let batch = batch?;
+            let bad = || Error::bundle(path, "embeddings.parquet has an unexpected schema");
+            let ids = batch
+                .column(0)
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .ok_or_else(bad)?;
+            let lists = batch
+                .column(1)
+                .as_any()
+                .downcast_ref::<FixedSizeListArray>()
+                .ok_or_else(bad)?;
+            let values = lists
+                .values()
+                .as_any()
+                .downcast_ref::<Float32Array>()
+                .ok_or_else(bad)?;
+            if lists.value_length() as usize != dim {
+                return Err(bad());
+            }
+            let vals = values.values();
+            for row in 0..batch.num_rows() {
+                m.ids.push(ids.value(row));
+                let start = (lists.offset() + row) * dim;
+                m.push_row(&vals[start..start + dim]);
+            }
+        }
+        Ok(m)
+    }
+
+    fn push_row(&mut self, v: &[f32]) {
+        let max = v.iter().fold(0f32, |a, x| a.max(x.abs()));
+        let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+        self.scales.push(scale);
+        self.data.extend(
+            v.iter()
+                .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8),
+        );
+    }
+
+    fn store(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        let mut b = Vec::with_capacity(20 + self.ids.len() * (12 + self.dim));
+        b.extend_from_slice(MAGIC);
+        b.extend_from_slice(&(self.ids.len() as u64).to_le_bytes());
+        b.extend_from_slice(&(self.dim as u32).to_le_bytes());
+        self.ids
+            .iter()
+            .for_each(|i| b.extend_from_slice(&i.to_le_bytes()));
+        self.scales
+            .iter()
+            .for_each(|s| b.extend_from_slice(&s.to_le_bytes()));
+        b.extend(self.data.iter().map(|&x| x as u8));
+        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+        std::fs::write(&tmp, b)?;
+        std::fs::rename(tmp, path)
+    }
+
+    fn decode(b: &[u8], dim: usize) -> Option<Self> {
+        let rest = b.strip_prefix(MAGIC.as_slice())?;
+        let n = u64::from_le_bytes(rest.get(..8)?.try_into().ok()?) as usize;
+        let d = u32::from_le_bytes(rest.get(8..12)?.try_into().ok()?) as usize;
+        let body = &rest[12..];
+        if d != dim || body.len() != n.checked_mul(12 + dim)? {
+            return None;
+        }
+        let (ids, body) = body.split_at(n * 8);
+        let (scales, data) = body.split_at(n * 4);
+        Some(Matrix {
+            ids: ids
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect(),
+            scales: scales
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap_or([0; 4])))
+                .collect(),
+            data: data.iter().map(|&x| x as i8).collect(),
+            dim,
+        })
+    }
+
+    /// Cosine similarity of the (normalised) query with every row; rows outside `allowed` (when
+    /// given) are skipped. Returns the best `n` (chunk id, score), best first.
+    pub fn top(
+        &self,
+        q: &[f32],
+        n: usize,
+        allowed: Option<&rustc_hash::FxHashSet<i64>>,
+    ) -> Vec<(i64, f32)> {
+        let mut scored: Vec<(i64, f32)> = Vec::new();
+        for (row, (&id, &scale)) in self.ids.iter().zip(&self.scales).enumerate() {
+            if allowed.is_some_and(|a| !a.contains(&id)) {
+                continue;
+            }
+            let v = &self.data[row * self.dim..(row + 1) * self.dim];
+            let dot: f32 = v.iter().zip(q).map(|(&x, &y)| f32::from(x) * y).sum();
+            scored.push((id, dot * scale));
+        }
+        let n = n.min(scored.len());
+        if n == 0 {
+            return Vec::new();
+        }
+        let by_score = |a: &(i64, f32), b: &(i64, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        scored.select_nth_unstable_by(n - 1, by_score);
+        scored.truncate(n);
+        scored.sort_by(by_score);
+        scored
+    }
+}
