@@ -4,4 +4,5 @@ mod chunking;
 mod index;
 mod portability;
 mod query;
+mod sql;
 mod util;

@@ -4,6 +4,7 @@ pub mod index;
 pub mod inspect;
 pub mod languages;
 pub mod query;
+pub mod sql;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +26,7 @@ pub enum Command {
     Verify(verify::VerifyArgs),
     Languages(languages::LanguagesArgs),
     Query(query::QueryArgs),
+    Sql(sql::SqlArgs),
 }
 
 /// Output formats shared by the subcommands.
@@ -44,6 +46,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Verify(a) => verify::run(a).map(|()| 0),
         Command::Languages(a) => languages::run(a).map(|()| 0),
         Command::Query(a) => query::run(a),
+        Command::Sql(a) => sql::run(a).map(|()| 0),
     }
 }
 

@@ -7,6 +7,7 @@
 //! each arm keeps its own top N and Reciprocal Rank Fusion (k = 60) joins them.
 //! Invariants: the query is tokenized by the same code as the index; a bundle made with another
 //! embedder than this build can reproduce is refused.
+pub mod sql;
 pub mod vectors;
 
 use rustc_hash::{FxHashMap, FxHashSet};

@@ -1,0 +1,153 @@
+//! `trove sql BUNDLE ["SQL"]`.
+use clap::Args;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use trove::query::Bundle;
+use trove::query::sql::{split_statements, to_json, to_text};
+
+/// Run SQL over a bundle in an embedded DuckDB.
+///
+/// Views: chunks, files, embeddings, terms, postings, skipped. Macros: bm25_search(query, k),
+/// similar_chunks(chunk_id, k), trove_tokens(text). Without SQL, statements are read from stdin;
+/// every statement runs, the last one's result is printed.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  trove sql app.bundle \"SELECT language, count(*) FROM files GROUP BY ALL ORDER BY 2 DESC\"\n  trove sql app.bundle \"SELECT * FROM bm25_search('retry with backoff', 5)\"\n  echo \"SELECT path FROM skipped WHERE reason = 'secret-file'\" | trove sql app.bundle --format csv"
+)]
+pub struct SqlArgs {
+    /// The bundle directory.
+    pub bundle: PathBuf,
+    /// SQL to run (default: read from stdin).
+    pub sql: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = SqlFormat::Table)]
+    pub format: SqlFormat,
+}
+
+/// Output formats of `sql`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SqlFormat {
+    /// Aligned columns (long cells cut).
+    Table,
+    /// RFC 4180 CSV with a header.
+    Csv,
+    /// One JSON array of objects.
+    Json,
+}
+
+/// Widest cell of the table format.
+const MAX_CELL: usize = 60;
+
+/// Runs `trove sql`.
+pub fn run(a: SqlArgs) -> anyhow::Result<()> {
+    let bundle = Bundle::open(&a.bundle)?;
+    bundle.create_macros()?;
+    let script = match a.sql {
+        Some(s) => s,
+        None => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s)?;
+            s
+        }
+    };
+    let stmts = split_statements(&script);
+    let Some((last, before)) = stmts.split_last() else {
+        anyhow::bail!("no SQL given: pass it as an argument or on stdin");
+    };
+    for s in before {
+        bundle.conn.execute_batch(s)?;
+    }
+    let (names, rows) = bundle.run_sql(last)?;
+    let mut out = std::io::stdout().lock();
+    match a.format {
+        SqlFormat::Json => {
+            let arr: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|r| {
+                    serde_json::Value::Object(
+                        names.iter().cloned().zip(r.iter().map(to_json)).collect(),
+                    )
+                })
+                .collect();
+            writeln!(out, "{}", serde_json::to_string_pretty(&arr)?)?;
+        }
+        SqlFormat::Csv => {
+            writeln!(
+                out,
+                "{}",
+                names.iter().map(|n| csv(n)).collect::<Vec<_>>().join(",")
+            )?;
+            for r in &rows {
+                writeln!(
+                    out,
+                    "{}",
+                    r.iter()
+                        .map(|v| csv(&to_text(v)))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )?;
+            }
+        }
+        SqlFormat::Table => {
+            let cells: Vec<Vec<String>> = rows
+                .iter()
+                .map(|r| r.iter().map(|v| cell(&to_text(v))).collect())
+                .collect();
+            let widths: Vec<usize> = (0..names.len())
+                .map(|i| {
+                    cells
+                        .iter()
+                        .map(|r| r[i].chars().count())
+                        .chain([names[i].chars().count()])
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect();
+            let line = |vals: &[String]| {
+                vals.iter()
+                    .zip(&widths)
+                    .map(|(v, w)| format!("{v:<w$}"))
+                    .collect::<Vec<_>>()
+                    .join("  ")
+                    .trim_end()
+                    .to_string()
+            };
+            writeln!(out, "{}", line(&names))?;
+            writeln!(
+                out,
+                "{}",
+                widths
+                    .iter()
+                    .map(|w| "-".repeat(*w))
+                    .collect::<Vec<_>>()
+                    .join("  ")
+            )?;
+            for r in &cells {
+                writeln!(out, "{}", line(r))?;
+            }
+            writeln!(out, "({} rows)", cells.len())?;
+        }
+    }
+    Ok(())
+}
+
+fn csv(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn cell(s: &str) -> String {
+    let one_line = s.replace('\n', "⏎");
+    if one_line.chars().count() > MAX_CELL {
+        format!(
+            "{}…",
+            one_line.chars().take(MAX_CELL - 1).collect::<String>()
+        )
+    } else {
+        one_line
+    }
+}

@@ -1,0 +1,140 @@
+//! SQL over a bundle: the views of [`super::Bundle`] plus search macros, and result formatting.
+//!
+//! Macros: `trove_tokens(text)` (the index tokenizer, mirrored in SQL: identifiers whole and split
+//! on `_`/case, lower-cased), `bm25_search(query, k)` (a table: chunk_id, path, start_line,
+//! end_line, kind, symbol_path, score — BM25 with the manifest's k1, b, avgdl, n_docs) and
+//! `similar_chunks(chunk_id, k)` (cosine over the embeddings; text → vector needs the embedder,
+//! which is `trove query --mode vector`).
+use duckdb::types::Value;
+
+use super::Bundle;
+use crate::Result;
+
+impl Bundle {
+    /// Creates the search macros on this bundle's connection.
+    pub fn create_macros(&self) -> Result<()> {
+        let b = &self.manifest.bm25;
+        let dim = self.manifest.embedder.dim;
+        let sql = format!(
+            "CREATE MACRO trove_split(w) AS list_filter(list_transform(regexp_extract_all(regexp_replace(regexp_replace(w, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '([A-Z]+)([A-Z][a-z])', '\\1 \\2', 'g'), '[[:alnum:]]+'), lambda p: lower(p)), lambda p: length(p) >= 2);
+             CREATE MACRO trove_tokens(q) AS list_distinct(flatten(list_transform(regexp_extract_all(q, '[[:alnum:]_]+'), lambda w: list_concat([lower(trim(w, '_'))], CASE WHEN len(trove_split(w)) > 1 THEN trove_split(w) ELSE [] END))));
+             CREATE MACRO bm25_search(q, k := 10) AS TABLE
+               WITH qt AS (SELECT unnest(trove_tokens(q)) AS term),
+                    t AS (SELECT term, ln(1 + ({n} - df + 0.5) / (df + 0.5)) AS idf FROM terms SEMI JOIN qt USING (term)),
+                    s AS (SELECT p.chunk_id, sum(t.idf * p.tf * ({k1} + 1) / (p.tf + {k1} * (1 - {b} + {b} * c.token_len / {avgdl}))) AS score
+                          FROM postings p JOIN t USING (term) JOIN chunks c USING (chunk_id) GROUP BY p.chunk_id)
+               SELECT c.chunk_id, c.path, c.start_line, c.end_line, c.kind, c.symbol_path, s.score
+               FROM s JOIN chunks c USING (chunk_id) ORDER BY s.score DESC, c.chunk_id LIMIT k;
+             CREATE MACRO similar_chunks(id, k := 10) AS TABLE
+               WITH e AS (SELECT chunk_id, embedding::FLOAT[{dim}] AS v FROM embeddings),
+                    q AS (SELECT v FROM e WHERE chunk_id = id)
+               SELECT c.chunk_id, c.path, c.start_line, c.end_line, c.kind, c.symbol_path,
+                      array_cosine_similarity(e.v, q.v) AS similarity
+               FROM e, q JOIN chunks c ON c.chunk_id = e.chunk_id WHERE e.chunk_id <> id
+               ORDER BY similarity DESC, c.chunk_id LIMIT k;",
+            n = b.n_docs,
+            k1 = b.k1,
+            b = b.b,
+            avgdl = b.avgdl.max(1e-9),
+        );
+        self.conn.execute_batch(&sql)?;
+        Ok(())
+    }
+
+    /// Runs one statement; returns column names and rows.
+    pub fn run_sql(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value>>)> {
+        let mut stmt = self.conn.prepare(sql)?;
+        let mut rows = stmt.query([])?;
+        let mut out = Vec::new();
+        let mut names = Vec::new();
+        while let Some(row) = rows.next()? {
+            let stmt = row.as_ref();
+            if names.is_empty() {
+                names = stmt.column_names();
+            }
+            let mut v = Vec::with_capacity(stmt.column_count());
+            for i in 0..stmt.column_count() {
+                v.push(row.get::<_, Value>(i)?);
+            }
+            out.push(v);
+        }
+        drop(rows);
+        if names.is_empty() {
+            names = stmt.column_names();
+        }
+        Ok((names, out))
+    }
+}
+
+/// Splits a script into statements at `;` outside quotes (for stdin scripts).
+pub fn split_statements(script: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    for ch in script.chars() {
+        match (quote, ch) {
+            (Some(q), c) if c == q => quote = None,
+            (None, '\'' | '"') => quote = Some(ch),
+            (None, ';') => {
+                if !cur.trim().is_empty() {
+                    out.push(cur.trim().to_string());
+                }
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(ch);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+/// A value as JSON.
+pub fn to_json(v: &Value) -> serde_json::Value {
+    use serde_json::json;
+    match v {
+        Value::Null => serde_json::Value::Null,
+        Value::Boolean(b) => json!(b),
+        Value::TinyInt(n) => json!(n),
+        Value::SmallInt(n) => json!(n),
+        Value::Int(n) => json!(n),
+        Value::BigInt(n) => json!(n),
+        Value::HugeInt(n) => json!(n.to_string()),
+        Value::UTinyInt(n) => json!(n),
+        Value::USmallInt(n) => json!(n),
+        Value::UInt(n) => json!(n),
+        Value::UBigInt(n) => json!(n),
+        Value::Float(f) => json!(f),
+        Value::Double(f) => json!(f),
+        Value::Text(s) => json!(s),
+        Value::List(items) | Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(to_json).collect())
+        }
+        other => json!(format!("{other:?}")),
+    }
+}
+
+/// A value as display text.
+pub fn to_text(v: &Value) -> String {
+    match to_json(v) {
+        serde_json::Value::Null => "NULL".into(),
+        serde_json::Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_split_outside_quotes() {
+        assert_eq!(
+            split_statements("SELECT ';'; SELECT 2;\n"),
+            ["SELECT ';'", "SELECT 2"]
+        );
+    }
+}

@@ -1,0 +1,156 @@
+//! `trove sql`: views, macros, stdin, formats; and BM25 checked against an independent computation.
+use std::collections::HashMap;
+
+use crate::util::{index, manifest, trove, write};
+
+fn tiny_bundle() -> (tempfile::TempDir, std::path::PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    // Three one-chunk config files (weight 1: no doc/test down-weighting) with known term counts.
+    write(&root, "a.yaml", b"alpha beta beta gamma\n");
+    write(&root, "b.yaml", b"beta delta delta delta epsilon zeta\n");
+    write(&root, "c.yaml", b"gamma gamma alpha\n");
+    let b = t.path().join("b");
+    index(&root, &b, &[]);
+    (t, b)
+}
+
+fn sql_json(bundle: &std::path::Path, sql: &str) -> Vec<serde_json::Value> {
+    let out = trove()
+        .arg("sql")
+        .arg(bundle)
+        .arg(sql)
+        .args(["--format", "json"])
+        .assert()
+        .success();
+    serde_json::from_slice::<serde_json::Value>(&out.get_output().stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn bm25_matches_an_independent_computation() {
+    let (_t, b) = tiny_bundle();
+    let m = manifest(&b);
+    let (k1, bb) = (
+        m["bm25"]["k1"].as_f64().unwrap(),
+        m["bm25"]["b"].as_f64().unwrap(),
+    );
+    // Documents as the index sees them: the content tokens plus the file path's tokens.
+    let docs: Vec<(&str, Vec<&str>)> = vec![
+        ("a.yaml", vec!["alpha", "beta", "beta", "gamma", "a", "yaml"]),
+        (
+            "b.yaml",
+            vec![
+                "beta", "delta", "delta", "delta", "epsilon", "zeta", "b", "txt",
+            ],
+        ),
+        ("c.yaml", vec!["gamma", "gamma", "alpha", "c", "yaml"]),
+    ];
+    let n = docs.len() as f64;
+    let avgdl = docs.iter().map(|d| d.1.len() as f64).sum::<f64>() / n;
+    assert!((m["bm25"]["avgdl"].as_f64().unwrap() - avgdl).abs() < 1e-9);
+    let query = ["gamma", "beta"];
+    let mut expected: HashMap<&str, f64> = HashMap::new();
+    for (path, toks) in &docs {
+        let mut s = 0.0;
+        for q in query {
+            let df = docs.iter().filter(|d| d.1.contains(&q)).count() as f64;
+            let tf = toks.iter().filter(|t| **t == q).count() as f64;
+            if tf > 0.0 {
+                let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                s +=
+                    idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - bb + bb * toks.len() as f64 / avgdl));
+            }
+        }
+        expected.insert(path, s);
+    }
+    // The query engine's BM25 arm (bm25 mode; no name/doc signals apply to these line chunks)...
+    let out = trove()
+        .arg("query")
+        .arg(&b)
+        .args(["gamma beta", "--mode", "bm25", "--format", "jsonl"])
+        .assert()
+        .success();
+    let hits: Vec<serde_json::Value> = String::from_utf8_lossy(&out.get_output().stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(hits.len(), 3);
+    for h in &hits {
+        let want = expected[h["path"].as_str().unwrap()];
+        assert!(
+            (h["score"].as_f64().unwrap() - want).abs() < 1e-9,
+            "{h} vs {want}"
+        );
+    }
+    // ... and the SQL macro agree with it.
+    for r in sql_json(
+        &b,
+        "SELECT c.path, s.score FROM bm25_search('gamma beta', 10) s JOIN chunks c USING (chunk_id)",
+    ) {
+        let want = expected[r["path"].as_str().unwrap()];
+        assert!(
+            (r["score"].as_f64().unwrap() - want).abs() < 1e-9,
+            "{r} vs {want}"
+        );
+    }
+}
+
+#[test]
+fn views_macros_stdin_and_formats() {
+    let (_t, b) = tiny_bundle();
+    let rows = sql_json(
+        &b,
+        "SELECT (SELECT count(*) FROM files) AS f, (SELECT count(*) FROM chunks) AS c, (SELECT count(*) FROM embeddings) AS e",
+    );
+    assert_eq!(rows[0]["f"], 3);
+    assert_eq!(rows[0]["c"], 3);
+    assert_eq!(rows[0]["e"], 3);
+    let keys: Vec<&String> = rows[0].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["f", "c", "e"], "columns keep their order");
+    let toks = sql_json(
+        &b,
+        "SELECT list_sort(trove_tokens('parseHTTPRequest')) AS t",
+    );
+    assert_eq!(
+        toks[0]["t"],
+        serde_json::json!(["http", "parse", "parsehttprequest", "request"])
+    );
+    let out = trove()
+        .arg("sql")
+        .arg(&b)
+        .args(["--format", "csv"])
+        .write_stdin("CREATE TEMP TABLE x AS SELECT path FROM files WHERE path <> 'b.yaml';\nSELECT path FROM x ORDER BY path;")
+        .assert()
+        .success();
+    assert_eq!(
+        String::from_utf8_lossy(&out.get_output().stdout),
+        "path\na.yaml\nc.yaml\n"
+    );
+    let table = trove()
+        .arg("sql")
+        .arg(&b)
+        .arg("SELECT path FROM files ORDER BY path")
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&table.get_output().stdout).into_owned();
+    assert!(
+        text.starts_with("path\n----") && text.contains("(3 rows)"),
+        "{text}"
+    );
+    let sim = sql_json(
+        &b,
+        "SELECT count(*) AS n FROM similar_chunks((SELECT min(chunk_id) FROM chunks), 5)",
+    );
+    assert_eq!(sim[0]["n"], 2);
+    trove()
+        .arg("sql")
+        .arg(&b)
+        .arg("SELECT nope FROM files")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("nope"));
+}
