@@ -40,7 +40,10 @@ fn bm25_matches_an_independent_computation() {
     );
     // Documents as the index sees them: the content tokens plus the file path's tokens.
     let docs: Vec<(&str, Vec<&str>)> = vec![
-        ("a.yaml", vec!["alpha", "beta", "beta", "gamma", "a", "yaml"]),
+        (
+            "a.yaml",
+            vec!["alpha", "beta", "beta", "gamma", "a", "yaml"],
+        ),
         (
             "b.yaml",
             vec![

@@ -203,36 +203,35 @@ impl Bundle {
         !(o.langs.is_empty() && o.types.is_empty() && o.kinds.is_empty() && o.path.is_none())
     }
 
-    /// BM25 over the query terms; returns (chunk id, score), best first.
+    /// BM25 over the query terms, given as (term, weight × idf) from [`Bundle::idf`]; returns
+    /// (chunk id, score), best first.
     pub fn bm25(
         &self,
-        terms: &[(String, f64)],
+        idf: &[(String, f64)],
         o: &QueryOptions,
         n: usize,
     ) -> Result<Vec<(i64, f64)>> {
-        if terms.is_empty() {
+        if idf.is_empty() {
             return Ok(Vec::new());
         }
         let b = &self.manifest.bm25;
-        let list = terms
+        let list = idf
             .iter()
             .map(|(t, _)| lit(t))
             .collect::<Vec<_>>()
             .join(", ");
-        let weights = terms
+        let values = idf
             .iter()
-            .map(|(t, w)| format!("({}, {w})", lit(t)))
+            .map(|(t, w)| format!("({}, {w}::DOUBLE)", lit(t)))
             .collect::<Vec<_>>()
             .join(", ");
         let sql = format!(
-            "WITH q(term, w) AS (VALUES {weights}),
-                  t AS (SELECT term, w * ln(1 + ({n_docs} - df + 0.5) / (df + 0.5)) AS idf FROM terms JOIN q USING (term) WHERE term IN ({list})),
+            "WITH t(term, idf) AS (VALUES {values}),
                   p AS (SELECT term, chunk_id, tf FROM postings WHERE term IN ({list}))
              SELECT p.chunk_id, sum(t.idf * p.tf * ({k1} + 1) / (p.tf + {k1} * (1 - {b} + {b} * c.token_len / {avgdl}))) AS score
              FROM p JOIN t USING (term) JOIN chunks c USING (chunk_id)
              WHERE {filters}
              GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT {n}",
-            n_docs = b.n_docs,
             k1 = b.k1,
             b = b.b,
             avgdl = b.avgdl.max(1e-9),
@@ -244,7 +243,7 @@ impl Bundle {
     }
 
     /// (term, weight × idf) for the query terms this bundle knows.
-    fn idf(&self, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
+    pub fn idf(&self, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
         if terms.is_empty() {
             return Ok(Vec::new());
         }
@@ -267,12 +266,16 @@ impl Bundle {
     }
 
     /// Cosine over the bundle's matrix; returns (chunk id, similarity), best first.
-    pub fn vector(&self, query: &str, o: &QueryOptions, n: usize) -> Result<Vec<(i64, f64)>> {
+    pub fn vector(
+        &self,
+        idf: &[(String, f64)],
+        o: &QueryOptions,
+        n: usize,
+    ) -> Result<Vec<(i64, f64)>> {
         let e = self.embedder()?;
         // The hash embedder has no notion of rare words; weighting the query's features by the
         // bundle's own idf turns its cosine into a tf-idf cosine.
-        let terms = query_terms(query, self.manifest.bm25.max_token_len);
-        let q = e.embed_weighted(&self.idf(&terms)?);
+        let q = e.embed_weighted(idf);
         if q.iter().all(|x| *x == 0.0) {
             return Ok(Vec::new());
         }
@@ -295,16 +298,15 @@ impl Bundle {
             .collect())
     }
 
-    /// Chunk rows for `ids`, keyed by id.
-    fn rows(&self, ids: &[i64], content: bool) -> Result<FxHashMap<i64, Hit>> {
+    /// Chunk rows for `ids` (without content), keyed by id.
+    fn rows(&self, ids: &[i64]) -> Result<FxHashMap<i64, Hit>> {
         if ids.is_empty() {
             return Ok(FxHashMap::default());
         }
         let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
         let sql = format!(
-            "SELECT chunk_id, path, start_line, end_line, symbol, symbol_path, kind, language, source_type, signature, {}
-             FROM chunks WHERE chunk_id IN ({list})",
-            if content { "content" } else { "NULL" }
+            "SELECT chunk_id, path, start_line, end_line, symbol, symbol_path, kind, language, source_type, signature, NULL::VARCHAR
+             FROM chunks WHERE chunk_id IN ({list})"
         );
         let bundle = self.dir.display().to_string();
         let mut stmt = self.conn.prepare(&sql)?;
@@ -334,23 +336,56 @@ impl Bundle {
         Ok(out)
     }
 
+    /// Reads the content of `hits`. The `path IN (...)` condition lets DuckDB skip every row group
+    /// of `chunks.parquet` (sorted by path) that holds none of them: content is most of the file.
+    fn fill_content(&self, hits: &mut [Hit]) -> Result<()> {
+        if hits.is_empty() {
+            return Ok(());
+        }
+        let ids = hits
+            .iter()
+            .map(|h| h.chunk_id.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let paths = hits
+            .iter()
+            .map(|h| lit(&h.path))
+            .collect::<Vec<_>>()
+            .join(",");
+        let sql = format!(
+            "SELECT chunk_id, content FROM chunks WHERE path IN ({paths}) AND chunk_id IN ({ids})"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+        let content: FxHashMap<i64, String> = rows.collect::<std::result::Result<_, _>>()?;
+        for h in hits {
+            h.content = content.get(&h.chunk_id).cloned();
+        }
+        Ok(())
+    }
+
     /// Runs the query against this bundle: up to `o.k` hits, best first (ranks not yet assigned).
     pub fn search(&self, query: &str, o: &QueryOptions) -> Result<Vec<Hit>> {
         let terms = query_terms(query, self.manifest.bm25.max_token_len);
+        if o.mode != Mode::Bm25 {
+            self.embedder()?;
+        }
+        // One lookup of the query terms' document frequencies serves both arms.
+        let idf = self.idf(&terms)?;
         let bm25 = if o.mode == Mode::Vector {
             Vec::new()
         } else {
-            self.bm25(&terms, o, ARM_CANDIDATES)?
+            self.bm25(&idf, o, ARM_CANDIDATES)?
         };
         let vector = if o.mode == Mode::Bm25 {
             Vec::new()
         } else {
-            self.vector(query, o, ARM_CANDIDATES)?
+            self.vector(&idf, o, ARM_CANDIDATES)?
         };
         let mut ids: Vec<i64> = bm25.iter().chain(&vector).map(|(id, _)| *id).collect();
         ids.sort_unstable();
         ids.dedup();
-        let mut rows = self.rows(&ids, true)?;
+        let mut rows = self.rows(&ids)?;
         // Code signals on each arm's own scores, before fusion: names that match the query up,
         // tests and docs below code with the same score.
         let term_set: FxHashSet<&str> = terms.iter().map(|(t, _)| t.as_str()).collect();
@@ -377,11 +412,11 @@ impl Bundle {
         for (id, score) in fused.into_iter().take(o.k) {
             if let Some(mut h) = rows.remove(&id) {
                 h.score = score;
-                if !o.content {
-                    h.content = None;
-                }
                 hits.push(h);
             }
+        }
+        if o.content {
+            self.fill_content(&mut hits)?;
         }
         Ok(hits)
     }
