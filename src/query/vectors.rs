@@ -12,14 +12,16 @@ use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"TRVVEC01";
 
-/// Embeddings as a contiguous int8 matrix.
+/// Embeddings as a contiguous int8 matrix, kept in its on-disk encoding (header, ids, scales,
+/// rows) so a cached matrix is used as read, with no decoding copy.
 pub struct Matrix {
-    /// Chunk id of each row.
-    pub ids: Vec<i64>,
-    scales: Vec<f32>,
-    data: Vec<i8>,
+    bytes: Vec<u8>,
+    n: usize,
     dim: usize,
 }
+
+/// Header bytes: magic, row count (u64), dim (u32).
+const HEADER: usize = 8 + 8 + 4;
 
 /// Where cached matrices live: `$TROVE_CACHE_DIR`, else `$XDG_CACHE_HOME/trove`, else `~/.cache/trove`.
 pub fn cache_dir() -> Option<PathBuf> {
@@ -45,7 +47,7 @@ impl Matrix {
         if let Some(m) = cached
             .as_ref()
             .and_then(|p| std::fs::read(p).ok())
-            .and_then(|b| Self::decode(&b, manifest.embedder.dim))
+            .and_then(|b| Self::decode(b, manifest.embedder.dim))
         {
             return Ok(m);
         }
@@ -60,16 +62,11 @@ impl Matrix {
     fn from_parquet(path: &Path, dim: usize) -> Result<Self> {
         let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let reader = ParquetRecordBatchReaderBuilder::try_new(f)?.build()?;
-        let mut m = Matrix {
-            ids: Vec::new(),
-            scales: Vec::new(),
-            data: Vec::new(),
-            dim,
-        };
+        let (mut ids, mut scales, mut data) = (Vec::new(), Vec::new(), Vec::new());
         for batch in reader {
             let batch = batch?;
             let bad = || Error::bundle(path, "embeddings.parquet has an unexpected schema");
-            let ids = batch
+            let id_col = batch
                 .column(0)
                 .as_any()
                 .downcast_ref::<Int64Array>()
@@ -89,66 +86,65 @@ impl Matrix {
             }
             let vals = values.values();
             for row in 0..batch.num_rows() {
-                m.ids.push(ids.value(row));
+                ids.push(id_col.value(row));
                 let start = (lists.offset() + row) * dim;
-                m.push_row(&vals[start..start + dim]);
+                let v = &vals[start..start + dim];
+                let max = v.iter().fold(0f32, |a, x| a.max(x.abs()));
+                let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+                scales.push(scale);
+                data.extend(
+                    v.iter()
+                        .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8 as u8),
+                );
             }
         }
-        Ok(m)
-    }
-
-    fn push_row(&mut self, v: &[f32]) {
-        let max = v.iter().fold(0f32, |a, x| a.max(x.abs()));
-        let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-        self.scales.push(scale);
-        self.data.extend(
-            v.iter()
-                .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8),
-        );
+        let n = ids.len();
+        let mut bytes = Vec::with_capacity(HEADER + n * (12 + dim));
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&(n as u64).to_le_bytes());
+        bytes.extend_from_slice(&(dim as u32).to_le_bytes());
+        ids.iter()
+            .for_each(|i| bytes.extend_from_slice(&i.to_le_bytes()));
+        scales
+            .iter()
+            .for_each(|s| bytes.extend_from_slice(&s.to_le_bytes()));
+        bytes.extend_from_slice(&data);
+        Ok(Matrix { bytes, n, dim })
     }
 
     fn store(&self, path: &Path) -> std::io::Result<()> {
         if let Some(d) = path.parent() {
             std::fs::create_dir_all(d)?;
         }
-        let mut b = Vec::with_capacity(20 + self.ids.len() * (12 + self.dim));
-        b.extend_from_slice(MAGIC);
-        b.extend_from_slice(&(self.ids.len() as u64).to_le_bytes());
-        b.extend_from_slice(&(self.dim as u32).to_le_bytes());
-        self.ids
-            .iter()
-            .for_each(|i| b.extend_from_slice(&i.to_le_bytes()));
-        self.scales
-            .iter()
-            .for_each(|s| b.extend_from_slice(&s.to_le_bytes()));
-        b.extend(self.data.iter().map(|&x| x as u8));
         let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-        std::fs::write(&tmp, b)?;
+        std::fs::write(&tmp, &self.bytes)?;
         std::fs::rename(tmp, path)
     }
 
-    fn decode(b: &[u8], dim: usize) -> Option<Self> {
-        let rest = b.strip_prefix(MAGIC.as_slice())?;
+    /// Checks a cached file's header and size.
+    fn decode(bytes: Vec<u8>, dim: usize) -> Option<Self> {
+        let rest = bytes.strip_prefix(MAGIC.as_slice())?;
         let n = u64::from_le_bytes(rest.get(..8)?.try_into().ok()?) as usize;
         let d = u32::from_le_bytes(rest.get(8..12)?.try_into().ok()?) as usize;
-        let body = &rest[12..];
-        if d != dim || body.len() != n.checked_mul(12 + dim)? {
+        if d != dim || bytes.len() != HEADER.checked_add(n.checked_mul(12 + dim)?)? {
             return None;
         }
-        let (ids, body) = body.split_at(n * 8);
-        let (scales, data) = body.split_at(n * 4);
-        Some(Matrix {
-            ids: ids
-                .chunks_exact(8)
-                .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-                .collect(),
-            scales: scales
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes(c.try_into().unwrap_or([0; 4])))
-                .collect(),
-            data: data.iter().map(|&x| x as i8).collect(),
-            dim,
-        })
+        Some(Matrix { bytes, n, dim })
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    fn id(&self, row: usize) -> i64 {
+        let o = HEADER + row * 8;
+        i64::from_le_bytes(self.bytes[o..o + 8].try_into().unwrap_or([0; 8]))
     }
 
     /// Cosine similarity of the (normalised) query with every row; rows outside `allowed` (when
@@ -160,12 +156,19 @@ impl Matrix {
         allowed: Option<&rustc_hash::FxHashSet<i64>>,
     ) -> Vec<(i64, f32)> {
         let mut scored: Vec<(i64, f32)> = Vec::new();
-        for (row, (&id, &scale)) in self.ids.iter().zip(&self.scales).enumerate() {
+        let scales = &self.bytes[HEADER + self.n * 8..HEADER + self.n * 12];
+        let rows = &self.bytes[HEADER + self.n * 12..];
+        for (row, (scale, v)) in scales
+            .chunks_exact(4)
+            .zip(rows.chunks_exact(self.dim))
+            .enumerate()
+        {
+            let id = self.id(row);
             if allowed.is_some_and(|a| !a.contains(&id)) {
                 continue;
             }
-            let v = &self.data[row * self.dim..(row + 1) * self.dim];
-            let dot: f32 = v.iter().zip(q).map(|(&x, &y)| f32::from(x) * y).sum();
+            let dot: f32 = v.iter().zip(q).map(|(&x, &y)| f32::from(x as i8) * y).sum();
+            let scale = f32::from_le_bytes(scale.try_into().unwrap_or([0; 4]));
             scored.push((id, dot * scale));
         }
         let n = n.min(scored.len());
