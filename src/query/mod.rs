@@ -127,6 +127,8 @@ pub struct Bundle {
     pub manifest: Manifest,
     /// DuckDB with one view per table.
     pub conn: duckdb::Connection,
+    /// The vector matrix, loaded on first use and kept for the life of this handle.
+    matrix: std::sync::OnceLock<vectors::Matrix>,
 }
 
 /// SQL string literal.
@@ -158,6 +160,7 @@ impl Bundle {
             dir: dir.to_path_buf(),
             manifest,
             conn,
+            matrix: std::sync::OnceLock::new(),
         })
     }
 
@@ -290,7 +293,13 @@ impl Bundle {
         } else {
             None
         };
-        let m = vectors::Matrix::load(&self.dir, &self.manifest)?;
+        let m = match self.matrix.get() {
+            Some(m) => m,
+            None => {
+                let loaded = vectors::Matrix::load(&self.dir, &self.manifest)?;
+                self.matrix.get_or_init(|| loaded)
+            }
+        };
         Ok(m.top(&q, n, allowed.as_ref())
             .into_iter()
             .filter(|(_, s)| *s >= MIN_COSINE)
