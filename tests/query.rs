@@ -1,20 +1,12 @@
 //! `trove query` end to end: ranking on identifier queries, filters, formats, exit codes.
 use std::path::Path;
 
-use crate::util::{index, sample_repo, trove, write};
+use crate::util::{index, query_jsonl, sample_repo, trove, write};
 
 fn jsonl(bundle: &Path, args: &[&str]) -> Vec<serde_json::Value> {
-    let out = trove()
-        .arg("query")
-        .arg(bundle)
-        .args(args)
-        .args(["--format", "jsonl"])
-        .assert()
-        .success();
-    String::from_utf8_lossy(&out.get_output().stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    let mut all: Vec<&std::ffi::OsStr> = vec![bundle.as_os_str()];
+    all.extend(args.iter().map(std::ffi::OsStr::new));
+    query_jsonl(&all)
 }
 
 fn bundle() -> (tempfile::TempDir, tempfile::TempDir, std::path::PathBuf) {
@@ -171,17 +163,13 @@ fn several_bundles_name_their_results() {
     let (_r, o, b) = bundle();
     let b2 = o.path().join("b2");
     crate::util::copy_dir(&b, &b2);
-    let out = trove()
-        .arg("query")
-        .arg(&b)
-        .arg(&b2)
-        .args(["processPayment", "-k", "4", "--format", "jsonl"])
-        .assert()
-        .success();
-    let hits: Vec<serde_json::Value> = String::from_utf8_lossy(&out.get_output().stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let hits = query_jsonl(&[
+        b.as_os_str(),
+        b2.as_os_str(),
+        "processPayment".as_ref(),
+        "-k".as_ref(),
+        "4".as_ref(),
+    ]);
     let bundles: std::collections::BTreeSet<&str> =
         hits.iter().map(|h| h["bundle"].as_str().unwrap()).collect();
     assert_eq!(bundles.len(), 2, "{hits:#?}");

@@ -1,7 +1,7 @@
 //! `trove sql`: views, macros, stdin, formats; and BM25 checked against an independent computation.
 use std::collections::HashMap;
 
-use crate::util::{index, manifest, trove, write};
+use crate::util::{index, manifest, query_jsonl, trove, write};
 
 fn tiny_bundle() -> (tempfile::TempDir, std::path::PathBuf) {
     let t = tempfile::tempdir().unwrap();
@@ -71,16 +71,12 @@ fn bm25_matches_an_independent_computation() {
         expected.insert(path, s);
     }
     // The query engine's BM25 arm (bm25 mode; no name/doc signals apply to these line chunks)...
-    let out = trove()
-        .arg("query")
-        .arg(&b)
-        .args(["gamma beta", "--mode", "bm25", "--format", "jsonl"])
-        .assert()
-        .success();
-    let hits: Vec<serde_json::Value> = String::from_utf8_lossy(&out.get_output().stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let hits = query_jsonl(&[
+        b.as_os_str(),
+        "gamma beta".as_ref(),
+        "--mode".as_ref(),
+        "bm25".as_ref(),
+    ]);
     assert_eq!(hits.len(), 3);
     for h in &hits {
         let want = expected[h["path"].as_str().unwrap()];

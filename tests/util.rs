@@ -167,3 +167,17 @@ pub fn skipped_reasons(bundle: &Path) -> std::collections::BTreeMap<String, Stri
 pub fn manifest(bundle: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap()
 }
+
+/// Runs `trove query ARGS --format jsonl`, asserts success, returns one JSON value per hit.
+pub fn query_jsonl<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Vec<serde_json::Value> {
+    let out = trove()
+        .arg("query")
+        .args(args)
+        .args(["--format", "jsonl"])
+        .assert()
+        .success();
+    String::from_utf8_lossy(&out.get_output().stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
