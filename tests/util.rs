@@ -115,21 +115,7 @@ pub fn duck(sql: &str) -> Vec<Vec<String>> {
         let mut v = Vec::new();
         for i in 0..n {
             let val: duckdb::types::Value = row.get(i).unwrap();
-            use duckdb::types::Value as V;
-            v.push(match val {
-                V::Null => "NULL".to_string(),
-                V::Text(s) => s,
-                V::Boolean(b) => b.to_string(),
-                V::TinyInt(n) => n.to_string(),
-                V::SmallInt(n) => n.to_string(),
-                V::Int(n) => n.to_string(),
-                V::BigInt(n) => n.to_string(),
-                V::HugeInt(n) => n.to_string(),
-                V::UBigInt(n) => n.to_string(),
-                V::Float(f) => f.to_string(),
-                V::Double(f) => f.to_string(),
-                other => format!("{other:?}"),
-            });
+            v.push(trove::query::sql::to_text(&val));
         }
         out.push(v);
     }

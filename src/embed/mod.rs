@@ -44,37 +44,38 @@ impl HashEmbedder {
         }
     }
 
-    /// Embeds one text.
+    /// Embeds one text: each token weighs `1 + ln tf`.
     pub fn embed_one(&self, text: &str) -> Vec<f32> {
         // Count tokens by their hash: no string is allocated per token.
         let mut counts: FxHashMap<u64, u32> = FxHashMap::default();
         extract::tokenize(text, self.max_token_len, |t| {
             *counts.entry(fnv1a64(t.as_bytes())).or_default() += 1
         });
-        let mut v = vec![0f32; self.dim];
-        for (h, tf) in counts {
-            let i = (h % self.dim as u64) as usize;
-            let sign = if h >> 63 == 1 { -1.0 } else { 1.0 };
-            v[i] += sign * (1.0 + (tf as f32).ln());
-        }
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        if norm > 0.0 {
-            v.iter_mut().for_each(|x| *x /= norm);
-        }
-        v
+        self.project(
+            counts
+                .into_iter()
+                .map(|(h, tf)| (h, 1.0 + (tf as f32).ln())),
+        )
     }
-}
 
-impl HashEmbedder {
     /// A query vector from weighted tokens (e.g. idf from the bundle's `terms`): the same buckets
     /// and signs as [`HashEmbedder::embed_one`], so its cosine with chunk vectors is a tf-idf cosine.
     pub fn embed_weighted(&self, terms: &[(String, f64)]) -> Vec<f32> {
+        self.project(
+            terms
+                .iter()
+                .map(|(t, w)| (fnv1a64(t.as_bytes()), *w as f32)),
+        )
+    }
+
+    /// Adds each (token hash, weight) into bucket `hash % dim` with the sign of the hash's top bit,
+    /// then L2-normalises (an all-zero vector stays zero).
+    fn project(&self, features: impl Iterator<Item = (u64, f32)>) -> Vec<f32> {
         let mut v = vec![0f32; self.dim];
-        for (tok, w) in terms {
-            let h = fnv1a64(tok.as_bytes());
+        for (h, w) in features {
             let i = (h % self.dim as u64) as usize;
             let sign = if h >> 63 == 1 { -1.0 } else { 1.0 };
-            v[i] += sign * *w as f32;
+            v[i] += sign * w;
         }
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         if norm > 0.0 {

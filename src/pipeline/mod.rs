@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::bundle::{self, BundleWriter, ChunkRecord, FileRecord, Manifest};
 use crate::chunk::chunk_file;
@@ -471,9 +471,4 @@ fn git_info(root: &Path) -> bundle::SourceInfo {
 /// Whether stderr is a terminal (progress bars, colours).
 pub fn stderr_is_tty() -> bool {
     std::io::stderr().is_terminal()
-}
-
-/// Formats a duration as seconds with millisecond precision.
-pub fn secs(d: Duration) -> String {
-    format!("{:.3}s", d.as_secs_f64())
 }

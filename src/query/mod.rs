@@ -268,14 +268,14 @@ impl Bundle {
             .collect())
     }
 
-    /// Cosine over the bundle's matrix; returns (chunk id, similarity), best first.
+    /// Cosine over the bundle's matrix (`e` from [`Bundle::embedder`]); returns (chunk id, similarity), best first.
     pub fn vector(
         &self,
+        e: &HashEmbedder,
         idf: &[(String, f64)],
         o: &QueryOptions,
         n: usize,
     ) -> Result<Vec<(i64, f64)>> {
-        let e = self.embedder()?;
         // The hash embedder has no notion of rare words; weighting the query's features by the
         // bundle's own idf turns its cosine into a tf-idf cosine.
         let q = e.embed_weighted(idf);
@@ -314,7 +314,7 @@ impl Bundle {
         }
         let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
         let sql = format!(
-            "SELECT chunk_id, path, start_line, end_line, symbol, symbol_path, kind, language, source_type, signature, NULL::VARCHAR
+            "SELECT chunk_id, path, start_line, end_line, symbol, symbol_path, kind, language, source_type, signature
              FROM chunks WHERE chunk_id IN ({list})"
         );
         let bundle = self.dir.display().to_string();
@@ -334,7 +334,7 @@ impl Bundle {
                 language: r.get(7)?,
                 source_type: r.get(8)?,
                 signature: r.get(9)?,
-                content: r.get(10)?,
+                content: None,
             })
         })?;
         let mut out = FxHashMap::default();
@@ -376,9 +376,12 @@ impl Bundle {
     /// Runs the query against this bundle: up to `o.k` hits, best first (ranks not yet assigned).
     pub fn search(&self, query: &str, o: &QueryOptions) -> Result<Vec<Hit>> {
         let terms = query_terms(query, self.manifest.bm25.max_token_len);
-        if o.mode != Mode::Bm25 {
-            self.embedder()?;
-        }
+        // Refuse a foreign embedder before any work, and build ours once.
+        let embedder = if o.mode == Mode::Bm25 {
+            None
+        } else {
+            Some(self.embedder()?)
+        };
         // One lookup of the query terms' document frequencies serves both arms.
         let idf = self.idf(&terms)?;
         let bm25 = if o.mode == Mode::Vector {
@@ -386,10 +389,9 @@ impl Bundle {
         } else {
             self.bm25(&idf, o, ARM_CANDIDATES)?
         };
-        let vector = if o.mode == Mode::Bm25 {
-            Vec::new()
-        } else {
-            self.vector(&idf, o, ARM_CANDIDATES)?
+        let vector = match &embedder {
+            Some(e) => self.vector(e, &idf, o, ARM_CANDIDATES)?,
+            None => Vec::new(),
         };
         let mut ids: Vec<i64> = bm25.iter().chain(&vector).map(|(id, _)| *id).collect();
         ids.sort_unstable();
@@ -403,7 +405,7 @@ impl Bundle {
                 .into_iter()
                 .map(|(id, s)| (id, s * rows.get(&id).map_or(1.0, |h| signal(h, &term_set))))
                 .collect();
-            v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            v.sort_by(best_first);
             v
         };
         let (bm25, vector) = (reweigh(bm25), reweigh(vector));
@@ -455,8 +457,13 @@ pub fn rrf(lists: &[(&[(i64, f64)], f64)]) -> Vec<(i64, f64)> {
         }
     }
     let mut v: Vec<(i64, f64)> = acc.into_iter().collect();
-    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.sort_by(best_first);
     v
+}
+
+/// Order of a ranked (chunk id, score) list: best score first, ties by id (deterministic).
+fn best_first(a: &(i64, f64), b: &(i64, f64)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
 }
 
 /// The BM25 terms of a query with their weights: the index tokenizer, deduplicated, question words

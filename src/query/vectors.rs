@@ -132,16 +132,6 @@ impl Matrix {
         Some(Matrix { bytes, n, dim })
     }
 
-    /// Number of rows.
-    pub fn len(&self) -> usize {
-        self.n
-    }
-
-    /// Whether there are no rows.
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
-    }
-
     fn id(&self, row: usize) -> i64 {
         let o = HEADER + row * 8;
         i64::from_le_bytes(self.bytes[o..o + 8].try_into().unwrap_or([0; 8]))
