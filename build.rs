@@ -13,15 +13,16 @@ fn main() {
         .filter(|n| n.ends_with(".toml"))
         .collect();
     names.sort();
-    let root = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let mut out =
         String::from("/// Built-in language files: (file name, TOML text), sorted by name.\n");
     out.push_str("pub(crate) const BUILTIN_LANGUAGES: &[(&str, &str)] = &[\n");
     for n in &names {
         println!("cargo:rerun-if-changed=pipelines/languages/{n}");
+        // The path is resolved when the crate compiles, not baked in here: a build directory shared by
+        // two checkouts (same package, same OUT_DIR) must read each checkout's own files.
         out.push_str(&format!(
-            "    ({n:?}, include_str!({:?})),\n",
-            format!("{root}/pipelines/languages/{n}")
+            "    ({n:?}, include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), {:?}))),\n",
+            format!("/pipelines/languages/{n}")
         ));
     }
     out.push_str("];\n");
