@@ -174,3 +174,92 @@ fn several_bundles_name_their_results() {
         hits.iter().map(|h| h["bundle"].as_str().unwrap()).collect();
     assert_eq!(bundles.len(), 2, "{hits:#?}");
 }
+
+#[test]
+fn a_damaged_or_unwritable_cache_changes_nothing() {
+    let (_r, o, b) = bundle();
+    let cache = o.path().join("cache");
+    let run = |dir: &Path| {
+        let out = trove()
+            .env("TROVE_CACHE_DIR", dir)
+            .arg("query")
+            .arg(&b)
+            .args(["payment total", "--format", "jsonl", "-k", "5"])
+            .assert()
+            .success();
+        String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+    };
+    let first = run(&cache);
+    assert!(!first.is_empty());
+    let mut files: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let names: Vec<String> = files
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("vectors-"))
+            && names.iter().any(|n| n.starts_with("rows-")),
+        "{names:?}"
+    );
+    let sizes: Vec<u64> = files.iter().map(|p| p.metadata().unwrap().len()).collect();
+    // Garbage in one file, a truncated other: both are rebuilt, and the answer is the same.
+    for (i, f) in files.iter().enumerate() {
+        let bytes = std::fs::read(f).unwrap();
+        if i % 2 == 0 {
+            std::fs::write(f, b"not a cache file").unwrap();
+        } else {
+            std::fs::write(f, &bytes[..bytes.len() / 3]).unwrap();
+        }
+    }
+    assert_eq!(run(&cache), first);
+    let rebuilt: Vec<u64> = files.iter().map(|p| p.metadata().unwrap().len()).collect();
+    assert_eq!(rebuilt, sizes);
+    // A cache that cannot be written (its directory is a file) only costs speed.
+    let blocked = o.path().join("not-a-dir");
+    std::fs::write(&blocked, b"x").unwrap();
+    assert_eq!(run(&blocked), first);
+}
+
+#[test]
+fn text_output_highlights_code_only_when_colour_is_on() {
+    let (_r, _o, b) = bundle();
+    let text = |extra: &[&str], no_color: bool| {
+        let mut c = trove();
+        if no_color {
+            c.env("NO_COLOR", "1");
+        } else {
+            c.env_remove("NO_COLOR");
+        }
+        let out = c
+            .arg("query")
+            .arg(&b)
+            .args(["process_payment", "-k", "1", "--lang", "python"])
+            .args(extra)
+            .assert()
+            .success();
+        String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+    };
+    let plain = text(&[], false); // not a terminal: no colour
+    assert!(
+        plain.starts_with("billing/billing.py:") && plain.contains("class PaymentService"),
+        "{plain}"
+    );
+    assert!(!plain.contains('\x1b'), "{plain}");
+    assert!(!text(&["--color", "never"], false).contains('\x1b'));
+    assert!(!text(&["--color", "auto"], true).contains('\x1b'));
+    let painted = text(&["--color", "always"], false);
+    // By Python's highlights.scm: `class` is a keyword (magenta), the docstring a string (green).
+    assert!(painted.contains("\x1b[35mclass\x1b[0m"), "{painted:?}");
+    assert!(
+        painted.contains("\x1b[32m\"\"\"Charges invoices"),
+        "{painted:?}"
+    );
+    let stripped = regex::Regex::new("\x1b\\[[0-9;]*m")
+        .unwrap()
+        .replace_all(&painted, "");
+    assert_eq!(stripped, plain);
+}

@@ -153,3 +153,42 @@ fn views_macros_stdin_and_formats() {
         .code(2)
         .stderr(predicates::str::contains("nope"));
 }
+
+#[test]
+fn vector_search_ranks_like_the_vector_arm() {
+    // Config chunks without symbols: no name, doc or test signal moves the vector arm, so its order
+    // and scores are the plain cosine that `vector_search` computes in SQL (up to int8 rounding).
+    let (_t, b) = tiny_bundle();
+    let dim = manifest(&b)["embedder"]["dim"].as_u64().unwrap();
+    // trove_embed: the bundle's query vector, unit length; NULL when no query term is in the bundle.
+    let v = sql_json(
+        &b,
+        "SELECT len(trove_embed('gamma beta')) AS n, list_sum(list_transform(trove_embed('gamma beta'), lambda x: x * x)) AS norm, trove_embed('zzqxjv') IS NULL AS unknown",
+    );
+    assert_eq!(v[0]["n"], dim);
+    assert!((v[0]["norm"].as_f64().unwrap() - 1.0).abs() < 1e-4, "{v:?}");
+    assert_eq!(v[0]["unknown"], true);
+    for q in ["gamma beta", "delta", "alpha zeta"] {
+        let arm = query_jsonl(&[
+            b.as_os_str(),
+            q.as_ref(),
+            "--mode".as_ref(),
+            "vector".as_ref(),
+        ]);
+        let rows = sql_json(
+            &b,
+            &format!("SELECT path, similarity FROM vector_search('{q}', 10)"),
+        );
+        assert_eq!(rows.len(), arm.len(), "{q}: {rows:?} vs {arm:?}");
+        for (r, h) in rows.iter().zip(&arm) {
+            assert_eq!(r["path"], h["path"], "{q}: {rows:?} vs {arm:?}");
+            let (s, c) = (
+                r["similarity"].as_f64().unwrap(),
+                h["score"].as_f64().unwrap(),
+            );
+            assert!((s - c).abs() < 0.02, "{q}: {s} vs {c}");
+        }
+    }
+    let none = sql_json(&b, "SELECT count(*) AS n FROM vector_search('zzqxjv', 5)");
+    assert_eq!(none[0]["n"], 0);
+}

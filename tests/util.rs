@@ -2,8 +2,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The trove binary, with its query cache in the tests' scratch directory (not the user's).
 pub fn trove() -> assert_cmd::Command {
-    assert_cmd::Command::cargo_bin("trove").expect("trove binary is built")
+    let mut c = assert_cmd::Command::cargo_bin("trove").expect("trove binary is built");
+    c.env(
+        "TROVE_CACHE_DIR",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("trove-cache"),
+    );
+    c
 }
 
 pub fn fixtures() -> PathBuf {

@@ -65,7 +65,12 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
             ),
         ],
         "terms" => vec![utf8("term", false), i64f("df")],
-        "postings" => vec![utf8("term", false), i64f("chunk_id"), i32f("tf")],
+        "postings" => vec![
+            utf8("term", false),
+            i64f("chunk_id"),
+            i32f("tf"),
+            i32f("doc_len"),
+        ],
         "skipped" => vec![utf8("path", false), utf8("reason", false), i64f("bytes")],
         _ => return None,
     };

@@ -26,15 +26,20 @@ use crate::{Error, Result};
 
 /// Rows buffered per table before a record batch is handed to the Parquet writer.
 const BATCH_ROWS: usize = 4096;
-/// Row-group size of the wide tables, `chunks` (content) and `embeddings` (dim floats a row): the
-/// writer buffers a whole row group, so this keeps each to tens of MB whatever the repository size.
+/// Row-group size of `embeddings` (dim floats a row): the writer buffers a whole row group, so
+/// this keeps each to tens of MB whatever the repository size.
 const WIDE_ROW_GROUP_ROWS: usize = 16 * 1024;
-/// Row-group size of the narrow tables (postings, files, skipped): a few MB per group, and large
-/// enough groups that min/max statistics on the sorted `term` column prune well.
+/// Row-group size of `chunks` (sorted by path): a query reads the content of its hits from the
+/// groups their paths fall in, and a reader decompresses whole groups, so groups are small.
+const CHUNKS_ROW_GROUP_ROWS: usize = 4 * 1024;
+/// Row-group size of the narrow tables (files, skipped): a few MB per group.
 const NARROW_ROW_GROUP_ROWS: usize = 256 * 1024;
+/// Row-group size of `postings` (sorted by term): DuckDB prunes by row-group min/max only, so a
+/// query term costs about one group beyond its own postings.
+const POSTINGS_ROW_GROUP_ROWS: usize = 256 * 1024;
 /// Row-group size of `terms`: a query looks up a handful of terms, and DuckDB prunes by row-group
 /// statistics only (not page indexes), so small groups mean little is read per lookup.
-const TERMS_ROW_GROUP_ROWS: usize = 16 * 1024;
+const TERMS_ROW_GROUP_ROWS: usize = 4 * 1024;
 /// Postings held in memory (estimated bytes) before a sorted run is spilled to disk: bounds the
 /// writer's memory on any repository size. Measured on 178 MB of crates: 96 MiB gave a 322 MB peak,
 /// 16 MiB 184 MB, at the same speed (the final k-way merge over more runs is cheap).
@@ -80,8 +85,10 @@ pub struct ChunkRecord {
 
 fn props(table: &str) -> Result<WriterProperties> {
     let rows = match table {
-        "chunks" | "embeddings" => WIDE_ROW_GROUP_ROWS,
+        "chunks" => CHUNKS_ROW_GROUP_ROWS,
+        "embeddings" => WIDE_ROW_GROUP_ROWS,
         "terms" => TERMS_ROW_GROUP_ROWS,
+        "postings" => POSTINGS_ROW_GROUP_ROWS,
         _ => NARROW_ROW_GROUP_ROWS,
     };
     let mut b = WriterProperties::builder()
@@ -96,6 +103,10 @@ fn props(table: &str) -> Result<WriterProperties> {
         "sha256",
     ] {
         b = b.set_column_dictionary_enabled(ColumnPath::from(col), false);
+    }
+    if table == "terms" {
+        // Every term is unique here: a dictionary would only double the bytes to decode.
+        b = b.set_column_dictionary_enabled(ColumnPath::from("term"), false);
     }
     Ok(b.build())
 }
@@ -252,7 +263,7 @@ impl BundleWriter {
         for (index, mut rec) in std::mem::take(&mut f.chunks).into_iter().enumerate() {
             self.total_tokens += u64::from(rec.token_len);
             for (term, tf) in std::mem::take(&mut rec.terms) {
-                self.postings.push(term, rec.chunk_id, tf)?;
+                self.postings.push(term, rec.chunk_id, tf, rec.token_len)?;
             }
             let heading_path = source_type.as_ref() == "doc" && rec.chunk.kind == "section";
             self.chunk_rows.push(ChunkRow {
@@ -398,15 +409,17 @@ pub struct Finished {
     pub avgdl: f64,
 }
 
-/// The postings of one term: (chunk id, term frequency), sorted by chunk id once complete.
-type Group = (String, Vec<(i64, u32)>);
+/// One posting: (chunk id, term frequency, the chunk's token count).
+type Posting = (i64, u32, u32);
+/// The postings of one term, sorted by chunk id once complete.
+type Group = (String, Vec<Posting>);
 
 /// Postings grouped by term in memory (each term stored once, ids sorted as integers), spilled to
 /// sorted runs on disk when the memory budget fills, merged once at the end.
 struct Spill {
     dir: PathBuf,
     budget: usize,
-    map: FxHashMap<String, Vec<(i64, u32)>>,
+    map: FxHashMap<String, Vec<Posting>>,
     bytes: usize,
     runs: Vec<PathBuf>,
 }
@@ -422,16 +435,16 @@ impl Spill {
         }
     }
 
-    fn push(&mut self, term: String, chunk_id: i64, tf: u32) -> Result<()> {
+    fn push(&mut self, term: String, chunk_id: i64, tf: u32, doc_len: u32) -> Result<()> {
         match self.map.get_mut(term.as_str()) {
             Some(v) => {
-                v.push((chunk_id, tf));
+                v.push((chunk_id, tf, doc_len));
                 self.bytes += 16;
             }
             None => {
                 // Key, vector header, map slot, first entry: roughly.
                 self.bytes += term.len() + 80;
-                self.map.insert(term, vec![(chunk_id, tf)]);
+                self.map.insert(term, vec![(chunk_id, tf, doc_len)]);
             }
         }
         if self.bytes >= self.budget {
@@ -461,9 +474,10 @@ impl Spill {
             w.write_all(&(t.len() as u32).to_le_bytes()).map_err(io)?;
             w.write_all(t.as_bytes()).map_err(io)?;
             w.write_all(&(ids.len() as u32).to_le_bytes()).map_err(io)?;
-            for (id, tf) in ids {
+            for (id, tf, len) in ids {
                 w.write_all(&id.to_le_bytes()).map_err(io)?;
                 w.write_all(&tf.to_le_bytes()).map_err(io)?;
+                w.write_all(&len.to_le_bytes()).map_err(io)?;
             }
         }
         w.flush().map_err(io)?;
@@ -484,7 +498,7 @@ impl Spill {
                 sources.push(Box::new(RunReader::open(p)?));
             }
         }
-        let mut heads: Vec<Option<Vec<(i64, u32)>>> = vec![None; sources.len()];
+        let mut heads: Vec<Option<Vec<Posting>>> = vec![None; sources.len()];
         let mut heap: BinaryHeap<Reverse<(String, usize)>> = BinaryHeap::new();
         for (i, s) in sources.iter_mut().enumerate() {
             if let Some(g) = s.next() {
@@ -532,6 +546,7 @@ struct Batches {
     p_terms: Vec<u32>,
     p_ids: Vec<i64>,
     p_tfs: Vec<i32>,
+    p_lens: Vec<i32>,
     n_terms: u64,
     n_postings: u64,
 }
@@ -542,13 +557,14 @@ impl Batches {
         terms: &mut Table,
         postings: &mut Table,
         term: String,
-        ids: &[(i64, u32)],
+        ids: &[Posting],
     ) -> Result<()> {
         let k = self.terms.len() as u32;
-        for &(id, tf) in ids {
+        for &(id, tf, len) in ids {
             self.p_terms.push(k);
             self.p_ids.push(id);
             self.p_tfs.push(i32::try_from(tf).unwrap_or(i32::MAX));
+            self.p_lens.push(i32::try_from(len).unwrap_or(i32::MAX));
         }
         self.terms.push(term);
         self.df.push(ids.len() as i64);
@@ -565,6 +581,7 @@ impl Batches {
                 strings(self.p_terms.iter().map(|&k| names[k as usize].as_str())),
                 i64s(self.p_ids.iter().copied()),
                 i32s(self.p_tfs.iter().copied()),
+                i32s(self.p_lens.iter().copied()),
             ])?;
             self.n_postings += self.p_ids.len() as u64;
         }
@@ -580,6 +597,7 @@ impl Batches {
         self.p_terms.clear();
         self.p_ids.clear();
         self.p_tfs.clear();
+        self.p_lens.clear();
         Ok(())
     }
 }
@@ -619,7 +637,8 @@ impl RunReader {
         for _ in 0..n {
             let mut id = [0u8; 8];
             self.r.read_exact(&mut id)?;
-            ids.push((i64::from_le_bytes(id), self.u32()?));
+            let tf = self.u32()?;
+            ids.push((i64::from_le_bytes(id), tf, self.u32()?));
         }
         Ok(Some((term, ids)))
     }
@@ -667,6 +686,7 @@ mod tests {
                         format!("term{}", (chunk * 7 + t * 13) % 50),
                         1000 - chunk,
                         (t + 1) as u32,
+                        (chunk % 17 + 1) as u32,
                     )
                     .unwrap();
             }

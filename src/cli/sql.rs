@@ -9,11 +9,12 @@ use trove::query::sql::{split_statements, to_json, to_text};
 /// Run SQL over a bundle in an embedded DuckDB.
 ///
 /// Views: chunks, files, embeddings, terms, postings, skipped. Macros: bm25_search(query, k),
-/// similar_chunks(chunk_id, k), trove_tokens(text). Without SQL, statements are read from stdin;
+/// vector_search(query, k), similar_chunks(chunk_id, k), trove_tokens(text); function
+/// trove_embed(text) (the query vector of `trove query --mode vector`). Without SQL, statements are read from stdin;
 /// every statement runs, the last one's result is printed.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  trove sql app.bundle \"SELECT language, count(*) FROM files GROUP BY ALL ORDER BY 2 DESC\"\n  trove sql app.bundle \"SELECT * FROM bm25_search('retry with backoff', 5)\"\n  echo \"SELECT path FROM skipped WHERE reason = 'secret-file'\" | trove sql app.bundle --format csv"
+    after_help = "Examples:\n  trove sql app.bundle \"SELECT language, count(*) FROM files GROUP BY ALL ORDER BY 2 DESC\"\n  trove sql app.bundle \"SELECT * FROM bm25_search('retry with backoff', 5)\"\n  trove sql app.bundle \"SELECT path, similarity FROM vector_search('retry with backoff', 5)\"\n  echo \"SELECT path FROM skipped WHERE reason = 'secret-file'\" | trove sql app.bundle --format csv"
 )]
 pub struct SqlArgs {
     /// The bundle directory.
@@ -56,7 +57,7 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
         anyhow::bail!("no SQL given: pass it as an argument or on stdin");
     };
     for s in before {
-        bundle.conn.execute_batch(s)?;
+        bundle.conn()?.execute_batch(s)?;
     }
     let (names, rows) = bundle.run_sql(last)?;
     let mut out = std::io::stdout().lock();

@@ -7,6 +7,9 @@
 //! each arm keeps its own top N and Reciprocal Rank Fusion (k = 60) joins them.
 //! Invariants: the query is tokenized by the same code as the index; a bundle made with another
 //! embedder than this build can reproduce is refused.
+pub mod cache;
+pub mod lookup;
+pub mod rows;
 pub mod sql;
 pub mod vectors;
 
@@ -119,16 +122,20 @@ pub struct Hit {
     pub content: Option<String>,
 }
 
-/// An open bundle: its manifest and a DuckDB connection with views over its tables.
+/// An open bundle: its manifest, and (opened on first use) a DuckDB connection with views over its
+/// tables, the vector matrix and the chunk rows.
 pub struct Bundle {
     /// Where it is.
     pub dir: std::path::PathBuf,
     /// Its manifest.
     pub manifest: Manifest,
-    /// DuckDB with one view per table.
-    pub conn: duckdb::Connection,
+    /// DuckDB with one view per table; opening DuckDB costs ≈30 ms, so a query that needs no SQL
+    /// (vector mode without filters) never does.
+    conn: std::sync::OnceLock<duckdb::Connection>,
     /// The vector matrix, loaded on first use and kept for the life of this handle.
     matrix: std::sync::OnceLock<vectors::Matrix>,
+    /// The chunk rows, loaded on first use.
+    rows: std::sync::OnceLock<rows::Rows>,
 }
 
 /// SQL string literal.
@@ -137,31 +144,50 @@ pub(crate) fn lit(s: &str) -> String {
 }
 
 impl Bundle {
-    /// Opens a bundle: reads and checks the manifest, checks every table is present, creates views.
+    /// Opens a bundle: reads and checks the manifest, checks every table is present with the size
+    /// the manifest records (a truncated or replaced file is refused here; `trove verify` checks
+    /// the bytes).
     pub fn open(dir: &Path) -> Result<Self> {
         let manifest = read_manifest(dir)?;
-        let conn = duckdb::Connection::open_in_memory()?;
-        let mut sql = String::new();
         for t in crate::bundle::TABLES {
-            let p = dir.join(format!("{t}.parquet"));
-            if !p.is_file() {
-                return Err(Error::bundle(
-                    dir,
-                    format!("{t}.parquet is missing (run `trove verify` on it)"),
-                ));
-            }
-            sql.push_str(&format!(
-                "CREATE VIEW {t} AS SELECT * FROM read_parquet({});\n",
-                lit(&p.to_string_lossy())
+            let name = format!("{t}.parquet");
+            let p = dir.join(&name);
+            let size = std::fs::metadata(&p)
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len());
+            let listed = manifest
+                .files
+                .iter()
+                .find(|f| f.name == name)
+                .map(|f| f.bytes);
+            let problem = match (size, listed) {
+                (None, _) => "is missing",
+                (_, None) => "is not in the manifest",
+                (Some(a), Some(b)) if a != b => "does not have the size the manifest records",
+                _ => continue,
+            };
+            return Err(Error::bundle(
+                dir,
+                format!("{name} {problem} (run `trove verify` on it, or re-index)"),
             ));
         }
-        conn.execute_batch(&sql)?;
         Ok(Bundle {
             dir: dir.to_path_buf(),
             manifest,
-            conn,
+            conn: std::sync::OnceLock::new(),
             matrix: std::sync::OnceLock::new(),
+            rows: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The DuckDB connection, with one view per table (opened on first use).
+    pub fn conn(&self) -> Result<&duckdb::Connection> {
+        if let Some(c) = self.conn.get() {
+            return Ok(c);
+        }
+        let conn = open_duckdb(&self.dir)?;
+        Ok(self.conn.get_or_init(|| conn))
     }
 
     /// The embedder that made this bundle, when this build has it.
@@ -228,44 +254,44 @@ impl Bundle {
             .map(|(t, w)| format!("({}, {w}::DOUBLE)", lit(t)))
             .collect::<Vec<_>>()
             .join(", ");
+        // Postings carry their chunk's length, so BM25 reads `postings` alone; `chunks` is read only
+        // to apply filters.
+        let filter = if Self::has_filters(o) {
+            format!(
+                "AND chunk_id IN (SELECT chunk_id FROM chunks c WHERE {})",
+                Self::filter_sql(o)
+            )
+        } else {
+            String::new()
+        };
         let sql = format!(
             "WITH t(term, idf) AS (VALUES {values}),
-                  p AS (SELECT term, chunk_id, tf FROM postings WHERE term IN ({list}))
-             SELECT p.chunk_id, sum(t.idf * p.tf * ({k1} + 1) / (p.tf + {k1} * (1 - {b} + {b} * c.token_len / {avgdl}))) AS score
-             FROM p JOIN t USING (term) JOIN chunks c USING (chunk_id)
-             WHERE {filters}
+                  p AS (SELECT term, chunk_id, tf, doc_len FROM postings WHERE term IN ({list}) {filter})
+             SELECT p.chunk_id, sum(t.idf * p.tf * ({k1} + 1) / (p.tf + {k1} * (1 - {b} + {b} * p.doc_len / {avgdl}))) AS score
+             FROM p JOIN t USING (term)
              GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT {n}",
             k1 = b.k1,
             b = b.b,
             avgdl = b.avgdl.max(1e-9),
-            filters = Self::filter_sql(o),
         );
-        let mut stmt = self.conn.prepare(&sql)?;
+        let mut stmt = self.conn()?.prepare(&sql)?;
         let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?)))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
     /// (term, weight × idf) for the query terms this bundle knows.
     pub fn idf(&self, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
-        if terms.is_empty() {
-            return Ok(Vec::new());
-        }
-        let list = terms
-            .iter()
-            .map(|(t, _)| lit(t))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let n = self.manifest.bm25.n_docs;
-        let sql = format!(
-            "SELECT term, ln(1 + ({n} - df + 0.5) / (df + 0.5)) FROM terms WHERE term IN ({list})"
-        );
-        let mut stmt = self.conn.prepare(&sql)?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))?;
-        let idf: FxHashMap<String, f64> = rows.collect::<std::result::Result<_, _>>()?;
-        Ok(terms
-            .iter()
-            .filter_map(|(t, w)| idf.get(t).map(|i| (t.clone(), w * i)))
-            .collect())
+        idf_weights(&self.dir, self.manifest.bm25.n_docs, terms)
+    }
+
+    /// What turns query text into this bundle's query vector (for the SQL function `trove_embed`).
+    pub fn query_embedder(&self) -> Result<QueryEmbedder> {
+        Ok(QueryEmbedder {
+            dir: self.dir.clone(),
+            n_docs: self.manifest.bm25.n_docs,
+            max_len: self.manifest.bm25.max_token_len,
+            embedder: self.embedder()?,
+        })
     }
 
     /// Cosine over the bundle's matrix (`e` from [`Bundle::embedder`]); returns (chunk id, similarity), best first.
@@ -287,7 +313,7 @@ impl Bundle {
                 "SELECT chunk_id FROM chunks c WHERE {}",
                 Self::filter_sql(o)
             );
-            let mut stmt = self.conn.prepare(&sql)?;
+            let mut stmt = self.conn()?.prepare(&sql)?;
             let ids = stmt.query_map([], |r| r.get::<_, i64>(0))?;
             Some(ids.collect::<std::result::Result<FxHashSet<i64>, _>>()?)
         } else {
@@ -307,68 +333,58 @@ impl Bundle {
             .collect())
     }
 
-    /// Chunk rows for `ids` (without content), keyed by id.
+    /// Chunk rows for `ids` (without content), keyed by id, from the row cache ([`rows`]).
     fn rows(&self, ids: &[i64]) -> Result<FxHashMap<i64, Hit>> {
         if ids.is_empty() {
             return Ok(FxHashMap::default());
         }
-        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
-        let sql = format!(
-            "SELECT chunk_id, path, start_line, end_line, symbol, symbol_path, kind, language, source_type, signature
-             FROM chunks WHERE chunk_id IN ({list})"
-        );
+        let cached = match self.rows.get() {
+            Some(r) => r,
+            None => {
+                let loaded = rows::Rows::load(&self.dir, &self.manifest)?;
+                self.rows.get_or_init(|| loaded)
+            }
+        };
         let bundle = self.dir.display().to_string();
-        let mut stmt = self.conn.prepare(&sql)?;
-        let rows = stmt.query_map([], |r| {
-            Ok(Hit {
-                rank: 0,
-                score: 0.0,
-                bundle: bundle.clone(),
-                chunk_id: r.get(0)?,
-                path: r.get(1)?,
-                start_line: r.get(2)?,
-                end_line: r.get(3)?,
-                symbol: r.get(4)?,
-                symbol_path: r.get(5)?,
-                kind: r.get(6)?,
-                language: r.get(7)?,
-                source_type: r.get(8)?,
-                signature: r.get(9)?,
-                content: None,
+        let own = |s: Option<&str>| s.map(str::to_string);
+        Ok(ids
+            .iter()
+            .filter_map(|&id| {
+                let r = cached.get(id)?;
+                Some((
+                    id,
+                    Hit {
+                        rank: 0,
+                        score: 0.0,
+                        bundle: bundle.clone(),
+                        chunk_id: id,
+                        path: r.path.to_string(),
+                        start_line: r.start_line,
+                        end_line: r.end_line,
+                        symbol: own(r.symbol),
+                        symbol_path: own(r.symbol_path),
+                        kind: r.kind.to_string(),
+                        language: own(r.language),
+                        source_type: r.source_type.to_string(),
+                        signature: own(r.signature),
+                        content: None,
+                    },
+                ))
             })
-        })?;
-        let mut out = FxHashMap::default();
-        for h in rows {
-            let h = h?;
-            out.insert(h.chunk_id, h);
-        }
-        Ok(out)
+            .collect())
     }
 
-    /// Reads the content of `hits`. The `path IN (...)` condition lets DuckDB skip every row group
-    /// of `chunks.parquet` (sorted by path) that holds none of them: content is most of the file.
+    /// Reads the content of `hits`, from only the row groups of `chunks.parquet` (sorted by path)
+    /// that can hold their paths: content is most of the file.
     fn fill_content(&self, hits: &mut [Hit]) -> Result<()> {
         if hits.is_empty() {
             return Ok(());
         }
-        let ids = hits
-            .iter()
-            .map(|h| h.chunk_id.to_string())
-            .collect::<Vec<_>>()
-            .join(",");
-        let paths = hits
-            .iter()
-            .map(|h| lit(&h.path))
-            .collect::<Vec<_>>()
-            .join(",");
-        let sql = format!(
-            "SELECT chunk_id, content FROM chunks WHERE path IN ({paths}) AND chunk_id IN ({ids})"
-        );
-        let mut stmt = self.conn.prepare(&sql)?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
-        let content: FxHashMap<i64, String> = rows.collect::<std::result::Result<_, _>>()?;
+        let ids: Vec<i64> = hits.iter().map(|h| h.chunk_id).collect();
+        let paths: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
+        let mut content = lookup::contents(&self.dir.join("chunks.parquet"), &ids, &paths)?;
         for h in hits {
-            h.content = content.get(&h.chunk_id).cloned();
+            h.content = content.remove(&h.chunk_id);
         }
         Ok(())
     }
@@ -382,17 +398,40 @@ impl Bundle {
         } else {
             Some(self.embedder()?)
         };
-        // One lookup of the query terms' document frequencies serves both arms.
-        let idf = self.idf(&terms)?;
-        let bm25 = if o.mode == Mode::Vector {
-            Vec::new()
-        } else {
-            self.bm25(&idf, o, ARM_CANDIDATES)?
-        };
-        let vector = match &embedder {
-            Some(e) => self.vector(e, &idf, o, ARM_CANDIDATES)?,
-            None => Vec::new(),
-        };
+        let (bm25, vector) = std::thread::scope(|scope| -> Result<_> {
+            // DuckDB takes ≈30 ms to start: open it on a second thread while this one looks up
+            // the terms and runs the vector arm (which needs SQL only for filters).
+            let needs_sql = o.mode != Mode::Vector || Self::has_filters(o);
+            let mut pending = (needs_sql && self.conn.get().is_none()).then(|| {
+                let dir = self.dir.clone();
+                scope.spawn(move || open_duckdb(&dir))
+            });
+            let mut join = || -> Result<()> {
+                if let Some(h) = pending.take() {
+                    let conn = h
+                        .join()
+                        .map_err(|_| Error::Other("opening DuckDB panicked".into()))??;
+                    let _ = self.conn.set(conn);
+                }
+                Ok(())
+            };
+            // One lookup of the query terms' document frequencies serves both arms.
+            let idf = self.idf(&terms)?;
+            if Self::has_filters(o) {
+                join()?;
+            }
+            let vector = match &embedder {
+                Some(e) => self.vector(e, &idf, o, ARM_CANDIDATES)?,
+                None => Vec::new(),
+            };
+            join()?;
+            let bm25 = if o.mode == Mode::Vector {
+                Vec::new()
+            } else {
+                self.bm25(&idf, o, ARM_CANDIDATES)?
+            };
+            Ok((bm25, vector))
+        })?;
         let mut ids: Vec<i64> = bm25.iter().chain(&vector).map(|(id, _)| *id).collect();
         ids.sort_unstable();
         ids.dedup();
@@ -431,6 +470,66 @@ impl Bundle {
         }
         Ok(hits)
     }
+}
+
+/// (term, weight × idf) for the `terms` the bundle `dir` (of `n_docs` chunks) knows: their
+/// document frequencies are point reads of `terms.parquet`.
+fn idf_weights(dir: &Path, n_docs: u64, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
+    if terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    let names: Vec<&str> = terms.iter().map(|(t, _)| t.as_str()).collect();
+    let df = lookup::document_frequencies(&dir.join("terms.parquet"), &names)?;
+    let n = n_docs as f64;
+    let idf: FxHashMap<&str, f64> = df
+        .iter()
+        .map(|(t, &d)| {
+            (
+                t.as_str(),
+                (1.0 + (n - d as f64 + 0.5) / (d as f64 + 0.5)).ln(),
+            )
+        })
+        .collect();
+    Ok(terms
+        .iter()
+        .filter_map(|(t, w)| idf.get(t.as_str()).map(|i| (t.clone(), w * i)))
+        .collect())
+}
+
+/// Query text → the vector the vector arm ranks by: the query's terms weighted by the bundle's idf,
+/// embedded with the bundle's own embedder. Holds no connection, so SQL functions can share it.
+#[derive(Debug, Clone)]
+pub struct QueryEmbedder {
+    dir: std::path::PathBuf,
+    n_docs: u64,
+    max_len: usize,
+    embedder: HashEmbedder,
+}
+
+impl QueryEmbedder {
+    /// The query vector of `text`; `None` when none of its terms occurs in the bundle.
+    pub fn embed(&self, text: &str) -> Result<Option<Vec<f32>>> {
+        let terms = query_terms(text, self.max_len);
+        let q = self
+            .embedder
+            .embed_weighted(&idf_weights(&self.dir, self.n_docs, &terms)?);
+        Ok(q.iter().any(|x| *x != 0.0).then_some(q))
+    }
+}
+
+/// A DuckDB connection with one view per table of the bundle `dir`.
+fn open_duckdb(dir: &Path) -> Result<duckdb::Connection> {
+    let conn = duckdb::Connection::open_in_memory()?;
+    let mut sql = String::new();
+    for t in crate::bundle::TABLES {
+        let p = dir.join(format!("{t}.parquet"));
+        sql.push_str(&format!(
+            "CREATE VIEW {t} AS SELECT * FROM read_parquet({});\n",
+            lit(&p.to_string_lossy())
+        ));
+    }
+    conn.execute_batch(&sql)?;
+    Ok(conn)
 }
 
 /// The ranking multiplier of a chunk: symbol-path matches up, tests and docs down.

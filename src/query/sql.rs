@@ -3,16 +3,79 @@
 //! Macros: `trove_tokens(text)` (the index tokenizer, mirrored in SQL: identifiers whole and split
 //! on `_`/case, lower-cased), `bm25_search(query, k)` (a table: chunk_id, path, start_line,
 //! end_line, kind, symbol_path, score — BM25 with the manifest's k1, b, avgdl, n_docs) and
-//! `similar_chunks(chunk_id, k)` (cosine over the embeddings; text → vector needs the embedder,
-//! which is `trove query --mode vector`).
-use duckdb::types::Value;
+//! `similar_chunks(chunk_id, k)` (cosine over the embeddings), and `vector_search(query, k)` (the
+//! same over the query's vector). The scalar function `trove_embed(text)` (Rust, registered on the
+//! connection) turns text into that vector exactly as `trove query --mode vector` does.
+use std::sync::Arc;
 
-use super::Bundle;
+use duckdb::arrow::array::{Array, ArrayRef, Float32Builder, ListBuilder, StringArray};
+use duckdb::arrow::datatypes::{DataType, Field};
+use duckdb::arrow::record_batch::RecordBatch;
+use duckdb::types::Value;
+use duckdb::vscalar::{ArrowFunctionSignature, VArrowScalar};
+
+use super::{Bundle, QueryEmbedder};
 use crate::Result;
+
+/// `trove_embed(VARCHAR) -> FLOAT[]`: the bundle's query vector of a text (NULL when none of its
+/// terms is in the bundle). Its state is `None` when this build cannot run the bundle's embedder,
+/// and then every call fails with the reason.
+struct TroveEmbed;
+
+impl VArrowScalar for TroveEmbed {
+    type State = Option<Arc<std::result::Result<QueryEmbedder, String>>>;
+
+    fn invoke(
+        state: &Self::State,
+        input: RecordBatch,
+    ) -> std::result::Result<ArrayRef, Box<dyn std::error::Error>> {
+        let embedder = match state.as_deref() {
+            Some(Ok(e)) => e,
+            Some(Err(why)) => return Err(why.clone().into()),
+            None => return Err("trove_embed has no bundle".into()),
+        };
+        let texts = input
+            .column(0)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or("trove_embed takes text")?;
+        let mut out = ListBuilder::new(Float32Builder::new());
+        for i in 0..texts.len() {
+            let v = if texts.is_null(i) {
+                None
+            } else {
+                embedder.embed(texts.value(i))?
+            };
+            match v {
+                Some(v) => {
+                    out.values().append_slice(&v);
+                    out.append(true);
+                }
+                None => out.append(false),
+            }
+        }
+        Ok(Arc::new(out.finish()))
+    }
+
+    fn signatures() -> Vec<ArrowFunctionSignature> {
+        vec![ArrowFunctionSignature::exact(
+            vec![DataType::Utf8],
+            DataType::List(Arc::new(Field::new("item", DataType::Float32, true))),
+        )]
+    }
+}
 
 impl Bundle {
     /// Creates the search macros on this bundle's connection.
     pub fn create_macros(&self) -> Result<()> {
+        let embedder = self.query_embedder().map_err(|e| {
+            format!("trove_embed cannot run: {e} (bm25_search and similar_chunks still work)")
+        });
+        self.conn()?
+            .register_scalar_function_with_state::<TroveEmbed>(
+                "trove_embed",
+                &Some(Arc::new(embedder)),
+            )?;
         let b = &self.manifest.bm25;
         let dim = self.manifest.embedder.dim;
         let sql = format!(
@@ -21,8 +84,8 @@ impl Bundle {
              CREATE MACRO bm25_search(q, k := 10) AS TABLE
                WITH qt AS (SELECT unnest(trove_tokens(q)) AS term),
                     t AS (SELECT term, ln(1 + ({n} - df + 0.5) / (df + 0.5)) AS idf FROM terms SEMI JOIN qt USING (term)),
-                    s AS (SELECT p.chunk_id, sum(t.idf * p.tf * ({k1} + 1) / (p.tf + {k1} * (1 - {b} + {b} * c.token_len / {avgdl}))) AS score
-                          FROM postings p JOIN t USING (term) JOIN chunks c USING (chunk_id) GROUP BY p.chunk_id)
+                    s AS (SELECT p.chunk_id, sum(t.idf * p.tf * ({k1} + 1) / (p.tf + {k1} * (1 - {b} + {b} * p.doc_len / {avgdl}))) AS score
+                          FROM postings p JOIN t USING (term) GROUP BY p.chunk_id)
                SELECT c.chunk_id, c.path, c.start_line, c.end_line, c.kind, c.symbol_path, s.score
                FROM s JOIN chunks c USING (chunk_id) ORDER BY s.score DESC, c.chunk_id LIMIT k;
              CREATE MACRO similar_chunks(id, k := 10) AS TABLE
@@ -31,19 +94,27 @@ impl Bundle {
                SELECT c.chunk_id, c.path, c.start_line, c.end_line, c.kind, c.symbol_path,
                       array_cosine_similarity(e.v, q.v) AS similarity
                FROM e, q JOIN chunks c ON c.chunk_id = e.chunk_id WHERE e.chunk_id <> id
-               ORDER BY similarity DESC, c.chunk_id LIMIT k;",
+               ORDER BY similarity DESC, c.chunk_id LIMIT k;
+             CREATE MACRO vector_search(q, k := 10) AS TABLE
+               WITH qv AS (SELECT trove_embed(q)::FLOAT[{dim}] AS v),
+                    e AS (SELECT chunk_id, embedding::FLOAT[{dim}] AS v FROM embeddings),
+                    s AS (SELECT e.chunk_id, array_cosine_similarity(e.v, qv.v) AS similarity
+                          FROM e, qv WHERE qv.v IS NOT NULL)
+               SELECT c.chunk_id, c.path, c.start_line, c.end_line, c.kind, c.symbol_path, s.similarity
+               FROM s JOIN chunks c USING (chunk_id) WHERE s.similarity > 0
+               ORDER BY s.similarity DESC, c.chunk_id LIMIT k;",
             n = b.n_docs,
             k1 = b.k1,
             b = b.b,
             avgdl = b.avgdl.max(1e-9),
         );
-        self.conn.execute_batch(&sql)?;
+        self.conn()?.execute_batch(&sql)?;
         Ok(())
     }
 
     /// Runs one statement; returns column names and rows.
     pub fn run_sql(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value>>)> {
-        let mut stmt = self.conn.prepare(sql)?;
+        let mut stmt = self.conn()?.prepare(sql)?;
         let mut rows = stmt.query([])?;
         let mut out = Vec::new();
         let mut names = Vec::new();

@@ -5,17 +5,18 @@
 //! between ranks that matter.
 use arrow::array::{Array, FixedSizeListArray, Float32Array, Int64Array};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::cache::{self, Bytes};
 use crate::bundle::Manifest;
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"TRVVEC01";
 
 /// Embeddings as a contiguous int8 matrix, kept in its on-disk encoding (header, ids, scales,
-/// rows) so a cached matrix is used as read, with no decoding copy.
+/// rows) so a cached matrix is used as mapped, with no decoding copy.
 pub struct Matrix {
-    bytes: Vec<u8>,
+    bytes: Bytes,
     n: usize,
     dim: usize,
 }
@@ -23,43 +24,30 @@ pub struct Matrix {
 /// Header bytes: magic, row count (u64), dim (u32).
 const HEADER: usize = 8 + 8 + 4;
 
-/// Where cached matrices live: `$TROVE_CACHE_DIR`, else `$XDG_CACHE_HOME/trove`, else `~/.cache/trove`.
-pub fn cache_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("TROVE_CACHE_DIR") {
-        return Some(PathBuf::from(d));
-    }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
-        return Some(PathBuf::from(d).join("trove"));
-    }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/trove"))
-}
-
 impl Matrix {
     /// The bundle's matrix, from the cache when present and intact, else built and cached.
     pub fn load(bundle: &Path, manifest: &Manifest) -> Result<Self> {
-        let sha = manifest
-            .files
-            .iter()
-            .find(|f| f.name == "embeddings.parquet")
-            .map(|f| f.sha256.clone())
-            .ok_or_else(|| Error::bundle(bundle, "manifest lists no embeddings.parquet"))?;
-        let cached = cache_dir().map(|d| d.join(format!("vectors-{sha}.i8")));
-        if let Some(m) = cached
-            .as_ref()
-            .and_then(|p| std::fs::read(p).ok())
-            .and_then(|b| Self::decode(b, manifest.embedder.dim))
-        {
-            return Ok(m);
-        }
-        let m = Self::from_parquet(&bundle.join("embeddings.parquet"), manifest.embedder.dim)?;
-        if let Some(p) = cached {
-            // A cache that cannot be written only costs speed next time.
-            let _ = m.store(&p);
-        }
-        Ok(m)
+        let sha = cache::file_sha(bundle, manifest, "embeddings.parquet")?;
+        let dim = manifest.embedder.dim;
+        let bytes = cache::load(
+            &format!("vectors-{sha}.i8"),
+            |b| Self::rows_in(b, dim).is_some(),
+            || Self::from_parquet(&bundle.join("embeddings.parquet"), dim),
+        )?;
+        let n = Self::rows_in(&bytes, dim)
+            .ok_or_else(|| Error::bundle(bundle, "vector matrix failed its check"))?;
+        Ok(Matrix { bytes, n, dim })
     }
 
-    fn from_parquet(path: &Path, dim: usize) -> Result<Self> {
+    /// The row count of an encoded matrix, when its header and size agree.
+    fn rows_in(bytes: &[u8], dim: usize) -> Option<usize> {
+        let rest = bytes.strip_prefix(MAGIC.as_slice())?;
+        let n = u64::from_le_bytes(rest.get(..8)?.try_into().ok()?) as usize;
+        let d = u32::from_le_bytes(rest.get(8..12)?.try_into().ok()?) as usize;
+        (d == dim && bytes.len() == HEADER.checked_add(n.checked_mul(12 + dim)?)?).then_some(n)
+    }
+
+    fn from_parquet(path: &Path, dim: usize) -> Result<Vec<u8>> {
         let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let reader = ParquetRecordBatchReaderBuilder::try_new(f)?.build()?;
         let (mut ids, mut scales, mut data) = (Vec::new(), Vec::new(), Vec::new());
@@ -109,27 +97,7 @@ impl Matrix {
             .iter()
             .for_each(|s| bytes.extend_from_slice(&s.to_le_bytes()));
         bytes.extend_from_slice(&data);
-        Ok(Matrix { bytes, n, dim })
-    }
-
-    fn store(&self, path: &Path) -> std::io::Result<()> {
-        if let Some(d) = path.parent() {
-            std::fs::create_dir_all(d)?;
-        }
-        let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-        std::fs::write(&tmp, &self.bytes)?;
-        std::fs::rename(tmp, path)
-    }
-
-    /// Checks a cached file's header and size.
-    fn decode(bytes: Vec<u8>, dim: usize) -> Option<Self> {
-        let rest = bytes.strip_prefix(MAGIC.as_slice())?;
-        let n = u64::from_le_bytes(rest.get(..8)?.try_into().ok()?) as usize;
-        let d = u32::from_le_bytes(rest.get(8..12)?.try_into().ok()?) as usize;
-        if d != dim || bytes.len() != HEADER.checked_add(n.checked_mul(12 + dim)?)? {
-            return None;
-        }
-        Some(Matrix { bytes, n, dim })
+        Ok(bytes)
     }
 
     fn id(&self, row: usize) -> i64 {
@@ -145,7 +113,12 @@ impl Matrix {
         n: usize,
         allowed: Option<&rustc_hash::FxHashSet<i64>>,
     ) -> Vec<(i64, f32)> {
-        let mut scored: Vec<(i64, f32)> = Vec::new();
+        // The query as i16 (its own scale): an integer dot product, which the compiler vectorises
+        // (a float sum it may not reorder), at a rounding error of 1/32767 of the largest weight.
+        let max = q.iter().fold(0f32, |a, x| a.max(x.abs()));
+        let qscale = if max > 0.0 { max / 32767.0 } else { 1.0 };
+        let qi: Vec<i16> = q.iter().map(|x| (x / qscale).round() as i16).collect();
+        let mut scored: Vec<(i64, f32)> = Vec::with_capacity(self.n);
         let scales = &self.bytes[HEADER + self.n * 8..HEADER + self.n * 12];
         let rows = &self.bytes[HEADER + self.n * 12..];
         for (row, (scale, v)) in scales
@@ -157,9 +130,13 @@ impl Matrix {
             if allowed.is_some_and(|a| !a.contains(&id)) {
                 continue;
             }
-            let dot: f32 = v.iter().zip(q).map(|(&x, &y)| f32::from(x as i8) * y).sum();
+            let dot: i32 = v
+                .iter()
+                .zip(&qi)
+                .map(|(&x, &y)| i32::from(x as i8) * i32::from(y))
+                .sum();
             let scale = f32::from_le_bytes(scale.try_into().unwrap_or([0; 4]));
-            scored.push((id, dot * scale));
+            scored.push((id, dot as f32 * scale * qscale));
         }
         let n = n.min(scored.len());
         if n == 0 {

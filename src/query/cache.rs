@@ -1,0 +1,113 @@
+//! The query cache: derived, query-ready forms of a bundle's tables (the vector matrix, the chunk
+//! rows), built on first use and kept in `$TROVE_CACHE_DIR` (else `$XDG_CACHE_HOME/trove`, else
+//! `~/.cache/trove`), each file named by the sha256 of the bundle file it derives from, so a changed
+//! bundle never meets a stale cache and two copies of one bundle share one.
+//!
+//! Cached files are memory-mapped: a query touches only the pages it reads, and the page cache holds
+//! them between processes. They are written to a temporary name and renamed, so a mapping never sees
+//! a file shrink under it; a file that fails its check is rebuilt; a cache that cannot be written only
+//! costs speed (the data is then kept in memory for this process).
+use std::path::{Path, PathBuf};
+
+use crate::bundle::Manifest;
+use crate::{Error, Result};
+
+/// Where cached files live.
+pub fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("TROVE_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("trove"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/trove"))
+}
+
+/// A cached file's bytes: mapped from the cache, or built in memory.
+pub enum Bytes {
+    /// A read-only mapping of a cache file.
+    Mapped(memmap2::Mmap),
+    /// Built by this process (the cache could not be written).
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+/// The sha256 the manifest records for `file` (the cache key of what derives from it).
+pub fn file_sha(bundle: &Path, manifest: &Manifest, file: &str) -> Result<String> {
+    manifest
+        .files
+        .iter()
+        .find(|f| f.name == file)
+        .map(|f| f.sha256.clone())
+        .ok_or_else(|| Error::bundle(bundle, format!("manifest lists no {file}")))
+}
+
+/// The cache file `name`, when present and `check` accepts it; else `build`'s bytes, stored under
+/// `name` for the next process.
+pub fn load(
+    name: &str,
+    check: impl Fn(&[u8]) -> bool,
+    build: impl FnOnce() -> Result<Vec<u8>>,
+) -> Result<Bytes> {
+    let path = cache_dir().map(|d| d.join(name));
+    if let Some(m) = path.as_deref().and_then(map)
+        && check(&m)
+    {
+        return Ok(Bytes::Mapped(m));
+    }
+    let bytes = build()?;
+    if let Some(p) = &path
+        && store(p, &bytes).is_ok()
+        && let Some(m) = map(p)
+        && check(&m)
+    {
+        return Ok(Bytes::Mapped(m));
+    }
+    Ok(Bytes::Owned(bytes))
+}
+
+/// The crate's one `unsafe`: mapping a file (as ripgrep does for search).
+#[allow(unsafe_code)]
+fn map(path: &Path) -> Option<memmap2::Mmap> {
+    let f = std::fs::File::open(path).ok()?;
+    // SAFETY: cache files are only ever replaced by rename (see `store`), never written in place,
+    // so the mapped file does not change or shrink while mapped; its contents are checked before use.
+    unsafe { memmap2::Mmap::map(&f) }.ok()
+}
+
+fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// Little-endian reads at byte offsets (cache files are plain byte layouts, no alignment assumed).
+pub(crate) fn u32_at(b: &[u8], o: usize) -> u32 {
+    b.get(o..o + 4)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u32::from_le_bytes)
+}
+
+pub(crate) fn u64_at(b: &[u8], o: usize) -> u64 {
+    b.get(o..o + 8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+pub(crate) fn i64_at(b: &[u8], o: usize) -> i64 {
+    u64_at(b, o) as i64
+}

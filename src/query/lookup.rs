@@ -1,0 +1,111 @@
+//! Point lookups in a bundle's Parquet files that need no SQL engine: the document frequency of a
+//! few terms (`terms.parquet`, sorted by term) and the content of a few chunks (`chunks.parquet`,
+//! sorted by path). Each reads only the row groups whose min/max statistics can hold a key, and only
+//! the columns it needs — a query reads kilobytes, not tables.
+use arrow::array::{Array, Int64Array, StringArray};
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::metadata::ParquetMetaData;
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::path::Path;
+
+use crate::{Error, Result};
+
+/// The row groups whose string column `col` may contain one of `keys` (by min/max statistics; a
+/// group without statistics always qualifies).
+fn groups_with(meta: &ParquetMetaData, col: usize, keys: &[&str]) -> Vec<usize> {
+    (0..meta.num_row_groups())
+        .filter(|&g| {
+            let stats = meta.row_group(g).column(col).statistics();
+            match stats.and_then(|s| Some((s.min_bytes_opt()?, s.max_bytes_opt()?))) {
+                Some((min, max)) => keys
+                    .iter()
+                    .any(|k| min <= k.as_bytes() && k.as_bytes() <= max),
+                None => true,
+            }
+        })
+        .collect()
+}
+
+/// Opens `path` and a reader over the row groups where column `key_col` may hold one of `keys`,
+/// reading only `columns`.
+fn reader(
+    path: &Path,
+    key_col: &str,
+    keys: &[&str],
+    columns: &[&str],
+) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+    let corrupt = |e: parquet::errors::ParquetError| {
+        Error::bundle(
+            path,
+            format!("unreadable ({e}): run `trove verify` on the bundle"),
+        )
+    };
+    let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(corrupt)?;
+    let schema = builder.parquet_schema();
+    let col = (0..schema.num_columns())
+        .find(|&i| schema.column(i).name() == key_col)
+        .ok_or_else(|| Error::bundle(path, format!("has no column {key_col}")))?;
+    let groups = groups_with(builder.metadata(), col, keys);
+    let mask = ProjectionMask::columns(schema, columns.iter().copied());
+    builder
+        .with_projection(mask)
+        .with_row_groups(groups)
+        .build()
+        .map_err(corrupt)
+}
+
+/// Document frequency of each of `terms` found in `terms.parquet`.
+pub fn document_frequencies(path: &Path, terms: &[&str]) -> Result<FxHashMap<String, i64>> {
+    let wanted: FxHashSet<&str> = terms.iter().copied().collect();
+    let mut out = FxHashMap::default();
+    if wanted.is_empty() {
+        return Ok(out);
+    }
+    let bad = || Error::bundle(path, "terms.parquet has an unexpected schema");
+    for batch in reader(path, "term", terms, &["term", "df"])? {
+        let batch = batch.map_err(|e| Error::bundle(path, format!("unreadable ({e})")))?;
+        let term = batch
+            .column_by_name("term")
+            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+            .ok_or_else(bad)?;
+        let df = batch
+            .column_by_name("df")
+            .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
+            .ok_or_else(bad)?;
+        for r in 0..batch.num_rows() {
+            if wanted.contains(term.value(r)) {
+                out.insert(term.value(r).to_string(), df.value(r));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Content of the chunks `ids`, which lie in the files `paths`, from `chunks.parquet`.
+pub fn contents(path: &Path, ids: &[i64], paths: &[&str]) -> Result<FxHashMap<i64, String>> {
+    let wanted: FxHashSet<i64> = ids.iter().copied().collect();
+    let mut out = FxHashMap::default();
+    if wanted.is_empty() {
+        return Ok(out);
+    }
+    let bad = || Error::bundle(path, "chunks.parquet has an unexpected schema");
+    for batch in reader(path, "path", paths, &["chunk_id", "content"])? {
+        let batch = batch.map_err(|e| Error::bundle(path, format!("unreadable ({e})")))?;
+        let id = batch
+            .column_by_name("chunk_id")
+            .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
+            .ok_or_else(bad)?;
+        let content = batch
+            .column_by_name("content")
+            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+            .ok_or_else(bad)?;
+        for r in 0..batch.num_rows() {
+            if wanted.contains(&id.value(r)) && !content.is_null(r) {
+                out.insert(id.value(r), content.value(r).to_string());
+            }
+        }
+    }
+    Ok(out)
+}

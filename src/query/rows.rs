@@ -1,0 +1,247 @@
+//! The chunk rows a query ranks and prints (everything of `chunks` but the text: path, lines, symbol,
+//! symbol path, kind, language, source type, signature), looked up by chunk id.
+//!
+//! Chunk ids are hashes, so `chunk_id IN (...)` over `chunks.parquet` prunes no row group: DuckDB
+//! would decompress these columns of every row for each query (≈50 ms at 100k chunks). Instead they
+//! are read once into a cache file (keyed by `chunks.parquet`'s sha256, see [`super::cache`]) laid
+//! out for lookup: ids sorted, fixed-width rows, each distinct string stored once.
+//!
+//! Layout (little endian): magic, n (u64), strings (u64), heap bytes (u64); n sorted ids (i64);
+//! n row numbers (u32, the row of the i-th sorted id); n rows of [`FIELDS`] u32 (line numbers, then
+//! string numbers, `u32::MAX` = NULL); strings + 1 heap offsets (u64); the heap.
+use arrow::array::{Array, Int32Array, Int64Array, StringArray};
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use rustc_hash::FxHashMap;
+use std::path::Path;
+
+use super::cache::{self, Bytes, i64_at, u32_at, u64_at};
+use crate::bundle::Manifest;
+use crate::{Error, Result};
+
+const MAGIC: &[u8; 8] = b"TRVROW01";
+const HEADER: usize = 8 + 8 + 8 + 8;
+/// The string columns, in row order after the two line numbers.
+const STRING_COLUMNS: [&str; 7] = [
+    "path",
+    "symbol",
+    "symbol_path",
+    "kind",
+    "language",
+    "source_type",
+    "signature",
+];
+/// u32 fields per row: start_line, end_line, then one per string column.
+const FIELDS: usize = 2 + STRING_COLUMNS.len();
+const NULL: u32 = u32::MAX;
+
+/// One chunk's row, borrowed from the cache.
+#[derive(Debug, Clone, Copy)]
+pub struct Row<'a> {
+    /// First line.
+    pub start_line: i64,
+    /// Last line.
+    pub end_line: i64,
+    /// Repo-relative path.
+    pub path: &'a str,
+    /// Symbol name.
+    pub symbol: Option<&'a str>,
+    /// Symbol path.
+    pub symbol_path: Option<&'a str>,
+    /// Kind.
+    pub kind: &'a str,
+    /// Language id.
+    pub language: Option<&'a str>,
+    /// Source type.
+    pub source_type: &'a str,
+    /// Signature.
+    pub signature: Option<&'a str>,
+}
+
+/// The rows of one bundle.
+pub struct Rows {
+    bytes: Bytes,
+    n: usize,
+    strings: usize,
+}
+
+impl Rows {
+    /// The bundle's rows, from the cache when present and intact, else read and cached.
+    pub fn load(bundle: &Path, manifest: &Manifest) -> Result<Self> {
+        let sha = cache::file_sha(bundle, manifest, "chunks.parquet")?;
+        let path = bundle.join("chunks.parquet");
+        let bytes = cache::load(
+            &format!("rows-{sha}.bin"),
+            |b| Self::check(b).is_some(),
+            || build(&path),
+        )?;
+        let (n, strings) = Self::check(&bytes)
+            .ok_or_else(|| Error::bundle(bundle, "chunk rows failed a check"))?;
+        Ok(Rows { bytes, n, strings })
+    }
+
+    /// (rows, strings) when the header agrees with the size.
+    fn check(b: &[u8]) -> Option<(usize, usize)> {
+        if !b.starts_with(MAGIC) {
+            return None;
+        }
+        let n = usize::try_from(u64_at(b, 8)).ok()?;
+        let strings = usize::try_from(u64_at(b, 16)).ok()?;
+        let heap = usize::try_from(u64_at(b, 24)).ok()?;
+        let size = HEADER
+            .checked_add(n.checked_mul(8 + 4 + 4 * FIELDS)?)?
+            .checked_add(strings.checked_add(1)?.checked_mul(8)?)?
+            .checked_add(heap)?;
+        (size == b.len()).then_some((n, strings))
+    }
+
+    /// Rows in the bundle.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether the bundle has no chunks.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    fn offsets(&self) -> (usize, usize, usize, usize) {
+        let order = HEADER + self.n * 8;
+        let rows = order + self.n * 4;
+        let soff = rows + self.n * 4 * FIELDS;
+        let heap = soff + (self.strings + 1) * 8;
+        (order, rows, soff, heap)
+    }
+
+    fn string(&self, k: u32) -> Option<&str> {
+        if k == NULL || k as usize >= self.strings {
+            return None;
+        }
+        let (_, _, soff, heap) = self.offsets();
+        let a = u64_at(&self.bytes, soff + k as usize * 8) as usize;
+        let b = u64_at(&self.bytes, soff + (k as usize + 1) * 8) as usize;
+        let s = self.bytes.get(heap.checked_add(a)?..heap.checked_add(b)?)?;
+        std::str::from_utf8(s).ok()
+    }
+
+    /// The row of chunk `id`, when the bundle has it.
+    pub fn get(&self, id: i64) -> Option<Row<'_>> {
+        let (order, rows, _, _) = self.offsets();
+        let (mut lo, mut hi) = (0usize, self.n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match i64_at(&self.bytes, HEADER + mid * 8).cmp(&id) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => {
+                    let row = u32_at(&self.bytes, order + mid * 4) as usize;
+                    let f = |i: usize| u32_at(&self.bytes, rows + (row * FIELDS + i) * 4);
+                    let s = |i: usize| self.string(f(2 + i));
+                    return Some(Row {
+                        start_line: i64::from(f(0)),
+                        end_line: i64::from(f(1)),
+                        path: s(0)?,
+                        symbol: s(1),
+                        symbol_path: s(2),
+                        kind: s(3)?,
+                        language: s(4),
+                        source_type: s(5)?,
+                        signature: s(6),
+                    });
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Reads the row columns of `chunks.parquet` (never `content` or `docs`) into the cache layout.
+fn build(path: &Path) -> Result<Vec<u8>> {
+    let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(f)?;
+    let wanted: Vec<&str> = ["chunk_id", "start_line", "end_line"]
+        .into_iter()
+        .chain(STRING_COLUMNS)
+        .collect();
+    let mask = ProjectionMask::columns(builder.parquet_schema(), wanted.iter().copied());
+    let reader = builder.with_projection(mask).build()?;
+    let bad = || Error::bundle(path, "chunks.parquet has an unexpected schema");
+    let mut ids: Vec<i64> = Vec::new();
+    let mut rows: Vec<u32> = Vec::new();
+    let mut interned: FxHashMap<String, u32> = FxHashMap::default();
+    let mut heap: Vec<u8> = Vec::new();
+    let mut offsets: Vec<u64> = vec![0];
+    for batch in reader {
+        let batch = batch?;
+        let col = |name: &str| batch.column_by_name(name).ok_or_else(bad);
+        let id = col("chunk_id")?
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .ok_or_else(bad)?
+            .clone();
+        let lines = ["start_line", "end_line"]
+            .map(|c| col(c).map(|a| a.as_any().downcast_ref::<Int32Array>().cloned()));
+        let [Ok(Some(start)), Ok(Some(end))] = lines else {
+            return Err(bad());
+        };
+        let mut strs = Vec::with_capacity(STRING_COLUMNS.len());
+        for c in STRING_COLUMNS {
+            strs.push(
+                col(c)?
+                    .as_any()
+                    .downcast_ref::<StringArray>()
+                    .ok_or_else(bad)?
+                    .clone(),
+            );
+        }
+        for r in 0..batch.num_rows() {
+            ids.push(id.value(r));
+            rows.push(u32::try_from(start.value(r)).unwrap_or(0));
+            rows.push(u32::try_from(end.value(r)).unwrap_or(0));
+            for s in &strs {
+                if s.is_null(r) {
+                    rows.push(NULL);
+                    continue;
+                }
+                let v = s.value(r);
+                let k = match interned.get(v) {
+                    Some(k) => *k,
+                    None => {
+                        let k = u32::try_from(offsets.len() - 1)
+                            .ok()
+                            .filter(|k| *k != NULL)
+                            .ok_or_else(|| Error::bundle(path, "too many distinct strings"))?;
+                        heap.extend_from_slice(v.as_bytes());
+                        offsets.push(heap.len() as u64);
+                        interned.insert(v.to_string(), k);
+                        k
+                    }
+                };
+                rows.push(k);
+            }
+        }
+    }
+    let n = ids.len();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_unstable_by_key(|&i| ids[i as usize]);
+    let strings = offsets.len() - 1;
+    let mut out =
+        Vec::with_capacity(HEADER + n * (12 + 4 * FIELDS) + offsets.len() * 8 + heap.len());
+    out.extend_from_slice(MAGIC);
+    for v in [n as u64, strings as u64, heap.len() as u64] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    order
+        .iter()
+        .for_each(|&i| out.extend_from_slice(&ids[i as usize].to_le_bytes()));
+    order
+        .iter()
+        .for_each(|i| out.extend_from_slice(&i.to_le_bytes()));
+    rows.iter()
+        .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+    offsets
+        .iter()
+        .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+    out.extend_from_slice(&heap);
+    Ok(out)
+}
