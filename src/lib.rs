@@ -14,6 +14,7 @@ pub mod config;
 pub mod embed;
 pub mod error;
 pub mod extract;
+pub mod highlight;
 pub mod lang;
 pub mod pipeline;
 pub mod query;

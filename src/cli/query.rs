@@ -153,8 +153,22 @@ fn print_text(
             h.score
         )?;
         if let Some(c) = &h.content {
-            for line in c.lines().take(SNIPPET_LINES) {
-                writeln!(out, "    {dim}{line}{reset}")?;
+            let snippet: String = c.split_inclusive('\n').take(SNIPPET_LINES).collect();
+            let painted = color
+                .then_some(h.language.as_deref())
+                .flatten()
+                .and_then(|l| trove::highlight::highlight_language(l, &snippet));
+            match painted {
+                Some(p) => {
+                    for line in p.lines() {
+                        writeln!(out, "    {line}")?;
+                    }
+                }
+                None => {
+                    for line in snippet.lines() {
+                        writeln!(out, "    {dim}{line}{reset}")?;
+                    }
+                }
             }
         }
         writeln!(out)?;

@@ -4,7 +4,7 @@
 //! chunks it and the file's source type (code | doc | test | config). Invariants: detection is by
 //! file name, then extension (case-sensitive first, then lower-cased), then shebang; the registry
 //! and every grammar are loaded once per process, never per file.
-mod grammars;
+pub(crate) mod grammars;
 
 pub use grammars::GRAMMAR_NAMES;
 
