@@ -8,6 +8,15 @@ fn main() {
     let cli = cli::Cli::parse();
     match cli::run(cli) {
         Ok(code) => std::process::exit(code),
+        // A closed pipe (`trove languages | head`) is the reader's choice, not a failure.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            std::process::exit(0)
+        }
         Err(e) => {
             eprintln!("trove: error: {e:#}");
             std::process::exit(2);

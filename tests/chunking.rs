@@ -83,24 +83,51 @@ fn has(chunks: &[Chunk], path: &str, kind: &str) -> Chunk {
         .clone()
 }
 
-const FIXTURES: &[&str] = &[
-    "rust/shapes.rs",
-    "python/billing.py",
-    "javascript/cart.js",
-    "typescript/users.ts",
-    "tsx/Button.tsx",
-    "go/server.go",
-    "java/OrderService.java",
-    "c/buffer.c",
-    "cpp/matrix.cpp",
-    "markdown/guide.md",
-];
+/// Every fixture file, as `<language id>/<file>`: one directory per language.
+fn fixture_files() -> Vec<String> {
+    let mut out = Vec::new();
+    for d in std::fs::read_dir(fixtures().join("languages")).unwrap() {
+        let d = d.unwrap();
+        for f in std::fs::read_dir(d.path()).unwrap() {
+            let f = f.unwrap();
+            out.push(format!(
+                "{}/{}",
+                d.file_name().to_string_lossy(),
+                f.file_name().to_string_lossy()
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_language_has_a_fixture_detected_as_itself() {
+    let reg = Registry::load(&[]).unwrap();
+    let files = fixture_files();
+    for l in reg.languages() {
+        let id = &l.def.id;
+        let mine: Vec<&String> = files
+            .iter()
+            .filter(|f| f.starts_with(&format!("{id}/")))
+            .collect();
+        assert!(
+            !mine.is_empty(),
+            "no fixture under fixtures/languages/{id}/"
+        );
+        for rel in mine {
+            let text = std::fs::read(fixtures().join("languages").join(rel)).unwrap();
+            let got = reg.detect(rel, &text).map(|l| l.def.id.as_str());
+            assert_eq!(got, Some(id.as_str()), "{rel}");
+        }
+    }
+}
 
 #[test]
 fn invariants_hold_for_every_fixture_and_budget() {
     for max_chars in [64, 120, 300, 1800] {
         let c = ChunkConfig { max_chars, ..cfg() };
-        for rel in FIXTURES {
+        for rel in &fixture_files() {
             let (text, chunks) = chunks_of(rel, &c);
             check_invariants(rel, &text, &chunks, &c);
         }
@@ -301,7 +328,7 @@ fn lines_chunker_is_a_fixed_window_baseline() {
 
 #[test]
 fn snapshots() {
-    for rel in FIXTURES {
+    for rel in &fixture_files() {
         let (_, ch) = chunks_of(rel, &cfg());
         let rows: Vec<String> = ch
             .iter()

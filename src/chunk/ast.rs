@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use tree_sitter::{Node, ParseOptions, Parser, Tree};
 
 use super::{Builder, Meta, nonws_chars};
-use crate::lang::Language;
+use crate::lang::{DefinitionRule, Language};
 
 /// Kinds whose nested functions are methods.
 const TYPE_KINDS: &[&str] = &[
@@ -154,18 +154,33 @@ fn qualifies(lang: &Language, node: Node<'_>, text: &str) -> bool {
         return false;
     }
     if !rule.requires_value.is_empty() {
+        // The node's own `value` (JSON/YAML pairs) or `rhs` (R's `f <- function() ..`), else its
+        // declarator's value (`const f = () => ..`).
         let mut c = node.walk();
-        let decl = node
-            .named_children(&mut c)
-            .find(|n| n.kind() == "variable_declarator");
-        let value_kind = decl
-            .and_then(|d| d.child_by_field_name("value"))
-            .map(|v| v.kind());
-        if !value_kind.is_some_and(|k| rule.requires_value.iter().any(|r| r == k)) {
+        let value = node
+            .child_by_field_name("value")
+            .or_else(|| node.child_by_field_name("rhs"))
+            .or_else(|| {
+                node.named_children(&mut c)
+                    .find(|n| n.kind() == "variable_declarator")
+                    .and_then(|d| d.child_by_field_name("value"))
+            });
+        if !value.is_some_and(|v| rule.requires_value.iter().any(|r| r == v.kind())) {
             return false;
         }
     }
-    name_node(node, &rule.name_fields).is_some_and(|n| !node_text(text, n).trim().is_empty())
+    if !rule.when.is_empty() && !rule.when.iter().any(|w| field_text_is(node, text, w)) {
+        return false;
+    }
+    name_node(node, rule).is_some_and(|n| !node_text(text, n).trim().is_empty())
+}
+
+/// Whether `field=text` holds for `node` (its field's text, trimmed, is `text`).
+fn field_text_is(node: Node<'_>, text: &str, cond: &str) -> bool {
+    cond.split_once('=').is_some_and(|(field, want)| {
+        node.child_by_field_name(field)
+            .is_some_and(|f| node_text(text, f).trim() == want)
+    })
 }
 
 fn node_text<'t>(text: &'t str, n: Node<'_>) -> &'t str {
@@ -178,22 +193,43 @@ fn identifier_like(kind: &str) -> bool {
 
 /// The node holding a definition's name: the rule's fields, then `declarator` chains (C/C++), then
 /// the first identifier-like node within a few levels.
-fn name_node<'t>(node: Node<'t>, fields: &[String]) -> Option<Node<'t>> {
+fn name_node<'t>(node: Node<'t>, rule: &DefinitionRule) -> Option<Node<'t>> {
     let default = ["name".to_string()];
-    let fields = if fields.is_empty() {
+    let fields = if rule.name_fields.is_empty() {
         &default[..]
     } else {
-        fields
+        &rule.name_fields[..]
     };
     for f in fields {
-        if let Some(c) = node.child_by_field_name(f) {
-            return Some(leaf_name(c));
+        if let Some(c) = follow(node, f) {
+            return Some(if rule.name_style == "leaf" {
+                leaf_name(c)
+            } else {
+                c
+            });
         }
     }
     if let Some(d) = node.child_by_field_name("declarator") {
         return Some(leaf_name(d));
     }
     first_identifier(node)
+}
+
+/// Follows a name path: `/`-separated steps, each a field name or `@kind` (the first named child of
+/// that kind): `name`, `@type_binding/name`, `@function_command/@argument_list/@argument`.
+fn follow<'t>(node: Node<'t>, path: &str) -> Option<Node<'t>> {
+    let mut n = node;
+    for step in path.split('/') {
+        n = match step.strip_prefix('@') {
+            Some(kind) => {
+                let mut c = n.walk();
+                let found = n.named_children(&mut c).find(|ch| ch.kind() == kind);
+                found?
+            }
+            None => n.child_by_field_name(step)?,
+        };
+    }
+    Some(n)
 }
 
 /// Follows `declarator`/`name` fields down to an identifier.
@@ -245,12 +281,19 @@ fn make_def(
     let rule = lang
         .rule_for(node.kind())
         .expect("qualified nodes have a rule");
-    let raw_name = name_node(node, &rule.name_fields)
+    let raw_name = name_node(node, rule)
         .map(|n| node_text(text, n))
         .unwrap_or("");
-    // `Foo::bar` (C++) and `a.b` qualifiers become path components.
-    let mut parts: Vec<String> = raw_name
-        .split("::")
+    // `Foo::bar` (C++), and `M.load` / `M:merge` / `TAccount.Deposit` where the rule says the name
+    // is qualified, become path components; a `whole` name (a CSS selector) stays one.
+    let raw_name = raw_name.trim().trim_matches('"');
+    let split: Vec<&str> = match rule.name_style.as_str() {
+        "whole" => vec![raw_name],
+        "qualified" => raw_name.split([':', '.']).collect(),
+        _ => raw_name.split("::").collect(),
+    };
+    let mut parts: Vec<String> = split
+        .into_iter()
         .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
         .filter(|s| !s.is_empty())
         .collect();
@@ -265,8 +308,15 @@ fn make_def(
     let qualified = !parts.is_empty();
     path.extend(parts);
     let mut kind = rule.kind.clone();
-    for (child_kind, refined) in &rule.refine {
-        if find_kind(node, child_kind).is_some() {
+    for (when, refined) in &rule.refine {
+        // `field=text` matches a field's text (Swift's `declaration_kind=struct`); else a
+        // descendant of that kind.
+        let hit = if when.contains('=') {
+            field_text_is(node, text, when)
+        } else {
+            find_kind(node, when).is_some()
+        };
+        if hit {
             kind = refined.clone();
             break;
         }

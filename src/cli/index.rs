@@ -1,6 +1,7 @@
 //! `trove index PATH -o BUNDLE`.
 use anyhow::Context;
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
 
 use trove::config::PipelineConfig;
@@ -59,6 +60,7 @@ pub struct IndexArgs {
 
 /// Runs `trove index`.
 pub fn run(a: IndexArgs) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
     let mut config = match &a.config {
         Some(p) => PipelineConfig::with_overlay_file(p)?,
         None => PipelineConfig::defaults()?,
@@ -107,7 +109,7 @@ pub fn run(a: IndexArgs) -> anyhow::Result<()> {
         )
     })?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;
     } else if !a.quiet {
         print_summary(&summary, &a.output);
     }

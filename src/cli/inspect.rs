@@ -1,5 +1,6 @@
 //! `trove inspect BUNDLE`.
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
 
 use trove::bundle::read_manifest;
@@ -18,16 +19,18 @@ pub struct InspectArgs {
 
 /// Runs `trove inspect`.
 pub fn run(a: InspectArgs) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
     let m = read_manifest(&a.bundle)?;
     if a.format == Format::Json {
-        println!("{}", serde_json::to_string_pretty(&m)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&m)?)?;
         return Ok(());
     }
-    println!("bundle      {}", a.bundle.display());
-    println!(
+    writeln!(out, "bundle      {}", a.bundle.display())?;
+    writeln!(
+        out,
         "format      {} v{} (written by {} {} at {})",
         m.format, m.format_version, m.tool.name, m.tool.version, m.created_at
-    );
+    )?;
     let mut src = m.source.repo.clone();
     if let Some(s) = &m.source.subdir {
         src.push_str(&format!(" ({s})"));
@@ -41,17 +44,20 @@ pub fn run(a: InspectArgs) -> anyhow::Result<()> {
     if m.source.dirty {
         src.push_str(" +uncommitted changes");
     }
-    println!("source      {src}");
-    println!(
+    writeln!(out, "source      {src}")?;
+    writeln!(
+        out,
         "embedder    {} {} dim {}",
         m.embedder.backend, m.embedder.model, m.embedder.dim
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "bm25        k1 {} b {} avgdl {:.1} docs {} tokenizer {}",
         m.bm25.k1, m.bm25.b, m.bm25.avgdl, m.bm25.n_docs, m.bm25.tokenizer
-    );
+    )?;
     let c = &m.counts;
-    println!(
+    writeln!(
+        out,
         "counts      {} files ({}), {} chunks, {} terms, {} postings, {} skipped",
         c.files,
         human_bytes(c.source_bytes),
@@ -59,20 +65,21 @@ pub fn run(a: InspectArgs) -> anyhow::Result<()> {
         c.terms,
         c.postings,
         c.skipped
-    );
-    println!("languages");
+    )?;
+    writeln!(out, "languages")?;
     for (l, n) in &m.languages {
-        println!("  {l:<14} {:>7} files {:>8} chunks", n.files, n.chunks);
+        writeln!(out, "  {l:<14} {:>7} files {:>8} chunks", n.files, n.chunks)?;
     }
-    println!("files");
+    writeln!(out, "files")?;
     for f in &m.files {
-        println!(
+        writeln!(
+            out,
             "  {:<20} {:>9} rows {:>10}  sha256 {}",
             f.name,
             f.rows,
             human_bytes(f.bytes),
             &f.sha256[..16.min(f.sha256.len())]
-        );
+        )?;
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! `trove languages`.
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
 
 use trove::lang::Registry;
@@ -19,6 +20,7 @@ pub struct LanguagesArgs {
 
 /// Runs `trove languages`.
 pub fn run(a: LanguagesArgs) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
     let dirs: Vec<&std::path::Path> = a.languages.iter().map(PathBuf::as_path).collect();
     let reg = Registry::load(&dirs)?;
     let mut rows = Vec::new();
@@ -43,35 +45,48 @@ pub fn run(a: LanguagesArgs) -> anyhow::Result<()> {
         }));
     }
     if a.format == Format::Json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
         return Ok(());
     }
-    println!(
-        "{:<12} {:<12} {:<7} {:<22} {:<18} files",
-        "id", "name", "type", "chunking", "extracts"
-    );
-    for r in &rows {
-        let files: Vec<&str> = r["files"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.as_str())
-            .collect();
-        let ex: Vec<&str> = r["extracts"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.as_str())
-            .collect();
-        println!(
-            "{:<12} {:<12} {:<7} {:<22} {:<18} {}",
-            r["id"].as_str().unwrap_or(""),
-            r["name"].as_str().unwrap_or(""),
-            r["source_type"].as_str().unwrap_or(""),
-            r["chunking"].as_str().unwrap_or(""),
-            ex.join(","),
-            files.join(" ")
-        );
+    let table: Vec<[String; 6]> = rows
+        .iter()
+        .map(|r| {
+            let list = |k: &str, sep: &str| {
+                r[k].as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join(sep)
+            };
+            let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+            [
+                s("id"),
+                s("name"),
+                s("source_type"),
+                s("chunking"),
+                list("extracts", ","),
+                list("files", " "),
+            ]
+        })
+        .collect();
+    let header = ["id", "name", "type", "chunking", "extracts", "files"].map(String::from);
+    let mut widths = [0usize; 6];
+    for row in std::iter::once(&header).chain(&table) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&header).chain(&table) {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$} ", w = widths[i]));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! `trove verify BUNDLE`.
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
 
 use super::human_bytes;
@@ -17,15 +18,17 @@ pub struct VerifyArgs {
 
 /// Runs `trove verify`.
 pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
     let r = trove::bundle::verify(&a.bundle)?;
     if !a.quiet {
-        println!(
+        writeln!(
+            out,
             "ok: {} files ({}) match {} ({} chunks)",
             r.files_checked,
             human_bytes(r.bytes_hashed),
             trove::bundle::MANIFEST,
             r.manifest.counts.chunks
-        );
+        )?;
     }
     Ok(())
 }

@@ -78,21 +78,36 @@ pub struct DefinitionRule {
     pub nodes: Vec<String>,
     /// LSP-style kind: function, method, class, struct, enum, interface, trait, impl, module ...
     pub kind: String,
-    /// Fields tried in order for the name (default `name`, then a search for an identifier).
+    /// Name paths tried in order (default `name`, then a search for an identifier): `/`-separated
+    /// steps, each a field or `@kind` (first named child of that kind), e.g. `@type_binding/name`.
     #[serde(default)]
     pub name_fields: Vec<String>,
+    /// How the found name node becomes the name: `leaf` (default: down to its identifier),
+    /// `whole` (its text: a CSS selector), `qualified` (its text split on `.`/`:` into a path:
+    /// Lua `M.load`, Pascal `TAccount.Deposit`).
+    #[serde(default = "leaf")]
+    pub name_style: String,
     /// The node counts only when it has this field (`struct foo;` is not a definition).
     #[serde(default)]
     pub requires_field: Option<String>,
-    /// The node counts only when its declarator's value is one of these kinds (`const f = () => ..`).
+    /// The node counts only when its value is one of these kinds: its `value` or `rhs` field, else
+    /// its declarator's value (`const f = () => ..`, a JSON key holding an object).
     #[serde(default)]
     pub requires_value: Vec<String>,
+    /// The node counts only when one of these `field=text` holds (Elixir: `target=def`).
+    #[serde(default)]
+    pub when: Vec<String>,
     /// A field naming the parent type (Go receivers).
     #[serde(default)]
     pub parent_field: Option<String>,
-    /// (descendant kind, refined kind): `type X struct` is a struct.
+    /// (descendant kind, refined kind): `type X struct` is a struct; `field=text` matches a field's
+    /// text instead (`declaration_kind=struct`).
     #[serde(default)]
     pub refine: Vec<(String, String)>,
+}
+
+fn leaf() -> String {
+    "leaf".into()
 }
 
 /// A loaded language: the file plus compiled lookups.
@@ -142,6 +157,26 @@ impl Language {
                     )));
                 }
                 rules.insert(n.clone(), i);
+            }
+            if !["leaf", "whole", "qualified"].contains(&r.name_style.as_str()) {
+                return Err(bad(format!(
+                    "name_style {:?}: use leaf, whole or qualified",
+                    r.name_style
+                )));
+            }
+            if let Some(g) = &grammar {
+                for when in r.refine.iter().map(|(w, _)| w).chain(&r.when) {
+                    let known = match when.split_once('=') {
+                        Some((field, _)) => g.field_id_for_name(field).is_some(),
+                        None => g.id_for_node_kind(when, true) != 0,
+                    };
+                    if !known {
+                        return Err(bad(format!(
+                            "refine/when {when:?} names no node kind or field of grammar {:?}",
+                            def.grammar
+                        )));
+                    }
+                }
             }
         }
         let mut tb = GlobSetBuilder::new();
