@@ -1,7 +1,106 @@
-//! Markdown by heading section: every ATX (`## Title`) or setext (`Title` over `===`/`---`)
-//! heading outside a fenced code block starts a `section` chunk whose `symbol_path` is the heading
-//! path (`Guide > Install > From source`). Text before the first heading is a `block`.
+//! Documents by heading section: every heading starts a `section` chunk whose `symbol_path` is the
+//! heading path (`Guide > Install > From source`); text before the first heading is a `block`.
+//! Headings: Markdown ATX (`## Title`) or setext (`Title` over `===`/`---`) outside fenced code;
+//! reStructuredText titles (a line underlined, optionally overlined, by one repeated punctuation
+//! character; levels in order of first appearance of each style); AsciiDoc `== Title` outside
+//! `----`/`....` delimited blocks.
 use super::{Builder, Meta};
+
+/// Which heading rules apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Style {
+    /// Markdown: ATX and setext.
+    Markdown,
+    /// reStructuredText: under/overlined titles.
+    Rst,
+    /// AsciiDoc: `=` titles.
+    Asciidoc,
+}
+
+/// An rst adornment line: one punctuation character repeated (at least 3 times) → that character.
+fn rst_adornment(line: &str) -> Option<char> {
+    let t = line.trim_end();
+    let c = t.chars().next()?;
+    (c.is_ascii_punctuation() && t.len() >= 3 && t.chars().all(|x| x == c)).then_some(c)
+}
+
+/// `== Title` → (2, "Title") (AsciiDoc; `=` is the document title, level 1).
+fn asciidoc_title(line: &str) -> Option<(usize, String)> {
+    let level = line.bytes().take_while(|b| *b == b'=').count();
+    let rest = line.get(level..)?;
+    ((1..=6).contains(&level) && rest.starts_with(' ') && !rest.trim().is_empty())
+        .then(|| (level, rest.trim().to_string()))
+}
+
+/// Headings of an rst or AsciiDoc text.
+fn other_headings(text: &str, style: Style) -> Vec<Heading> {
+    let mut out = Vec::new();
+    let lines: Vec<(usize, &str)> = text
+        .split_inclusive('\n')
+        .scan(0, |off, raw| {
+            let start = *off;
+            *off += raw.len();
+            Some((start, raw.trim_end_matches(['\n', '\r'])))
+        })
+        .collect();
+    if style == Style::Asciidoc {
+        let mut in_block: Option<&str> = None;
+        for (start, line) in lines {
+            let t = line.trim_end();
+            if let Some(d) = in_block {
+                if t == d {
+                    in_block = None;
+                }
+                continue;
+            }
+            if matches!(t, "----" | "...." | "````" | "++++" | "____") {
+                in_block = Some(t);
+                continue;
+            }
+            if let Some((level, title)) = asciidoc_title(line) {
+                out.push(Heading {
+                    start,
+                    level,
+                    title,
+                });
+            }
+        }
+        return out;
+    }
+    // rst: (character, overlined) styles, numbered in order of first use.
+    let mut styles: Vec<(char, bool)> = Vec::new();
+    let mut i = 0;
+    while i + 1 < lines.len() {
+        let (start, title) = lines[i];
+        let under = rst_adornment(lines[i + 1].1);
+        let t = title.trim();
+        if let Some(c) = under
+            && !t.is_empty()
+            && rst_adornment(title).is_none()
+            && lines[i + 1].1.trim_end().chars().count() >= t.chars().count()
+        {
+            let over = i > 0 && rst_adornment(lines[i - 1].1) == Some(c);
+            let style = (c, over);
+            let level = match styles.iter().position(|s| *s == style) {
+                Some(p) => p + 1,
+                None => {
+                    styles.push(style);
+                    styles.len()
+                }
+            };
+            let start = if over { lines[i - 1].0 } else { start };
+            out.push(Heading {
+                start,
+                level,
+                title: t.to_string(),
+            });
+            i += 2;
+            continue;
+        }
+        i += 1;
+    }
+    out
+}
 
 struct Heading {
     /// Byte where the section starts (the heading's first line).
@@ -57,8 +156,18 @@ fn fence(line: &str) -> Option<&'static str> {
     }
 }
 
-pub(super) fn chunk(b: &mut Builder<'_>) {
+pub(super) fn chunk(b: &mut Builder<'_>, style: Style) {
     let text = b.text;
+    let headings = if style == Style::Markdown {
+        markdown_headings(text)
+    } else {
+        other_headings(text, style)
+    };
+    emit(b, &headings);
+}
+
+/// Markdown ATX and setext headings outside fenced code and front matter.
+fn markdown_headings(text: &str) -> Vec<Heading> {
     let mut headings: Vec<Heading> = Vec::new();
     let mut in_fence: Option<&str> = None;
     let mut prev: Option<(usize, &str)> = None; // previous line (start, text) if it may be a setext title
@@ -117,6 +226,12 @@ pub(super) fn chunk(b: &mut Builder<'_>) {
             Some((start, line))
         };
     }
+    headings
+}
+
+/// One `section` chunk per heading, to the next heading.
+fn emit(b: &mut Builder<'_>, headings: &[Heading]) {
+    let text = b.text;
     let first = headings.first().map_or(text.len(), |h| h.start);
     b.gap(0, first, None);
     let mut stack: Vec<(usize, String)> = Vec::new();
@@ -150,5 +265,24 @@ mod tests {
         assert_eq!(setext_level("====="), Some(1));
         assert_eq!(setext_level("---"), Some(2));
         assert_eq!(setext_level("- item"), None);
+    }
+
+    #[test]
+    fn rst_levels_follow_first_use_and_overlines_count() {
+        let text = "=====\nTitle\n=====\n\nIntro\n\nPart\n====\n\nSub\n---\n\nNext\n====\n\nToo short\n==\n";
+        let h = other_headings(text, Style::Rst);
+        let got: Vec<(usize, &str)> = h.iter().map(|h| (h.level, h.title.as_str())).collect();
+        assert_eq!(got, [(1, "Title"), (2, "Part"), (3, "Sub"), (2, "Next")]);
+        assert_eq!(h[0].start, 0, "an overlined title starts at its overline");
+    }
+
+    #[test]
+    fn asciidoc_titles_outside_delimited_blocks() {
+        let text = "= Doc\n\n== A\n----\n== not a title\n----\n=== B\n==no space\n";
+        let got: Vec<(usize, String)> = other_headings(text, Style::Asciidoc)
+            .into_iter()
+            .map(|h| (h.level, h.title))
+            .collect();
+        assert_eq!(got, [(1, "Doc".into()), (2, "A".into()), (3, "B".into())]);
     }
 }

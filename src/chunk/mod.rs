@@ -74,7 +74,9 @@ pub fn chunk_file(text: &str, lang: Option<&Language>, cfg: &ChunkConfig) -> Chu
                 b.windows(0, text.len());
             }
         }
-        ("markdown", _) => markdown::chunk(&mut b),
+        ("markdown", _) => markdown::chunk(&mut b, markdown::Style::Markdown),
+        ("rst", _) => markdown::chunk(&mut b, markdown::Style::Rst),
+        ("asciidoc", _) => markdown::chunk(&mut b, markdown::Style::Asciidoc),
         _ => b.windows(0, text.len()),
     }
     ChunkedFile {

@@ -36,7 +36,9 @@ pub fn run(a: LanguagesArgs) -> anyhow::Result<()> {
         if !d.doc_comment_prefixes.is_empty() || d.docstrings {
             extracted.push("docs");
         }
-        if !d.definitions.is_empty() || d.chunker == "markdown" {
+        if !d.definitions.is_empty()
+            || matches!(d.chunker.as_str(), "markdown" | "rst" | "asciidoc")
+        {
             extracted.push("symbols");
         }
         rows.push(serde_json::json!({

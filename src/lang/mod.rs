@@ -39,7 +39,7 @@ pub struct LanguageFile {
     /// Name of a linked tree-sitter grammar.
     #[serde(default)]
     pub grammar: Option<String>,
-    /// ast | markdown | lines.
+    /// ast | markdown | rst | asciidoc | lines.
     pub chunker: String,
     /// Line comment markers.
     #[serde(default)]
@@ -130,9 +130,12 @@ impl Language {
                 def.source_type
             )));
         }
-        if !matches!(def.chunker.as_str(), "ast" | "markdown" | "lines") {
+        if !matches!(
+            def.chunker.as_str(),
+            "ast" | "markdown" | "rst" | "asciidoc" | "lines"
+        ) {
             return Err(bad(format!(
-                "chunker {:?} is not ast|markdown|lines",
+                "chunker {:?} is not ast|markdown|rst|asciidoc|lines",
                 def.chunker
             )));
         }
