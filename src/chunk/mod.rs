@@ -8,6 +8,7 @@
 //! its time bound falls back to line windows).
 mod ast;
 mod markdown;
+mod rules;
 
 use crate::config::ChunkConfig;
 use crate::lang::Language;
@@ -77,6 +78,7 @@ pub fn chunk_file(text: &str, lang: Option<&Language>, cfg: &ChunkConfig) -> Chu
         ("markdown", _) => markdown::chunk(&mut b, markdown::Style::Markdown),
         ("rst", _) => markdown::chunk(&mut b, markdown::Style::Rst),
         ("asciidoc", _) => markdown::chunk(&mut b, markdown::Style::Asciidoc),
+        ("rules", Some(l)) => rules::chunk(&mut b, l),
         _ => b.windows(0, text.len()),
     }
     ChunkedFile {

@@ -39,7 +39,7 @@ pub struct LanguageFile {
     /// Name of a linked tree-sitter grammar.
     #[serde(default)]
     pub grammar: Option<String>,
-    /// ast | markdown | rst | asciidoc | lines.
+    /// ast | markdown | rst | asciidoc | rules | lines.
     pub chunker: String,
     /// Line comment markers.
     #[serde(default)]
@@ -68,6 +68,32 @@ pub struct LanguageFile {
     /// Which nodes become chunks.
     #[serde(default)]
     pub definitions: Vec<DefinitionRule>,
+    /// Block rules of the `rules` chunker (languages without a grammar).
+    #[serde(default)]
+    pub blocks: Vec<BlockRuleDef>,
+}
+
+/// A block rule as written: `start`/`end` regexes (a `name` group names the block), and its kind.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockRuleDef {
+    /// Regex of a block's first line; its `name` group is the symbol.
+    pub start: String,
+    /// Regex of a block's last line; a `name` group must equal the start's.
+    pub end: String,
+    /// LSP-style kind of the block.
+    pub kind: String,
+}
+
+/// A compiled block rule.
+#[derive(Debug)]
+pub struct BlockRule {
+    /// First line.
+    pub start: regex::Regex,
+    /// Last line.
+    pub end: regex::Regex,
+    /// Kind.
+    pub kind: String,
 }
 
 /// Which grammar nodes are definitions, and of what kind.
@@ -118,6 +144,7 @@ pub struct Language {
     /// The linked grammar, when the file names one.
     pub grammar: Option<tree_sitter::Language>,
     rules: HashMap<String, usize>,
+    blocks: Vec<BlockRule>,
     tests: GlobSet,
 }
 
@@ -132,10 +159,10 @@ impl Language {
         }
         if !matches!(
             def.chunker.as_str(),
-            "ast" | "markdown" | "rst" | "asciidoc" | "lines"
+            "ast" | "markdown" | "rst" | "asciidoc" | "rules" | "lines"
         ) {
             return Err(bad(format!(
-                "chunker {:?} is not ast|markdown|rst|asciidoc|lines",
+                "chunker {:?} is not ast|markdown|rst|asciidoc|rules|lines",
                 def.chunker
             )));
         }
@@ -187,12 +214,31 @@ impl Language {
             tb.add(Glob::new(p).map_err(|e| bad(format!("test pattern {p:?}: {e}")))?);
         }
         let tests = tb.build().map_err(|e| bad(e.to_string()))?;
+        let mut blocks = Vec::new();
+        for r in &def.blocks {
+            let re =
+                |p: &str| regex::Regex::new(p).map_err(|e| bad(format!("block regex {p:?}: {e}")));
+            blocks.push(BlockRule {
+                start: re(&r.start)?,
+                end: re(&r.end)?,
+                kind: r.kind.clone(),
+            });
+        }
+        if def.chunker == "rules" && blocks.is_empty() {
+            return Err(bad("chunker \"rules\" needs [[blocks]]".into()));
+        }
         Ok(Language {
             def,
             grammar,
             rules,
+            blocks,
             tests,
         })
+    }
+
+    /// The compiled block rules (`rules` chunker).
+    pub fn block_rules(&self) -> &[BlockRule] {
+        &self.blocks
     }
 
     /// The definition rule for a node kind, if the node kind is a definition.

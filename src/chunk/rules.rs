@@ -1,0 +1,133 @@
+//! Languages without a usable grammar (Oberon, BASIC ...): declarative block rules from the
+//! language file. A block opens on a line matching a rule's `start` regex (its `name` group is the
+//! symbol) and closes on a line matching that rule's `end` (when `end` has a `name` group it must
+//! name the same block, so nested blocks close correctly). Each outermost block is one chunk (split
+//! by lines when over budget) with the comment lines right above it; text between blocks is a
+//! `block` chunk. A block never closed runs to the end of the file.
+use super::{Builder, Meta};
+use crate::lang::{BlockRule, Language};
+
+/// A found outermost block.
+struct Found {
+    start: usize,
+    end: usize,
+    rule: usize,
+    name: String,
+    signature: String,
+}
+
+/// An open block: (rule, name, start byte, signature).
+type Open = (usize, String, usize, String);
+
+pub(super) fn chunk(b: &mut Builder<'_>, lang: &Language) {
+    let text = b.text;
+    let rules = lang.block_rules();
+    // Comment lines start with a line-comment marker or a block-comment opener.
+    let markers: Vec<&str> = lang
+        .def
+        .line_comments
+        .iter()
+        .map(String::as_str)
+        .chain(
+            lang.def
+                .block_comments
+                .iter()
+                .map(|(open, _)| open.as_str()),
+        )
+        .collect();
+    let blocks = find(text, rules, &markers);
+    let mut done = 0;
+    for f in blocks {
+        b.gap(done, f.start, None);
+        let meta = Meta {
+            kind: rules[f.rule].kind.clone(),
+            symbol: (!f.name.is_empty()).then(|| f.name.clone()),
+            symbol_path: (!f.name.is_empty()).then(|| f.name.clone()),
+            signature: Some(f.signature),
+            docs: None,
+        };
+        b.push_split(f.start, f.end, &meta, true);
+        done = f.end;
+    }
+    b.gap(done, text.len(), None);
+}
+
+fn find(text: &str, rules: &[BlockRule], comment_markers: &[&str]) -> Vec<Found> {
+    let is_comment = |line: &str| {
+        let t = line.trim_start();
+        !t.is_empty() && comment_markers.iter().any(|c| t.starts_with(c))
+    };
+    let mut out = Vec::new();
+    let mut open: Vec<Open> = Vec::new();
+    let mut outer_start = 0;
+    let mut comments_from: Option<usize> = None;
+    let mut offset = 0;
+    for raw in text.split_inclusive('\n') {
+        let start = offset;
+        offset += raw.len();
+        let line = raw.trim_end_matches(['\n', '\r']);
+        if let Some((i, name)) = starts(rules, line) {
+            if open.is_empty() {
+                outer_start = comments_from.unwrap_or(start);
+            }
+            open.push((i, name, start, line.trim().to_string()));
+            comments_from = None;
+            continue;
+        }
+        if open.is_empty() {
+            comments_from = if is_comment(line) {
+                comments_from.or(Some(start))
+            } else {
+                None
+            };
+            continue;
+        }
+        if let Some(keep) = ends(rules, &open, line) {
+            if keep == 0 {
+                let (rule, name, _, signature) = open.swap_remove(0);
+                out.push(Found {
+                    start: outer_start,
+                    end: offset,
+                    rule,
+                    name,
+                    signature,
+                });
+            }
+            open.truncate(keep);
+        }
+    }
+    if let Some((rule, name, _, signature)) = open.into_iter().next() {
+        out.push(Found {
+            start: outer_start,
+            end: text.len(),
+            rule,
+            name,
+            signature,
+        });
+    }
+    out
+}
+
+/// The first rule whose `start` matches `line`, with the block's name.
+fn starts(rules: &[BlockRule], line: &str) -> Option<(usize, String)> {
+    rules.iter().enumerate().find_map(|(i, r)| {
+        let c = r.start.captures(line)?;
+        let name = c.name("name").map_or("", |m| m.as_str()).to_string();
+        Some((i, name))
+    })
+}
+
+/// When `line` closes an open block: how many blocks stay open.
+fn ends(rules: &[BlockRule], open: &[Open], line: &str) -> Option<usize> {
+    for depth in (0..open.len()).rev() {
+        let (rule, name, _, _) = &open[depth];
+        let Some(c) = rules[*rule].end.captures(line) else {
+            continue;
+        };
+        match c.name("name") {
+            Some(n) if n.as_str() != name => continue,
+            _ => return Some(depth),
+        }
+    }
+    None
+}
