@@ -350,3 +350,110 @@ fn snapshots() {
         insta::assert_snapshot!(name, rows.join("\n"));
     }
 }
+
+/// The README's language table, rendered from the registry.
+fn language_table() -> String {
+    let reg = Registry::load(&[]).unwrap();
+    let mut rows = vec![
+        "| Language | id | Type | Chunking | Files |".to_string(),
+        "|---|---|---|---|---|".to_string(),
+    ];
+    let mut langs: Vec<_> = reg.languages().iter().collect();
+    langs.sort_by_key(|l| l.def.name.to_lowercase());
+    for l in langs {
+        let d = &l.def;
+        let chunking = match (d.chunker.as_str(), &d.grammar) {
+            ("ast", Some(g)) => format!("syntax (`{g}` grammar)"),
+            ("markdown" | "rst" | "asciidoc", _) => "heading sections".to_string(),
+            ("rules", _) => "line rules (blocks)".to_string(),
+            _ => "line windows".to_string(),
+        };
+        let mut files: Vec<String> = d.extensions.iter().map(|e| format!("`.{e}`")).collect();
+        files.extend(d.filenames.iter().map(|f| format!("`{f}`")));
+        rows.push(format!(
+            "| {} | `{}` | {} | {} | {} |",
+            d.name,
+            d.id,
+            d.source_type,
+            chunking,
+            files.join(" ")
+        ));
+    }
+    rows.join("\n")
+}
+
+#[test]
+fn readme_language_table() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let start = readme.find("<!-- languages:start").expect("start marker");
+    let start = start + readme[start..].find("-->\n").unwrap() + 4;
+    let end = readme.find("<!-- languages:end -->").expect("end marker");
+    let want = format!("{}\n", language_table());
+    if readme[start..end] != want {
+        if std::env::var_os("TROVE_UPDATE_README").is_some() {
+            std::fs::write(
+                &path,
+                format!("{}{want}{}", &readme[..start], &readme[end..]),
+            )
+            .unwrap();
+        } else {
+            panic!(
+                "README.md's language table is stale: run `TROVE_UPDATE_README=1 cargo test --release readme_language_table`"
+            );
+        }
+    }
+}
+
+#[test]
+fn chunks_command_shows_and_explains() {
+    let f = |rel: &str| fixtures().join("languages").join(rel);
+    let out = crate::util::trove()
+        .arg("chunks")
+        .arg(f("oberon/Shapes.Mod"))
+        .args(["--format", "json"])
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(v["language"], "oberon");
+    let named: Vec<(&str, &str)> = v["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| Some((c["kind"].as_str()?, c["symbol_path"].as_str()?)))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("function", "CircleArea"),
+            ("function", "Move"),
+            ("function", "Report")
+        ]
+    );
+    let out = crate::util::trove()
+        .arg("chunks")
+        .arg(f("lua/config.lua"))
+        .arg("--explain")
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("language  lua (extension .lua)"), "{text}");
+    assert!(text.contains("method     M > load"), "{text}");
+    assert!(
+        text.contains("function_declaration [5-19] => function"),
+        "{text}"
+    );
+    crate::util::trove()
+        .arg("chunks")
+        .arg(f("lua/config.lua"))
+        .args(["--lang", "klingon"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("trove languages"));
+    crate::util::trove()
+        .arg("chunks")
+        .arg(fixtures().join("nope.rs"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cannot read"));
+}

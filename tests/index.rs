@@ -278,29 +278,46 @@ fn progress_lines_and_summary_on_a_non_tty() {
 #[test]
 fn languages_lists_the_registry() {
     let out = trove()
-        .arg("languages")
+        .args(["languages", "--format", "json"])
         .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let out = String::from_utf8(out).unwrap();
+        .success();
+    let listed: Vec<serde_json::Value> = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let ids: Vec<&str> = listed.iter().filter_map(|l| l["id"].as_str()).collect();
+    let reg = trove::lang::Registry::load(&[]).unwrap();
+    let want: Vec<&str> = reg.languages().iter().map(|l| l.def.id.as_str()).collect();
+    assert_eq!(ids, want);
     for id in [
-        "rust",
-        "python",
-        "javascript",
-        "typescript",
-        "tsx",
-        "go",
-        "java",
-        "c",
-        "cpp",
-        "markdown",
+        "kotlin", "csharp", "fsharp", "oberon", "basic", "hcl", "rst", "asciidoc",
     ] {
-        assert!(
-            out.lines().any(|l| l.starts_with(&format!("{id} "))),
-            "{id} missing:\n{out}"
-        );
+        assert!(ids.contains(&id), "{id} missing");
+    }
+    // The text table lists them too, one per line.
+    let text = trove().arg("languages").assert().success();
+    let text = String::from_utf8_lossy(&text.get_output().stdout).into_owned();
+    assert_eq!(text.lines().count(), want.len() + 1, "{text}");
+}
+
+#[test]
+fn a_mixed_repository_puts_every_file_in_its_language() {
+    // Every language fixture in one repository, each under a directory named by its language id.
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    crate::util::copy_dir(&crate::util::fixtures().join("languages"), &root);
+    crate::util::git(&root, &["init", "-q"]);
+    crate::util::git(&root, &["add", "-A"]);
+    crate::util::git(&root, &["commit", "-q", "-m", "fixtures"]);
+    let b = t.path().join("b");
+    index(&root, &b, &[]);
+    let rows = duck(&format!(
+        "SELECT path, coalesce(language, '-'), chunks FROM {} ORDER BY path",
+        pq(&b, "files")
+    ));
+    let files = walkdir_count(&crate::util::fixtures().join("languages"));
+    assert_eq!(rows.len(), files, "{rows:?}");
+    for r in &rows {
+        let dir = r[0].split('/').next().unwrap();
+        assert_eq!(r[1], dir, "{r:?}");
+        assert_ne!(r[2], "0", "{r:?} has no chunks");
     }
 }
 
@@ -371,4 +388,15 @@ fn config_overlay_changes_the_pipeline_and_bad_keys_are_refused() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("window_line"));
+}
+
+/// Regular files under `dir`.
+fn walkdir_count(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            if p.is_dir() { walkdir_count(&p) } else { 1 }
+        })
+        .sum()
 }

@@ -408,7 +408,7 @@ fn leading_attachments(text: &str, lang: &Language, node: Node<'_>) -> (usize, O
         cur = prev;
     }
     docs.reverse();
-    let doc = clean_comment(&docs.join("\n"));
+    let doc = clean_comment(&docs.join("\n"), lang);
     (start, (!doc.is_empty()).then_some(doc))
 }
 
@@ -418,18 +418,37 @@ fn starts_line(text: &str, byte: usize) -> bool {
     text[line_start..byte].trim().is_empty()
 }
 
-/// Strips comment markers from each line of a doc comment.
-fn clean_comment(raw: &str) -> String {
+/// Strips comment markers from each line of a doc comment: the language's doc prefixes, line
+/// comment markers and block comment delimiters, longest first, plus the C family's.
+fn clean_comment(raw: &str, lang: &Language) -> String {
+    let d = &lang.def;
+    let mut opens: Vec<&str> = ["///", "//!", "/**", "/*!", "//", "/*", "#"]
+        .into_iter()
+        .chain(d.doc_comment_prefixes.iter().map(String::as_str))
+        .chain(d.line_comments.iter().map(String::as_str))
+        .chain(d.block_comments.iter().map(|(o, _)| o.as_str()))
+        .filter(|m| !m.trim().is_empty())
+        .collect();
+    opens.sort_by_key(|m| std::cmp::Reverse(m.len()));
+    let closes: Vec<&str> = std::iter::once("*/")
+        .chain(d.block_comments.iter().map(|(_, c)| c.as_str()))
+        .collect();
     let mut lines = Vec::new();
     for l in raw.lines() {
         let mut l = l.trim();
-        for p in ["///", "//!", "/**", "/*!", "//", "/*", "#"] {
+        for p in &opens {
             if let Some(r) = l.strip_prefix(p) {
                 l = r;
                 break;
             }
         }
-        l = l.strip_suffix("*/").unwrap_or(l).trim_end();
+        for c in &closes {
+            if let Some(r) = l.strip_suffix(c) {
+                l = r;
+                break;
+            }
+        }
+        l = l.trim_end();
         if let Some(r) = l.trim_start().strip_prefix('*') {
             l = r;
         }
@@ -581,12 +600,18 @@ mod tests {
 
     #[test]
     fn clean_comment_strips_markers() {
+        let reg = crate::lang::Registry::load(&[]).unwrap();
+        let l = |id: &str| reg.get(id).unwrap();
         assert_eq!(
-            clean_comment("/// Adds two.\n/// Returns the sum."),
+            clean_comment("/// Adds two.\n/// Returns the sum.", l("rust")),
             "Adds two.\nReturns the sum."
         );
-        assert_eq!(clean_comment("/**\n * Greets.\n */"), "Greets.");
-        assert_eq!(clean_comment("# a\n# b"), "a\nb");
+        assert_eq!(clean_comment("/**\n * Greets.\n */", l("java")), "Greets.");
+        assert_eq!(clean_comment("# a\n# b", l("python")), "a\nb");
+        // The language's own markers, longest first.
+        assert_eq!(clean_comment("--- Reads.", l("lua")), "Reads.");
+        assert_eq!(clean_comment("-- | Pops.", l("haskell")), "Pops.");
+        assert_eq!(clean_comment("(** Makes. *)", l("ocaml")), "Makes.");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The command line: one module per subcommand, each with `XArgs` and `run(args)`.
 //! `main.rs` only parses and maps errors to exit codes.
+pub mod chunks;
 pub mod index;
 pub mod inspect;
 pub mod languages;
@@ -25,6 +26,7 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     Verify(verify::VerifyArgs),
     Languages(languages::LanguagesArgs),
+    Chunks(chunks::ChunksArgs),
     Query(query::QueryArgs),
     Sql(sql::SqlArgs),
 }
@@ -45,6 +47,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Inspect(a) => inspect::run(a).map(|()| 0),
         Command::Verify(a) => verify::run(a).map(|()| 0),
         Command::Languages(a) => languages::run(a).map(|()| 0),
+        Command::Chunks(a) => chunks::run(a).map(|()| 0),
         Command::Query(a) => query::run(a),
         Command::Sql(a) => sql::run(a).map(|()| 0),
     }

@@ -1,0 +1,204 @@
+//! `trove chunks FILE [--explain]`: the chunks of one file as the indexer makes them.
+use clap::Args;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use trove::chunk::{chunk_file, nonws_chars};
+use trove::config::PipelineConfig;
+use trove::lang::{Language, Registry};
+
+use super::Format;
+
+/// Show how trove chunks one file: each chunk's lines, kind and symbol path.
+///
+/// The debugging aid for language files: `--explain` adds how the language was detected, which
+/// chunker and rules ran, and the file's syntax tree outline (node kinds, and the rule each
+/// definition matched), so you can see which node kinds to list in a language file.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  trove chunks src/main.rs\n  trove chunks lib/cart.ex --explain\n  trove chunks Shapes.Mod --languages my-languages/ --format json"
+)]
+pub struct ChunksArgs {
+    /// The file to chunk.
+    pub file: PathBuf,
+    /// Use this language id instead of detecting one (see `trove languages`).
+    #[arg(long, value_name = "ID")]
+    pub lang: Option<String>,
+    /// Extra directory of language files to load after the built-ins; repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub languages: Vec<PathBuf>,
+    /// Pipeline config overlay (chunk size budget etc.), as for `trove index`.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Also print detection, chunker, rules, signatures, docs and the syntax tree outline.
+    #[arg(long)]
+    pub explain: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// Depth of the syntax tree outline under `--explain`.
+const OUTLINE_DEPTH: usize = 4;
+/// Most outline lines printed.
+const OUTLINE_LINES: usize = 400;
+
+/// Runs `trove chunks`.
+pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let config = match &a.config {
+        Some(p) => PipelineConfig::with_overlay_file(p)?,
+        None => PipelineConfig::defaults()?,
+    };
+    let dirs: Vec<&Path> = a.languages.iter().map(PathBuf::as_path).collect();
+    let reg = Registry::load(&dirs)?;
+    let bytes = std::fs::read(&a.file)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", a.file.display()))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{} is not UTF-8 text", a.file.display()))?;
+    let rel = a.file.to_string_lossy().replace('\\', "/");
+    let (lang, how) = match &a.lang {
+        Some(id) => (
+            Some(reg.get(id).ok_or_else(|| {
+                anyhow::anyhow!("no language {id:?}: `trove languages` lists them")
+            })?),
+            "--lang".to_string(),
+        ),
+        None => {
+            let l = reg.detect(&rel, text.as_bytes());
+            let how = l.map_or_else(|| "not detected".to_string(), |l| detected_by(l, &rel));
+            (l, how)
+        }
+    };
+    let chunked = chunk_file(&text, lang, &config.chunk);
+    if a.format == Format::Json {
+        let rows: Vec<serde_json::Value> = chunked
+            .chunks
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "start_line": c.start_line, "end_line": c.end_line, "kind": c.kind,
+                    "symbol": c.symbol, "symbol_path": c.symbol_path, "signature": c.signature,
+                    "docs": c.docs, "chars": nonws_chars(&c.content),
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "file": rel,
+            "language": lang.map(|l| l.def.id.as_str()),
+            "detected_by": how,
+            "chunker": lang.map_or("lines", |l| l.def.chunker.as_str()),
+            "parse_fallback": chunked.parse_fallback,
+            "chunks": rows,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(());
+    }
+    if a.explain {
+        writeln!(
+            out,
+            "file      {rel}\nlanguage  {} ({how})\nchunker   {}{}\nbudget    {} non-whitespace chars per chunk",
+            lang.map_or("-", |l| l.def.id.as_str()),
+            lang.map_or("lines", |l| l.def.chunker.as_str()),
+            lang.and_then(|l| l.def.grammar.as_deref())
+                .map(|g| format!(" (grammar {g})"))
+                .unwrap_or_default(),
+            config.chunk.max_chars,
+        )?;
+        if chunked.parse_fallback {
+            writeln!(
+                out,
+                "fallback  the parser gave up (time bound): line windows were used"
+            )?;
+        }
+        writeln!(out)?;
+    }
+    for c in &chunked.chunks {
+        writeln!(
+            out,
+            "{:>5}-{:<5} {:<10} {}  ({} chars)",
+            c.start_line,
+            c.end_line,
+            c.kind,
+            c.symbol_path.as_deref().unwrap_or("-"),
+            nonws_chars(&c.content)
+        )?;
+        if a.explain {
+            if let Some(s) = &c.signature {
+                writeln!(out, "            sig:  {s}")?;
+            }
+            if let Some(d) = &c.docs {
+                let first = d.lines().next().unwrap_or("");
+                writeln!(out, "            docs: {first}")?;
+            }
+        }
+    }
+    if a.explain
+        && let Some(l) = lang
+        && let Some(g) = &l.grammar
+    {
+        writeln!(
+            out,
+            "\nsyntax tree outline (named nodes to depth {OUTLINE_DEPTH}; `=> kind` marks a definition rule):"
+        )?;
+        let mut parser = tree_sitter::Parser::new();
+        parser.set_language(g)?;
+        if let Some(tree) = parser.parse(&text, None) {
+            let mut printed = 0;
+            outline(&mut out, l, tree.root_node(), 0, &mut printed)?;
+            if printed >= OUTLINE_LINES {
+                writeln!(out, "  … (outline cut at {OUTLINE_LINES} lines)")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How `l` was chosen for `rel`: its file name, extension, or `#!` line.
+fn detected_by(l: &Language, rel: &str) -> String {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    if l.def.filenames.iter().any(|f| f == name) {
+        return format!("file name {name}");
+    }
+    if let Some((_, ext)) = name.rsplit_once('.')
+        && l.def
+            .extensions
+            .iter()
+            .any(|e| e == ext || e.eq_ignore_ascii_case(ext))
+    {
+        return format!("extension .{ext}");
+    }
+    "#! line".to_string()
+}
+
+fn outline(
+    out: &mut impl Write,
+    l: &Language,
+    node: tree_sitter::Node<'_>,
+    depth: usize,
+    printed: &mut usize,
+) -> std::io::Result<()> {
+    if *printed >= OUTLINE_LINES {
+        return Ok(());
+    }
+    let rule = l.rule_for(node.kind()).map(|r| r.kind.as_str());
+    writeln!(
+        out,
+        "  {:indent$}{} [{}-{}]{}{}",
+        "",
+        node.kind(),
+        node.start_position().row + 1,
+        node.end_position().row + 1,
+        if node.is_error() { " ERROR" } else { "" },
+        rule.map(|k| format!(" => {k}")).unwrap_or_default(),
+        indent = depth * 2
+    )?;
+    *printed += 1;
+    if depth + 1 < OUTLINE_DEPTH {
+        let mut c = node.walk();
+        for child in node.named_children(&mut c) {
+            outline(out, l, child, depth + 1, printed)?;
+        }
+    }
+    Ok(())
+}
