@@ -72,6 +72,19 @@ fn find(text: &str, rules: &[BlockRule], comment_markers: &[&str]) -> Vec<Found>
             }
             open.push((i, name, start, line.trim().to_string()));
             comments_from = None;
+            // A one-line block (`CREATE INDEX i ON t (c);`) ends where it starts.
+            if ends(rules, &open[open.len() - 1..], line) == Some(0) {
+                let (rule, name, _, signature) = open.pop().expect("just pushed");
+                if open.is_empty() {
+                    out.push(Found {
+                        start: outer_start,
+                        end: offset,
+                        rule,
+                        name,
+                        signature,
+                    });
+                }
+            }
             continue;
         }
         if open.is_empty() {
