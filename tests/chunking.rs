@@ -430,6 +430,33 @@ fn chunks_command_shows_and_explains() {
             ("function", "Report")
         ]
     );
+    // Imports and calls per chunk, by the language file's node kinds.
+    let out = crate::util::trove()
+        .arg("chunks")
+        .arg(f("python/billing.py"))
+        .args(["--format", "json"])
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let chunks = v["chunks"].as_array().unwrap();
+    assert!(
+        chunks[0]["imports"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("from dataclasses import dataclass")),
+        "{v}"
+    );
+    let service = chunks
+        .iter()
+        .find(|c| c["symbol_path"] == "PaymentService")
+        .unwrap();
+    assert!(
+        service["calls"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("charge")),
+        "{service}"
+    );
     let out = crate::util::trove()
         .arg("chunks")
         .arg(f("lua/config.lua"))
@@ -456,4 +483,25 @@ fn chunks_command_shows_and_explains() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("cannot read"));
+}
+
+#[test]
+fn every_language_with_reference_rules_finds_them_in_its_fixture() {
+    let reg = Registry::load(&[]).unwrap();
+    let mut missing = Vec::new();
+    for rel in fixture_files() {
+        let text = std::fs::read_to_string(fixtures().join("languages").join(&rel)).unwrap();
+        let lang = reg.detect(&rel, text.as_bytes()).unwrap();
+        let refs = trove::lang::refs::references(lang, &text);
+        for (kind, declared) in [
+            ("import", &lang.def.import_nodes),
+            ("call", &lang.def.call_nodes),
+        ] {
+            if !declared.is_empty() && !refs.iter().any(|r| r.kind == kind && !r.target.is_empty())
+            {
+                missing.push(format!("{rel}: no {kind} found by {declared:?}"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{missing:#?}");
 }

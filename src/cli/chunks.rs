@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use trove::chunk::{chunk_file, nonws_chars};
 use trove::config::PipelineConfig;
+use trove::lang::refs::references;
 use trove::lang::{Language, Registry};
 
 use super::Format;
@@ -12,8 +13,9 @@ use super::Format;
 /// Show how trove chunks one file: each chunk's lines, kind and symbol path.
 ///
 /// The debugging aid for language files: `--explain` adds how the language was detected, which
-/// chunker and rules ran, and the file's syntax tree outline (node kinds, and the rule each
-/// definition matched), so you can see which node kinds to list in a language file.
+/// chunker and rules ran, each chunk's imports and calls (by the file's `import_nodes`/`call_nodes`),
+/// and the syntax tree outline (node kinds, and the rule each definition matched), so you can see
+/// which node kinds to list in a language file.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  trove chunks src/main.rs\n  trove chunks lib/cart.ex --explain\n  trove chunks Shapes.Mod --languages my-languages/ --format json"
@@ -71,6 +73,20 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
         }
     };
     let chunked = chunk_file(&text, lang, &config.chunk);
+    let refs = lang.map(|l| references(l, &text)).unwrap_or_default();
+    // Each chunk's imports and (distinct) called names, by the language file's node kinds.
+    let refs_of = |c: &trove::chunk::Chunk, kind: &str| -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for r in refs
+            .iter()
+            .filter(|r| r.kind == kind && (c.start_byte..c.end_byte).contains(&r.start_byte))
+        {
+            if !v.contains(&r.target) {
+                v.push(r.target.clone());
+            }
+        }
+        v
+    };
     if a.format == Format::Json {
         let rows: Vec<serde_json::Value> = chunked
             .chunks
@@ -80,6 +96,7 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
                     "start_line": c.start_line, "end_line": c.end_line, "kind": c.kind,
                     "symbol": c.symbol, "symbol_path": c.symbol_path, "signature": c.signature,
                     "docs": c.docs, "chars": nonws_chars(&c.content),
+                    "imports": refs_of(c, "import"), "calls": refs_of(c, "call"),
                 })
             })
             .collect();
@@ -130,6 +147,13 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
             if let Some(d) = &c.docs {
                 let first = d.lines().next().unwrap_or("");
                 writeln!(out, "            docs: {first}")?;
+            }
+            for i in refs_of(c, "import") {
+                writeln!(out, "            import: {i}")?;
+            }
+            let calls = refs_of(c, "call");
+            if !calls.is_empty() {
+                writeln!(out, "            calls: {}", calls.join(", "))?;
             }
         }
     }

@@ -5,6 +5,7 @@
 //! file name, then extension (case-sensitive first, then lower-cased), then shebang; the registry
 //! and every grammar are loaded once per process, never per file.
 pub(crate) mod grammars;
+pub mod refs;
 
 pub use grammars::GRAMMAR_NAMES;
 
@@ -68,6 +69,12 @@ pub struct LanguageFile {
     /// Which nodes become chunks.
     #[serde(default)]
     pub definitions: Vec<DefinitionRule>,
+    /// Grammar node kinds that import a module (`use_declaration`, `import_statement` ...).
+    #[serde(default)]
+    pub import_nodes: Vec<String>,
+    /// Grammar node kinds that call a function or method (`call_expression` ...).
+    #[serde(default)]
+    pub call_nodes: Vec<String>,
     /// Block rules of the `rules` chunker (languages without a grammar).
     #[serde(default)]
     pub blocks: Vec<BlockRuleDef>,
@@ -208,6 +215,18 @@ impl Language {
                     }
                 }
             }
+        }
+        if let Some(g) = &grammar {
+            for n in def.import_nodes.iter().chain(&def.call_nodes) {
+                if g.id_for_node_kind(n, true) == 0 {
+                    return Err(bad(format!(
+                        "import/call node kind {n:?} is not in grammar {:?}",
+                        def.grammar
+                    )));
+                }
+            }
+        } else if !(def.import_nodes.is_empty() && def.call_nodes.is_empty()) {
+            return Err(bad("import_nodes/call_nodes need a grammar".into()));
         }
         let mut tb = GlobSetBuilder::new();
         for p in &def.test_patterns {

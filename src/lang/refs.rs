@@ -1,0 +1,143 @@
+//! References a file makes, by its language file's `import_nodes` and `call_nodes`: what `trove
+//! chunks --explain` shows per chunk today, and what the structural index builds on.
+use tree_sitter::{Node, Parser};
+
+use super::Language;
+
+/// An import or a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    /// `import` or `call`.
+    pub kind: &'static str,
+    /// For a call, the called name (last segment: `self.gateway.charge(..)` → `charge`); for an
+    /// import, the statement's text with whitespace collapsed.
+    pub target: String,
+    /// Byte where the reference starts.
+    pub start_byte: usize,
+    /// 1-based line.
+    pub line: usize,
+}
+
+/// Fields that hold a call's callee, tried in order.
+const CALLEE_FIELDS: &[&str] = &[
+    "function",
+    "name",
+    "method",
+    "macro",
+    "target",
+    "constructor",
+    "type",
+];
+/// Longest import text kept.
+const MAX_IMPORT: usize = 120;
+
+/// The imports and calls of `text` in source order (none without a grammar or rules).
+pub fn references(lang: &Language, text: &str) -> Vec<Reference> {
+    let d = &lang.def;
+    let Some(g) = &lang.grammar else {
+        return Vec::new();
+    };
+    if d.import_nodes.is_empty() && d.call_nodes.is_empty() {
+        return Vec::new();
+    }
+    let mut parser = Parser::new();
+    if parser.set_language(g).is_err() {
+        return Vec::new();
+    }
+    let Some(tree) = parser.parse(text, None) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(n) = stack.pop() {
+        let kind = n.kind();
+        if d.import_nodes.iter().any(|k| k == kind) {
+            let t = collapse(node_text(text, n));
+            let t: String = t.chars().take(MAX_IMPORT).collect();
+            out.push(reference("import", t, n));
+            // An import's parts are not references of their own.
+            continue;
+        }
+        if d.call_nodes.iter().any(|k| k == kind)
+            && let Some(name) = callee(text, n)
+        {
+            out.push(reference("call", name, n));
+        }
+        let mut c = n.walk();
+        let children: Vec<Node<'_>> = n.named_children(&mut c).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    out.sort_by_key(|r| r.start_byte);
+    out
+}
+
+fn reference(kind: &'static str, target: String, n: Node<'_>) -> Reference {
+    Reference {
+        kind,
+        target,
+        start_byte: n.start_byte(),
+        line: n.start_position().row + 1,
+    }
+}
+
+fn node_text<'t>(text: &'t str, n: Node<'_>) -> &'t str {
+    text.get(n.start_byte()..n.end_byte()).unwrap_or("")
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The called name: a callee field's text (else the first named child's), its last path segment.
+fn callee(text: &str, n: Node<'_>) -> Option<String> {
+    let mut c = n.walk();
+    let f = CALLEE_FIELDS
+        .iter()
+        .find_map(|f| n.child_by_field_name(f))
+        .or_else(|| n.named_children(&mut c).next())?;
+    let t = node_text(text, f);
+    // `a.b.c`, `a::b`, `a->b`, `a:b` → the last segment, without generic arguments.
+    let head = t.split(['(', '<', '[', '{', '!']).next().unwrap_or(t);
+    let last = head
+        .rsplit(['.', ':', '>', '-', ' ', '\n', '\t'])
+        .find(|s| !s.is_empty())?;
+    let name = last.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'));
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::Registry;
+
+    #[test]
+    fn imports_and_calls_by_the_language_file() {
+        let reg = Registry::load(&[]).unwrap();
+        let py = reg.get("python").unwrap();
+        let src = "import os\nfrom a.b import c\n\ndef f(g):\n    g.charge(os.getcwd())\n    print(len([]))\n";
+        let got: Vec<(&str, String, usize)> = references(py, src)
+            .into_iter()
+            .map(|r| (r.kind, r.target, r.line))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("import", "import os".into(), 1),
+                ("import", "from a.b import c".into(), 2),
+                ("call", "charge".into(), 5),
+                ("call", "getcwd".into(), 5),
+                ("call", "print".into(), 6),
+                ("call", "len".into(), 6),
+            ]
+        );
+        let rs = reg.get("rust").unwrap();
+        let got: Vec<String> = references(
+            rs,
+            "use std::fmt;\nfn f() { a::b::<u8>(); v.push(1); println!(\"x\"); }",
+        )
+        .into_iter()
+        .map(|r| r.target)
+        .collect();
+        assert_eq!(got, ["use std::fmt;", "b", "push", "println"]);
+    }
+}
