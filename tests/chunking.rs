@@ -366,6 +366,7 @@ fn language_table() -> String {
             ("ast", Some(g)) => format!("syntax (`{g}` grammar)"),
             ("markdown" | "rst" | "asciidoc", _) => "heading sections".to_string(),
             ("rules", _) => "line rules (blocks)".to_string(),
+            ("paragraphs", _) => "paragraphs".to_string(),
             _ => "line windows".to_string(),
         };
         let mut files: Vec<String> = d.extensions.iter().map(|e| format!("`.{e}`")).collect();

@@ -17,7 +17,8 @@ use crate::lang::Language;
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Chunk {
     /// function, method, class, struct, enum, interface, trait, impl, module, namespace, macro, type,
-    /// block (code between definitions), section (a Markdown heading section), lines (a window).
+    /// block (code between definitions), section (a heading section), paragraphs (plain text), lines
+    /// (a window).
     pub kind: String,
     /// The definition's own name.
     pub symbol: Option<String>,
@@ -79,6 +80,7 @@ pub fn chunk_file(text: &str, lang: Option<&Language>, cfg: &ChunkConfig) -> Chu
         ("rst", _) => markdown::chunk(&mut b, markdown::Style::Rst),
         ("asciidoc", _) => markdown::chunk(&mut b, markdown::Style::Asciidoc),
         ("rules", Some(l)) => rules::chunk(&mut b, l),
+        ("paragraphs", _) => b.paragraphs(),
         _ => b.windows(0, text.len()),
     }
     ChunkedFile {
@@ -268,6 +270,45 @@ impl Builder<'_> {
     }
 
     /// Fixed windows of `window_lines` lines (each also within the size budget).
+    /// Plain text: paragraphs (runs of non-blank lines) packed into chunks up to the budget; a
+    /// paragraph over budget is split on line boundaries.
+    fn paragraphs(&mut self) {
+        let text = self.text;
+        let meta = Meta::of_kind("paragraphs");
+        let mut paras: Vec<(usize, usize)> = Vec::new();
+        let mut offset = 0;
+        let mut open: Option<usize> = None;
+        for raw in text.split_inclusive('\n') {
+            let start = offset;
+            offset += raw.len();
+            match (raw.trim().is_empty(), open) {
+                (false, None) => open = Some(start),
+                (true, Some(s)) => {
+                    paras.push((s, start));
+                    open = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = open {
+            paras.push((s, text.len()));
+        }
+        let mut group: Option<(usize, usize)> = None;
+        for (s, e) in paras {
+            if let Some((gs, ge)) = group {
+                if nonws_chars(&text[gs..e]) <= self.cfg.max_chars {
+                    group = Some((gs, e));
+                    continue;
+                }
+                self.push_split(gs, ge, &meta, true);
+            }
+            group = Some((s, e));
+        }
+        if let Some((gs, ge)) = group {
+            self.push_split(gs, ge, &meta, true);
+        }
+    }
+
     fn windows(&mut self, start: usize, end: usize) {
         let mut lines = self.idx.line_starts_in(start, end);
         lines.push(end);
@@ -296,6 +337,29 @@ mod tests {
         assert_eq!(idx.pos(0), (1, 0));
         assert_eq!(idx.pos(4), (2, 1));
         assert_eq!(idx.pos(7), (4, 0));
+    }
+
+    #[test]
+    fn paragraphs_pack_up_to_the_budget() {
+        let text = "one two\nthree\n\nfour five\n\n\nsix\n";
+        let chunk = |max_chars| {
+            let idx = LineIndex::new(text);
+            let c = ChunkConfig { max_chars, ..cfg() };
+            let mut b = Builder {
+                text,
+                idx: &idx,
+                cfg: &c,
+                out: Vec::new(),
+            };
+            b.paragraphs();
+            b.out
+                .iter()
+                .map(|c| (c.start_line, c.end_line))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(chunk(1000), [(1, 7)]);
+        assert_eq!(chunk(20), [(1, 4), (7, 7)]);
+        assert_eq!(chunk(12), [(1, 2), (4, 7)]);
     }
 
     #[test]

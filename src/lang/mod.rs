@@ -40,7 +40,7 @@ pub struct LanguageFile {
     /// Name of a linked tree-sitter grammar.
     #[serde(default)]
     pub grammar: Option<String>,
-    /// ast | markdown | rst | asciidoc | rules | lines.
+    /// ast | markdown | rst | asciidoc | rules | paragraphs | lines.
     pub chunker: String,
     /// Line comment markers.
     #[serde(default)]
@@ -166,10 +166,10 @@ impl Language {
         }
         if !matches!(
             def.chunker.as_str(),
-            "ast" | "markdown" | "rst" | "asciidoc" | "rules" | "lines"
+            "ast" | "markdown" | "rst" | "asciidoc" | "rules" | "paragraphs" | "lines"
         ) {
             return Err(bad(format!(
-                "chunker {:?} is not ast|markdown|rst|asciidoc|rules|lines",
+                "chunker {:?} is not ast|markdown|rst|asciidoc|rules|paragraphs|lines",
                 def.chunker
             )));
         }
