@@ -1,7 +1,8 @@
 //! Languages without a usable grammar (Oberon, BASIC ...): declarative block rules from the
-//! language file. A block opens on a line matching a rule's `start` regex (its `name` group is the
-//! symbol) and closes on a line matching that rule's `end` (when `end` has a `name` group it must
-//! name the same block, so nested blocks close correctly). Each outermost block is one chunk (split
+//! language file. A block opens on a line matching a rule's `start` regex (its `name` group, else its
+//! first matching group, is the symbol) and closes on a line matching that rule's `end` (when `end`
+//! has a `name` group it must name the same block, so nested blocks close correctly); a rule without
+//! `end` runs to the next block's start (Dockerfile stages). Each outermost block is one chunk (split
 //! by lines when over budget) with the comment lines right above it; text between blocks is a
 //! `block` chunk. A block never closed runs to the end of the file.
 use super::{Builder, Meta};
@@ -67,6 +68,18 @@ fn find(text: &str, rules: &[BlockRule], comment_markers: &[&str]) -> Vec<Found>
         offset += raw.len();
         let line = raw.trim_end_matches(['\n', '\r']);
         if let Some((i, name)) = starts(rules, line) {
+            // A block without an `end` rule (a Dockerfile stage) runs to the next block's start.
+            // Comment lines right above the next start go with the next block.
+            if open.len() == 1 && rules[open[0].0].end.is_none() {
+                let (rule, name, _, signature) = open.pop().expect("one open");
+                out.push(Found {
+                    start: outer_start,
+                    end: comments_from.unwrap_or(start),
+                    rule,
+                    name,
+                    signature,
+                });
+            }
             if open.is_empty() {
                 outer_start = comments_from.unwrap_or(start);
             }
@@ -87,13 +100,16 @@ fn find(text: &str, rules: &[BlockRule], comment_markers: &[&str]) -> Vec<Found>
             }
             continue;
         }
-        if open.is_empty() {
+        let open_ended = open.len() == 1 && rules[open[0].0].end.is_none();
+        if open.is_empty() || open_ended {
             comments_from = if is_comment(line) {
                 comments_from.or(Some(start))
             } else {
                 None
             };
-            continue;
+            if open.is_empty() {
+                continue;
+            }
         }
         if let Some(keep) = ends(rules, &open, line) {
             if keep == 0 {
@@ -125,7 +141,12 @@ fn find(text: &str, rules: &[BlockRule], comment_markers: &[&str]) -> Vec<Found>
 fn starts(rules: &[BlockRule], line: &str) -> Option<(usize, String)> {
     rules.iter().enumerate().find_map(|(i, r)| {
         let c = r.start.captures(line)?;
-        let name = c.name("name").map_or("", |m| m.as_str()).to_string();
+        // The `name` group, else the first group that matched (`FROM img AS stage` / `FROM img`).
+        let name = c
+            .name("name")
+            .or_else(|| c.iter().skip(1).flatten().next())
+            .map_or("", |m| m.as_str())
+            .to_string();
         Some((i, name))
     })
 }
@@ -134,7 +155,7 @@ fn starts(rules: &[BlockRule], line: &str) -> Option<(usize, String)> {
 fn ends(rules: &[BlockRule], open: &[Open], line: &str) -> Option<usize> {
     for depth in (0..open.len()).rev() {
         let (rule, name, _, _) = &open[depth];
-        let Some(c) = rules[*rule].end.captures(line) else {
+        let Some(c) = rules[*rule].end.as_ref().and_then(|e| e.captures(line)) else {
             continue;
         };
         match c.name("name") {

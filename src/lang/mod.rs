@@ -86,8 +86,10 @@ pub struct LanguageFile {
 pub struct BlockRuleDef {
     /// Regex of a block's first line; its `name` group is the symbol.
     pub start: String,
-    /// Regex of a block's last line; a `name` group must equal the start's.
-    pub end: String,
+    /// Regex of a block's last line; a `name` group must equal the start's. Without it a block
+    /// runs to the next block's start.
+    #[serde(default)]
+    pub end: Option<String>,
     /// LSP-style kind of the block.
     pub kind: String,
 }
@@ -97,8 +99,8 @@ pub struct BlockRuleDef {
 pub struct BlockRule {
     /// First line.
     pub start: regex::Regex,
-    /// Last line.
-    pub end: regex::Regex,
+    /// Last line (none: up to the next block).
+    pub end: Option<regex::Regex>,
     /// Kind.
     pub kind: String,
 }
@@ -239,7 +241,7 @@ impl Language {
                 |p: &str| regex::Regex::new(p).map_err(|e| bad(format!("block regex {p:?}: {e}")));
             blocks.push(BlockRule {
                 start: re(&r.start)?,
-                end: re(&r.end)?,
+                end: r.end.as_deref().map(re).transpose()?,
                 kind: r.kind.clone(),
             });
         }
