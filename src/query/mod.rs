@@ -26,7 +26,7 @@ pub const RRF_K: f64 = 60.0;
 pub const ARM_CANDIDATES: usize = 200;
 /// BM25 score multiplier per query term found in the chunk's symbol path: a match on a name counts
 /// for more than a match in the body.
-const SYMBOL_BOOST: f64 = 0.6;
+const SYMBOL_BOOST: f64 = 0.3;
 /// Weight of a query term that is a whole compound identifier (`processPayment`, `max_file_bytes`):
 /// the user typed an exact name, the strongest evidence there is.
 const COMPOUND_WEIGHT: f64 = 2.0;
@@ -545,7 +545,11 @@ fn open_duckdb(dir: &Path) -> Result<duckdb::Connection> {
 /// The ranking multiplier of a chunk: symbol-path matches up, tests and docs down.
 fn signal(h: &Hit, terms: &FxHashSet<&str>) -> f64 {
     let mut w = 1.0;
-    if let Some(sp) = &h.symbol_path {
+    // Only code has symbols: a doc section's path is its headings and a config chunk's its keys
+    // (`tool.flit.module`), and their repeating query words is no sign of the definition asked for.
+    if matches!(h.source_type.as_str(), "code" | "test")
+        && let Some(sp) = &h.symbol_path
+    {
         let sym: FxHashSet<String> = extract::tokens(sp, 64).into_iter().collect();
         let matched = terms.iter().filter(|t| sym.contains(**t)).count();
         w *= 1.0 + SYMBOL_BOOST * matched as f64;
