@@ -71,14 +71,8 @@ fn find(text: &str, rules: &[BlockRule], comment_markers: &[&str]) -> Vec<Found>
             // A block without an `end` rule (a Dockerfile stage) runs to the next block's start.
             // Comment lines right above the next start go with the next block.
             if open.len() == 1 && rules[open[0].0].end.is_none() {
-                let (rule, name, _, signature) = open.pop().expect("one open");
-                out.push(Found {
-                    start: outer_start,
-                    end: comments_from.unwrap_or(start),
-                    rule,
-                    name,
-                    signature,
-                });
+                let o = open.pop().expect("one open");
+                out.push(found(o, outer_start, comments_from.unwrap_or(start)));
             }
             if open.is_empty() {
                 outer_start = comments_from.unwrap_or(start);
@@ -87,15 +81,9 @@ fn find(text: &str, rules: &[BlockRule], comment_markers: &[&str]) -> Vec<Found>
             comments_from = None;
             // A one-line block (`CREATE INDEX i ON t (c);`) ends where it starts.
             if ends(rules, &open[open.len() - 1..], line) == Some(0) {
-                let (rule, name, _, signature) = open.pop().expect("just pushed");
+                let o = open.pop().expect("just pushed");
                 if open.is_empty() {
-                    out.push(Found {
-                        start: outer_start,
-                        end: offset,
-                        rule,
-                        name,
-                        signature,
-                    });
+                    out.push(found(o, outer_start, offset));
                 }
             }
             continue;
@@ -113,28 +101,27 @@ fn find(text: &str, rules: &[BlockRule], comment_markers: &[&str]) -> Vec<Found>
         }
         if let Some(keep) = ends(rules, &open, line) {
             if keep == 0 {
-                let (rule, name, _, signature) = open.swap_remove(0);
-                out.push(Found {
-                    start: outer_start,
-                    end: offset,
-                    rule,
-                    name,
-                    signature,
-                });
+                let o = open.swap_remove(0);
+                out.push(found(o, outer_start, offset));
             }
             open.truncate(keep);
         }
     }
-    if let Some((rule, name, _, signature)) = open.into_iter().next() {
-        out.push(Found {
-            start: outer_start,
-            end: text.len(),
-            rule,
-            name,
-            signature,
-        });
+    if let Some(o) = open.into_iter().next() {
+        out.push(found(o, outer_start, text.len()));
     }
     out
+}
+
+/// The found block of the outermost open block `o`, spanning `start..end`.
+fn found((rule, name, _, signature): Open, start: usize, end: usize) -> Found {
+    Found {
+        start,
+        end,
+        rule,
+        name,
+        signature,
+    }
 }
 
 /// The first rule whose `start` matches `line`, with the block's name.
