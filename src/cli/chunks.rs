@@ -66,11 +66,10 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
             })?),
             "--lang".to_string(),
         ),
-        None => {
-            let l = reg.detect(&rel, text.as_bytes());
-            let how = l.map_or_else(|| "not detected".to_string(), |l| detected_by(l, &rel));
-            (l, how)
-        }
+        None => match reg.detect_why(&rel, text.as_bytes()) {
+            Some((l, how)) => (Some(l), how),
+            None => (None, "not detected".to_string()),
+        },
     };
     let chunked = chunk_file(&text, lang, &config.chunk);
     let refs = lang.map(|l| references(l, &text)).unwrap_or_default();
@@ -176,23 +175,6 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// How `l` was chosen for `rel`: its file name, extension, or `#!` line.
-fn detected_by(l: &Language, rel: &str) -> String {
-    let name = rel.rsplit('/').next().unwrap_or(rel);
-    if l.def.filenames.iter().any(|f| f == name) {
-        return format!("file name {name}");
-    }
-    if let Some((_, ext)) = name.rsplit_once('.')
-        && l.def
-            .extensions
-            .iter()
-            .any(|e| e == ext || e.eq_ignore_ascii_case(ext))
-    {
-        return format!("extension .{ext}");
-    }
-    "#! line".to_string()
 }
 
 fn outline(

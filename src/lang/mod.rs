@@ -369,9 +369,15 @@ impl Registry {
 
     /// Detects the language of `rel_path` whose content starts with `head`.
     pub fn detect(&self, rel_path: &str, head: &[u8]) -> Option<&Language> {
+        self.detect_why(rel_path, head).map(|(l, _)| l)
+    }
+
+    /// [`Registry::detect`], with how the language was chosen (`file name Makefile`,
+    /// `extension .rs`, `.h with C++ syntax`, `#! python3`), for `trove chunks --explain`.
+    pub fn detect_why(&self, rel_path: &str, head: &[u8]) -> Option<(&Language, String)> {
         let file_name = rel_path.rsplit('/').next().unwrap_or(rel_path);
         if let Some(&i) = self.by_name.get(file_name) {
-            return Some(&self.langs[i]);
+            return Some((&self.langs[i], format!("file name {file_name}")));
         }
         if let Some((_, ext)) = file_name.rsplit_once('.')
             && let Some(&i) = self
@@ -381,14 +387,18 @@ impl Registry {
         {
             let lang = &self.langs[i];
             // `.h` is C unless the header uses C++-only syntax.
-            if lang.def.id == "c" && ext == "h" && looks_like_cpp(head) {
-                return self.get("cpp").or(Some(lang));
+            if lang.def.id == "c"
+                && ext == "h"
+                && looks_like_cpp(head)
+                && let Some(cpp) = self.get("cpp")
+            {
+                return Some((cpp, ".h with C++ syntax".into()));
             }
-            return Some(lang);
+            return Some((lang, format!("extension .{ext}")));
         }
-        shebang_interpreter(head)
-            .and_then(|s| self.by_shebang.get(s))
-            .map(|&i| &self.langs[i])
+        let prog = shebang_interpreter(head)?;
+        let &i = self.by_shebang.get(prog)?;
+        Some((&self.langs[i], format!("#! {prog}")))
     }
 }
 
@@ -465,6 +475,24 @@ mod tests {
         );
         assert_eq!(r.detect("x.h", b"int f(void);").unwrap().def.id, "c");
         assert!(r.detect("x.unknownext", b"").is_none());
+        // And why, as `trove chunks --explain` says it.
+        let why = |p: &str, head: &[u8]| r.detect_why(p, head).map(|(l, w)| (l.def.id.clone(), w));
+        assert_eq!(
+            why("Makefile", b""),
+            Some(("make".into(), "file name Makefile".into()))
+        );
+        assert_eq!(
+            why("a/b.rs", b""),
+            Some(("rust".into(), "extension .rs".into()))
+        );
+        assert_eq!(
+            why("x.h", b"namespace a {}"),
+            Some(("cpp".into(), ".h with C++ syntax".into()))
+        );
+        assert_eq!(
+            why("tool", b"#!/usr/bin/env python3\n"),
+            Some(("python".into(), "#! python3".into()))
+        );
     }
 
     #[test]
