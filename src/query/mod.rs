@@ -183,11 +183,7 @@ impl Bundle {
 
     /// The DuckDB connection, with one view per table (opened on first use).
     pub fn conn(&self) -> Result<&duckdb::Connection> {
-        if let Some(c) = self.conn.get() {
-            return Ok(c);
-        }
-        let conn = open_duckdb(&self.dir)?;
-        Ok(self.conn.get_or_init(|| conn))
+        loaded(&self.conn, || open_duckdb(&self.dir))
     }
 
     /// The embedder that made this bundle, when this build has it.
@@ -329,13 +325,9 @@ impl Bundle {
         } else {
             None
         };
-        let m = match self.matrix.get() {
-            Some(m) => m,
-            None => {
-                let loaded = vectors::Matrix::load(&self.dir, &self.manifest)?;
-                self.matrix.get_or_init(|| loaded)
-            }
-        };
+        let m = loaded(&self.matrix, || {
+            vectors::Matrix::load(&self.dir, &self.manifest)
+        })?;
         Ok(m.top(&q, n, allowed.as_ref())
             .into_iter()
             .filter(|(_, s)| *s >= MIN_COSINE)
@@ -348,13 +340,7 @@ impl Bundle {
         if ids.is_empty() {
             return Ok(FxHashMap::default());
         }
-        let cached = match self.rows.get() {
-            Some(r) => r,
-            None => {
-                let loaded = rows::Rows::load(&self.dir, &self.manifest)?;
-                self.rows.get_or_init(|| loaded)
-            }
-        };
+        let cached = loaded(&self.rows, || rows::Rows::load(&self.dir, &self.manifest))?;
         let bundle = self.dir.display().to_string();
         let own = |s: Option<&str>| s.map(str::to_string);
         Ok(ids
@@ -525,6 +511,15 @@ impl QueryEmbedder {
             .embed_weighted(&idf_weights(&self.dir, self.n_docs, &terms)?);
         Ok(q.iter().any(|x| *x != 0.0).then_some(q))
     }
+}
+
+/// The value in `cell`, loaded by `load` on first use (a failed load leaves the cell empty).
+fn loaded<T>(cell: &std::sync::OnceLock<T>, load: impl FnOnce() -> Result<T>) -> Result<&T> {
+    if let Some(v) = cell.get() {
+        return Ok(v);
+    }
+    let v = load()?;
+    Ok(cell.get_or_init(|| v))
 }
 
 /// A DuckDB connection with one view per table of the bundle `dir`.
