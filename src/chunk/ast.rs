@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use tree_sitter::{Node, ParseOptions, Parser, Tree};
 
 use super::{Builder, Meta, nonws_chars};
-use crate::lang::{DefinitionRule, Language};
+use crate::lang::{DefinitionRule, Language, node_text};
 
 /// Kinds whose nested functions are methods.
 const TYPE_KINDS: &[&str] = &[
@@ -181,10 +181,6 @@ fn field_text_is(node: Node<'_>, text: &str, cond: &str) -> bool {
         node.child_by_field_name(field)
             .is_some_and(|f| node_text(text, f).trim() == want)
     })
-}
-
-fn node_text<'t>(text: &'t str, n: Node<'_>) -> &'t str {
-    text.get(n.start_byte()..n.end_byte()).unwrap_or("")
 }
 
 fn identifier_like(kind: &str) -> bool {

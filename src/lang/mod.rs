@@ -402,6 +402,11 @@ impl Registry {
     }
 }
 
+/// The source text of a syntax node (empty if its range is not in `text`).
+pub(crate) fn node_text<'t>(text: &'t str, n: tree_sitter::Node<'_>) -> &'t str {
+    text.get(n.start_byte()..n.end_byte()).unwrap_or("")
+}
+
 /// The interpreter named by a `#!` line: `#!/usr/bin/env python3` → `python3`.
 fn shebang_interpreter(head: &[u8]) -> Option<&str> {
     let rest = head.strip_prefix(b"#!")?;

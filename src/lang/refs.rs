@@ -2,7 +2,7 @@
 //! chunks --explain` shows per chunk today, and what the structural index builds on.
 use tree_sitter::{Node, Parser};
 
-use super::Language;
+use super::{Language, node_text};
 
 /// An import or a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,10 +78,6 @@ fn reference(kind: &'static str, target: String, n: Node<'_>) -> Reference {
         start_byte: n.start_byte(),
         line: n.start_position().row + 1,
     }
-}
-
-fn node_text<'t>(text: &'t str, n: Node<'_>) -> &'t str {
-    text.get(n.start_byte()..n.end_byte()).unwrap_or("")
 }
 
 fn collapse(s: &str) -> String {
