@@ -27,6 +27,13 @@ pub struct Manifest {
     pub pipeline: serde_json::Value,
     /// sha256 of the resolved pipeline config.
     pub pipeline_hash: String,
+    /// sha256 of the language files the run loaded (built-in and the repo's own): rows are only
+    /// reused between bundles with equal pipeline and language hashes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub languages_hash: Option<String>,
+    /// The slice of the tree this bundle holds, when built with `--shard I/N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
     /// The embedder that made `embeddings.parquet`.
     pub embedder: EmbedderInfo,
     /// BM25 statistics and parameters.
@@ -61,6 +68,50 @@ pub struct SourceInfo {
     pub branch: Option<String>,
     /// Whether the work tree had changes against HEAD.
     pub dirty: bool,
+}
+
+/// `--shard I/N`: the files whose path hash falls in slice `index` (1-based) of `count`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Shard {
+    /// 1-based slice number.
+    pub index: u32,
+    /// Number of slices.
+    pub count: u32,
+}
+
+impl Shard {
+    /// Parses `I/N` (1 ≤ I ≤ N).
+    pub fn parse(s: &str) -> std::result::Result<Self, String> {
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("--shard {s:?}: expected I/N, e.g. 1/3"))?;
+        let index: u32 = i
+            .trim()
+            .parse()
+            .map_err(|_| format!("--shard {s:?}: {i:?} is not a number"))?;
+        let count: u32 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("--shard {s:?}: {n:?} is not a number"))?;
+        if count == 0 || index == 0 || index > count {
+            return Err(format!(
+                "--shard {s:?}: I must be between 1 and N (shards are numbered 1/N .. N/N)"
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// Whether repo-relative `path` belongs to this shard: FNV-1a of the path, so the split is the
+    /// same on every machine and every run.
+    pub fn holds(&self, path: &str) -> bool {
+        (crate::util::fnv1a64(path.as_bytes()) % u64::from(self.count)) as u32 == self.index - 1
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
 }
 
 /// Embedder stamp.
@@ -192,4 +243,26 @@ pub fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shard;
+
+    #[test]
+    fn shards_parse_and_split_every_path_once() {
+        assert_eq!(Shard::parse("2/3"), Ok(Shard { index: 2, count: 3 }));
+        for bad in ["0/3", "4/3", "1/0", "x/3", "3", "1/y"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+        let shards: Vec<Shard> = (1..=3).map(|i| Shard { index: i, count: 3 }).collect();
+        let mut sizes = [0usize; 3];
+        for i in 0..300 {
+            let p = format!("src/m{}/f{i}.rs", i % 7);
+            let holders: Vec<usize> = (0..3).filter(|&k| shards[k].holds(&p)).collect();
+            assert_eq!(holders.len(), 1, "{p} is in exactly one shard");
+            sizes[holders[0]] += 1;
+        }
+        assert!(sizes.iter().all(|&n| n > 60), "roughly even: {sizes:?}");
+    }
 }

@@ -5,17 +5,21 @@
 //! input gives byte-identical Parquet files (fixed writer settings, rows ordered by path then
 //! position, postings by term then chunk id); no absolute path of the indexing machine is written.
 mod manifest;
+pub mod pack;
+pub mod reader;
 mod schema;
 mod verify;
 mod writer;
 
 pub use manifest::{
-    Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, MANIFEST, Manifest, SourceInfo, Tool,
-    manifest_tool, read_manifest, write_manifest,
+    Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, MANIFEST, Manifest, Shard, SourceInfo,
+    Tool, manifest_tool, read_manifest, write_manifest,
 };
 pub use schema::{TABLES, expected_schema};
 pub use verify::{VerifyReport, verify};
-pub use writer::{BundleWriter, ChunkRecord, FileRecord, Finished, swap_into_place};
+pub use writer::{
+    BundleWriter, ChunkRecord, FileRecord, Finished, Group, GroupSource, Posting, swap_into_place,
+};
 
 /// The format name in every manifest.
 pub const FORMAT: &str = "trove-bundle";

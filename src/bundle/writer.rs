@@ -359,8 +359,10 @@ impl BundleWriter {
             .write(vec![i64s(r.iter().map(|x| x.rec.chunk_id)), Arc::new(list)])
     }
 
-    /// Writes the remaining tables.
-    pub fn finish(mut self, skipped: &[Skipped]) -> Result<Finished> {
+    /// Writes the remaining tables. `carried` are postings of chunks added without terms (carried
+    /// over from other bundles): merged with this writer's own, so `terms`/`postings` come out as
+    /// if every chunk had been tokenized here.
+    pub fn finish(mut self, skipped: &[Skipped], carried: Vec<GroupSource>) -> Result<Finished> {
         self.flush_files()?;
         self.flush_chunks()?;
         let files = self.files.finish()?;
@@ -368,7 +370,9 @@ impl BundleWriter {
         let embeddings = self.embeddings.finish()?;
         let mut terms = Table::create(&self.dir, "terms", self.dim)?;
         let mut postings = Table::create(&self.dir, "postings", self.dim)?;
-        let (n_terms, n_postings) = self.postings.write_sorted(&mut terms, &mut postings)?;
+        let (n_terms, n_postings) =
+            self.postings
+                .write_sorted(&mut terms, &mut postings, carried)?;
         let terms = terms.finish()?;
         let postings = postings.finish()?;
         let mut sk = Table::create(&self.dir, "skipped", self.dim)?;
@@ -410,9 +414,12 @@ pub struct Finished {
 }
 
 /// One posting: (chunk id, term frequency, the chunk's token count).
-type Posting = (i64, u32, u32);
+pub type Posting = (i64, u32, u32);
 /// The postings of one term, sorted by chunk id once complete.
-type Group = (String, Vec<Posting>);
+pub type Group = (String, Vec<Posting>);
+/// A stream of term groups in term order (each group's chunk ids sorted): postings carried over
+/// from another bundle.
+pub type GroupSource = Box<dyn Iterator<Item = Result<Group>>>;
 
 /// Postings grouped by term in memory (each term stored once, ids sorted as integers), spilled to
 /// sorted runs on disk when the memory budget fills, merged once at the end.
@@ -486,8 +493,13 @@ impl Spill {
     }
 
     /// Merges everything in (term, chunk_id) order into `postings`, and (term, df) into `terms`.
-    fn write_sorted(mut self, terms: &mut Table, postings: &mut Table) -> Result<(u64, u64)> {
-        let mut sources: Vec<Box<dyn Iterator<Item = Result<Group>>>> = Vec::new();
+    fn write_sorted(
+        mut self,
+        terms: &mut Table,
+        postings: &mut Table,
+        carried: Vec<GroupSource>,
+    ) -> Result<(u64, u64)> {
+        let mut sources: Vec<GroupSource> = Vec::new();
         if self.runs.is_empty() {
             sources.push(Box::new(self.take_sorted().into_iter().map(Ok)));
         } else {
@@ -498,6 +510,7 @@ impl Spill {
                 sources.push(Box::new(RunReader::open(p)?));
             }
         }
+        sources.extend(carried);
         let mut heads: Vec<Option<Vec<Posting>>> = vec![None; sources.len()];
         let mut heap: BinaryHeap<Reverse<(String, usize)>> = BinaryHeap::new();
         for (i, s) in sources.iter_mut().enumerate() {
@@ -694,7 +707,9 @@ mod tests {
         let runs = spill.runs.len();
         let mut terms = Table::create(dir, "terms", 8).unwrap();
         let mut postings = Table::create(dir, "postings", 8).unwrap();
-        spill.write_sorted(&mut terms, &mut postings).unwrap();
+        spill
+            .write_sorted(&mut terms, &mut postings, Vec::new())
+            .unwrap();
         terms.finish().unwrap();
         postings.finish().unwrap();
         assert!(

@@ -100,6 +100,52 @@ impl Embedder for HashEmbedder {
     }
 }
 
+/// An embedder that counts what passes through it: calls and texts. The pipeline wraps every
+/// backend in one, so the summary (and the reuse tests) can tell how many chunks were really
+/// embedded and how many were carried over.
+pub struct Counting<E> {
+    inner: E,
+    calls: std::sync::atomic::AtomicU64,
+    texts: std::sync::atomic::AtomicU64,
+}
+
+impl<E: Embedder> Counting<E> {
+    /// Wraps `inner`.
+    pub fn new(inner: E) -> Self {
+        Counting {
+            inner,
+            calls: Default::default(),
+            texts: Default::default(),
+        }
+    }
+    /// (calls to `embed`, texts embedded) so far.
+    pub fn stats(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.calls.load(Relaxed), self.texts.load(Relaxed))
+    }
+}
+
+impl<E: Embedder> Embedder for Counting<E> {
+    fn backend(&self) -> &str {
+        self.inner.backend()
+    }
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn fingerprint(&self) -> String {
+        self.inner.fingerprint()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.calls.fetch_add(1, Relaxed);
+        self.texts.fetch_add(texts.len() as u64, Relaxed);
+        self.inner.embed(texts)
+    }
+}
+
 /// The text embedded for a chunk: where it is and what it is named, then its content.
 pub fn embed_text(path: &str, symbol_path: Option<&str>, content: &str) -> String {
     match symbol_path {

@@ -302,6 +302,7 @@ pub struct Registry {
     by_ext: HashMap<String, usize>,
     by_name: HashMap<String, usize>,
     by_shebang: HashMap<String, usize>,
+    fingerprint: String,
 }
 
 impl Registry {
@@ -327,6 +328,14 @@ impl Registry {
                 files.push((p.display().to_string(), t));
             }
         }
+        // What the loaded definitions say, not where they came from: a bundle built with other
+        // language files cannot reuse this one's rows.
+        let mut h = Vec::new();
+        for (_, text) in &files {
+            h.extend_from_slice(text.as_bytes());
+            h.push(0);
+        }
+        let fingerprint = crate::util::sha256_hex(&h);
         let mut langs: Vec<Language> = Vec::new();
         for (name, text) in files {
             let def: LanguageFile =
@@ -342,6 +351,7 @@ impl Registry {
             by_ext: HashMap::new(),
             by_name: HashMap::new(),
             by_shebang: HashMap::new(),
+            fingerprint,
         };
         for (i, l) in reg.langs.iter().enumerate() {
             for e in &l.def.extensions {
@@ -355,6 +365,12 @@ impl Registry {
             }
         }
         Ok(reg)
+    }
+
+    /// sha256 over every loaded language file's text, in load order: equal fingerprints detect and
+    /// chunk alike.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     /// Every language, in load order.

@@ -125,8 +125,10 @@ pub struct Hit {
 /// An open bundle: its manifest, and (opened on first use) a DuckDB connection with views over its
 /// tables, the vector matrix and the chunk rows.
 pub struct Bundle {
-    /// Where it is.
+    /// Where it is (for a packed bundle, its unpacked copy in the cache).
     pub dir: std::path::PathBuf,
+    /// What the user named it (the packed file for a packed bundle): hits show this.
+    pub label: String,
     /// Its manifest.
     pub manifest: Manifest,
     /// DuckDB with one view per table; opening DuckDB costs ≈30 ms, so a query that needs no SQL
@@ -144,10 +146,13 @@ pub(crate) fn lit(s: &str) -> String {
 }
 
 impl Bundle {
-    /// Opens a bundle: reads and checks the manifest, checks every table is present with the size
+    /// Opens a bundle (a directory, or a packed `.trove` file, unpacked once into the cache): reads
+    /// and checks the manifest, checks every table is present with the size
     /// the manifest records (a truncated or replaced file is refused here; `trove verify` checks
     /// the bytes).
-    pub fn open(dir: &Path) -> Result<Self> {
+    pub fn open(path: &Path) -> Result<Self> {
+        let label = path.display().to_string();
+        let dir = &crate::bundle::pack::open_path(path)?;
         let manifest = read_manifest(dir)?;
         for t in crate::bundle::TABLES {
             let name = format!("{t}.parquet");
@@ -174,6 +179,7 @@ impl Bundle {
         }
         Ok(Bundle {
             dir: dir.to_path_buf(),
+            label,
             manifest,
             conn: std::sync::OnceLock::new(),
             matrix: std::sync::OnceLock::new(),
@@ -341,7 +347,7 @@ impl Bundle {
             return Ok(FxHashMap::default());
         }
         let cached = loaded(&self.rows, || rows::Rows::load(&self.dir, &self.manifest))?;
-        let bundle = self.dir.display().to_string();
+        let bundle = self.label.clone();
         let own = |s: Option<&str>| s.map(str::to_string);
         Ok(ids
             .iter()

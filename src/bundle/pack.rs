@@ -1,0 +1,303 @@
+//! Packed bundles: one file to ship. A packed bundle is a tar of `manifest.json` and the Parquet
+//! files (names only, no directories, fixed headers: the same bundle always packs to the same
+//! bytes), compressed as one zstd frame with its content checksum.
+//!
+//! Reading one back checks everything before anything is used: each tar entry must be a regular
+//! file with a plain name (no path, no `..`, no link), the zstd checksum must hold, and the
+//! unpacked bundle must pass [`super::verify`] (every file's size and sha256 against the
+//! manifest). Unpacking writes into a temp directory beside the target and swaps it in whole.
+//! `trove query`/`sql` read a packed file directly: it is unpacked once into the cache, keyed by
+//! the file's sha256.
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read};
+use std::path::{Path, PathBuf};
+
+use super::manifest::{MANIFEST, Manifest};
+use crate::{Error, Result};
+
+/// The first four bytes of a zstd frame: how a packed bundle is told from anything else.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+/// zstd level: the Parquet pages are already zstd-compressed, so more effort buys almost nothing.
+const LEVEL: i32 = 3;
+/// More entries than any bundle has: a packed file with more is not one.
+const MAX_ENTRIES: usize = 64;
+
+/// What `pack` wrote.
+#[derive(Debug, serde::Serialize)]
+pub struct PackSummary {
+    /// Files packed (manifest included).
+    pub files: usize,
+    /// Bytes of the bundle's files.
+    pub bundle_bytes: u64,
+    /// Bytes of the packed file.
+    pub packed_bytes: u64,
+    /// sha256 of the packed file.
+    pub sha256: String,
+}
+
+/// Packs the bundle at `dir` (verified first) into `out`, written under a temp name and renamed.
+pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
+    let report = super::verify(dir)?;
+    if out.is_dir() {
+        return Err(Error::Other(format!(
+            "{} is a directory: give the packed file's path (e.g. app.trove)",
+            out.display()
+        )));
+    }
+    let mut names = vec![MANIFEST.to_string()];
+    names.extend(report.manifest.files.iter().map(|f| f.name.clone()));
+    let tmp = temp_path(out);
+    let written = (|| -> Result<u64> {
+        let io = |e| Error::io(&tmp, e);
+        let f = File::create(&tmp).map_err(io)?;
+        let mut z = zstd::Encoder::new(BufWriter::new(f), LEVEL).map_err(io)?;
+        z.include_checksum(true).map_err(io)?;
+        let mut tar = tar::Builder::new(z);
+        let mut bundle_bytes = 0;
+        for name in &names {
+            let p = dir.join(name);
+            let src = File::open(&p).map_err(|e| Error::io(&p, e))?;
+            let len = src.metadata().map_err(|e| Error::io(&p, e))?.len();
+            bundle_bytes += len;
+            let mut h = tar::Header::new_ustar();
+            h.set_path(name).map_err(io)?;
+            h.set_size(len);
+            h.set_mode(0o644);
+            h.set_mtime(0);
+            h.set_uid(0);
+            h.set_gid(0);
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_cksum();
+            tar.append(&h, BufReader::new(src)).map_err(io)?;
+        }
+        let z = tar.into_inner().map_err(io)?;
+        let w = z.finish().map_err(io)?;
+        let f = w.into_inner().map_err(|e| io(e.into_error()))?;
+        f.sync_all().map_err(io)?;
+        Ok(bundle_bytes)
+    })();
+    let bundle_bytes = match written {
+        Ok(n) => n,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
+    std::fs::rename(&tmp, out).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(out, e)
+    })?;
+    let (packed_bytes, sha256) = super::writer::hash_file(out)?;
+    Ok(PackSummary {
+        files: names.len(),
+        bundle_bytes,
+        packed_bytes,
+        sha256,
+    })
+}
+
+/// `<dir>/.<name>.tmp-<pid>`.
+fn temp_path(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bundle.trove".into());
+    out.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Whether `p` is a file that starts like a packed bundle.
+pub fn is_packed(p: &Path) -> bool {
+    let mut head = [0u8; 4];
+    p.is_file()
+        && File::open(p)
+            .and_then(|mut f| f.read_exact(&mut head))
+            .is_ok()
+        && head == ZSTD_MAGIC
+}
+
+/// Unpacks `file` into the directory `dir` (created; it must not exist): entries checked one by
+/// one, then the whole bundle verified. Nothing is written outside `dir`.
+fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
+    let damaged = |what: String| {
+        Error::bundle(
+            file,
+            format!("packed bundle is damaged or not a trove pack: {what}"),
+        )
+    };
+    let f = File::open(file).map_err(|e| Error::io(file, e))?;
+    if !is_packed(file) {
+        return Err(Error::bundle(
+            file,
+            "is not a packed bundle (it does not start with a zstd frame; expected a .trove file from `trove pack`)",
+        ));
+    }
+    std::fs::create_dir(dir).map_err(|e| Error::io(dir, e))?;
+    let z = zstd::Decoder::new(BufReader::new(f)).map_err(|e| damaged(e.to_string()))?;
+    let mut archive = tar::Archive::new(z);
+    let mut seen: Vec<String> = Vec::new();
+    for entry in archive.entries().map_err(|e| damaged(e.to_string()))? {
+        let mut e = entry.map_err(|e| damaged(e.to_string()))?;
+        let raw = e.path_bytes().into_owned();
+        let name = String::from_utf8_lossy(&raw).into_owned();
+        if e.header().entry_type() != tar::EntryType::Regular {
+            return Err(damaged(format!(
+                "entry {name:?} is not a regular file ({:?})",
+                e.header().entry_type()
+            )));
+        }
+        let plain = !name.is_empty()
+            && !name.contains('/')
+            && !name.contains('\\')
+            && !name.starts_with('.')
+            && !name.contains('\0')
+            && (name == MANIFEST || name.ends_with(".parquet"));
+        if !plain {
+            return Err(damaged(format!(
+                "entry {name:?} is not a bundle file name (paths, `..` and other files are refused)"
+            )));
+        }
+        if seen.contains(&name) {
+            return Err(damaged(format!("entry {name:?} appears twice")));
+        }
+        if seen.len() >= MAX_ENTRIES {
+            return Err(damaged(format!("more than {MAX_ENTRIES} entries")));
+        }
+        let p = dir.join(&name);
+        let mut w = File::create_new(&p).map_err(|e| Error::io(&p, e))?;
+        std::io::copy(&mut e, &mut w).map_err(|e| damaged(format!("{name}: {e}")))?;
+        w.sync_all().map_err(|e| Error::io(&p, e))?;
+        seen.push(name);
+    }
+    // Read to the end of the frame, so a damaged tail fails zstd's checksum here.
+    let mut z = archive.into_inner();
+    std::io::copy(&mut z, &mut std::io::sink()).map_err(|e| damaged(e.to_string()))?;
+    if !seen.iter().any(|n| n == MANIFEST) {
+        return Err(damaged(format!("it holds no {MANIFEST}")));
+    }
+    super::verify(dir)
+        .map(|r| r.manifest)
+        .map_err(|e| damaged(e.to_string()))
+}
+
+/// Checks a packed file end to end (entries, checksum, and the unpacked bundle's verify) in a
+/// scratch directory that is removed afterwards.
+pub fn check(file: &Path) -> Result<Manifest> {
+    let scratch = std::env::temp_dir().join(format!(
+        "trove-check-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    let r = extract(file, &scratch);
+    let _ = std::fs::remove_dir_all(&scratch);
+    r
+}
+
+/// Unpacks `file` to the bundle directory `out` (replaced atomically if it is a bundle already).
+pub fn unpack(file: &Path, out: &Path) -> Result<Manifest> {
+    if out.exists() {
+        let empty = out.is_dir()
+            && std::fs::read_dir(out)
+                .map_err(|e| Error::io(out, e))?
+                .next()
+                .is_none();
+        if !empty && super::read_manifest(out).is_err() {
+            return Err(Error::Other(format!(
+                "refusing to overwrite {}: it exists and is not a trove bundle",
+                out.display()
+            )));
+        }
+    }
+    let out = std::path::absolute(out).map_err(|e| Error::io(out, e))?;
+    if let Some(parent) = out.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    let tmp = temp_path(&out);
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    }
+    let manifest = match extract(file, &tmp) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+    };
+    super::swap_into_place(&tmp, &out).inspect_err(|_| {
+        let _ = std::fs::remove_dir_all(&tmp);
+    })?;
+    Ok(manifest)
+}
+
+/// The bundle directory behind `p`: `p` itself when it is a directory; for a packed file, its
+/// unpacked copy in the cache (`<cache>/packed/<sha256 of the file>/`), unpacked on first use.
+pub fn open_path(p: &Path) -> Result<PathBuf> {
+    if p.is_dir() || !p.exists() {
+        // Missing paths get the bundle reader's own error.
+        return Ok(p.to_path_buf());
+    }
+    if !is_packed(p) {
+        return Err(Error::bundle(
+            p,
+            "is a file but not a packed bundle (expected a bundle directory or a .trove file from `trove pack`)",
+        ));
+    }
+    let root = crate::query::cache::cache_dir()
+        .unwrap_or_else(|| std::env::temp_dir().join("trove-cache"))
+        .join("packed");
+    std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+    let sha = content_key(p, &root)?;
+    let dir = root.join(&sha);
+    if dir.join(MANIFEST).is_file() {
+        return Ok(dir);
+    }
+    let tmp = root.join(format!(".{sha}.tmp-{}", std::process::id()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    }
+    if let Err(e) = extract(p, &tmp) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    if std::fs::rename(&tmp, &dir).is_err() {
+        // Another process unpacked the same file first: use theirs.
+        let _ = std::fs::remove_dir_all(&tmp);
+        if !dir.join(MANIFEST).is_file() {
+            return Err(Error::Other(format!(
+                "cannot place the unpacked bundle at {}",
+                dir.display()
+            )));
+        }
+    }
+    Ok(dir)
+}
+
+/// The sha256 of the file at `p`, remembered under `root` by (path, size, mtime, inode) so a file
+/// that has not changed is hashed once.
+fn content_key(p: &Path, root: &Path) -> Result<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(p).map_err(|e| Error::io(p, e))?;
+    let abs = p.canonicalize().map_err(|e| Error::io(p, e))?;
+    let stat = crate::util::sha256_hex(
+        format!(
+            "{}|{}|{}|{}|{}",
+            abs.display(),
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ino()
+        )
+        .as_bytes(),
+    );
+    let memo = root.join(format!("stat-{stat}"));
+    if let Ok(s) = std::fs::read_to_string(&memo)
+        && s.len() == 64
+        && s.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return Ok(s);
+    }
+    let (_, sha) = super::writer::hash_file(p)?;
+    let _ = std::fs::write(&memo, &sha);
+    Ok(sha)
+}

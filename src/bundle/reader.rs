@@ -1,0 +1,368 @@
+//! Streaming reads of an existing bundle's rows, for incremental builds and merges: the files
+//! table as a map, chunks with their embeddings a file at a time (in path order), and postings a
+//! term at a time (in term order). Nothing is held beyond one record batch per table, so carrying
+//! a large bundle over costs no more memory than writing it.
+use arrow::array::{
+    Array, AsArray, BooleanArray, FixedSizeListArray, Float32Array, Int32Array, Int64Array,
+    StringArray,
+};
+use arrow::datatypes::Float32Type;
+use arrow::record_batch::RecordBatch;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::writer::{ChunkRecord, FileRecord, Group};
+use crate::chunk::Chunk;
+use crate::{Error, Result};
+
+/// Rows decoded per batch.
+const READ_BATCH: usize = 4096;
+
+/// One row of `files.parquet`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRow {
+    /// Repo-relative path.
+    pub path: String,
+    /// Language id.
+    pub language: Option<String>,
+    /// code | doc | test | config.
+    pub source_type: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Lines.
+    pub lines: u64,
+    /// sha256 of the content.
+    pub sha256: String,
+    /// Chunks of the file.
+    pub chunks: u32,
+    /// Whether the AST chunker fell back to line windows.
+    pub parse_fallback: bool,
+}
+
+impl FileRow {
+    /// The writer's record for this file, with `chunks` read back from the bundle.
+    pub fn into_record(self, chunks: Vec<ChunkRecord>) -> FileRecord {
+        FileRecord {
+            path: self.path,
+            language: self.language,
+            source_type: self.source_type,
+            bytes: self.bytes,
+            lines: self.lines,
+            sha256: self.sha256,
+            parse_fallback: self.parse_fallback,
+            chunks,
+        }
+    }
+}
+
+fn open_table(dir: &Path, table: &str) -> Result<ParquetRecordBatchReader> {
+    let p = dir.join(format!("{table}.parquet"));
+    let f = File::open(&p).map_err(|e| Error::io(&p, e))?;
+    Ok(ParquetRecordBatchReaderBuilder::try_new(f)?
+        .with_batch_size(READ_BATCH)
+        .build()?)
+}
+
+fn col<'a, T: 'static>(b: &'a RecordBatch, name: &str, dir: &Path) -> Result<&'a T> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<T>())
+        .ok_or_else(|| Error::bundle(dir, format!("column {name} is missing or of another type")))
+}
+
+fn opt_str(a: &StringArray, i: usize) -> Option<String> {
+    (!a.is_null(i)).then(|| a.value(i).to_string())
+}
+
+fn usize_of(v: i64) -> usize {
+    usize::try_from(v).unwrap_or(0)
+}
+
+/// Every row of `files.parquet`, in path order.
+pub fn read_files(dir: &Path) -> Result<Vec<FileRow>> {
+    let mut out = Vec::new();
+    for batch in open_table(dir, "files")? {
+        let b = batch?;
+        let path = col::<StringArray>(&b, "path", dir)?;
+        let language = col::<StringArray>(&b, "language", dir)?;
+        let source_type = col::<StringArray>(&b, "source_type", dir)?;
+        let bytes = col::<Int64Array>(&b, "bytes", dir)?;
+        let lines = col::<Int64Array>(&b, "lines", dir)?;
+        let sha = col::<StringArray>(&b, "sha256", dir)?;
+        let chunks = col::<Int32Array>(&b, "chunks", dir)?;
+        let fallback = col::<BooleanArray>(&b, "parse_fallback", dir)?;
+        for i in 0..b.num_rows() {
+            out.push(FileRow {
+                path: path.value(i).to_string(),
+                language: opt_str(language, i),
+                source_type: source_type.value(i).to_string(),
+                bytes: bytes.value(i).max(0) as u64,
+                lines: lines.value(i).max(0) as u64,
+                sha256: sha.value(i).to_string(),
+                chunks: chunks.value(i).max(0) as u32,
+                parse_fallback: fallback.value(i),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Every row of `skipped.parquet`.
+pub fn read_skipped(dir: &Path) -> Result<Vec<crate::source::Skipped>> {
+    let mut out = Vec::new();
+    for batch in open_table(dir, "skipped")? {
+        let b = batch?;
+        let path = col::<StringArray>(&b, "path", dir)?;
+        let reason = col::<StringArray>(&b, "reason", dir)?;
+        let bytes = col::<Int64Array>(&b, "bytes", dir)?;
+        for i in 0..b.num_rows() {
+            out.push(crate::source::Skipped {
+                path: path.value(i).to_string(),
+                reason: reason.value(i).to_string(),
+                bytes: bytes.value(i).max(0) as u64,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// `chunks.parquet` and `embeddings.parquet` read in step (the writer writes them row for row),
+/// handed out a file at a time in path order.
+pub struct ChunkStream {
+    dir: PathBuf,
+    dim: usize,
+    chunks: ParquetRecordBatchReader,
+    embeddings: ParquetRecordBatchReader,
+    batch: Option<(RecordBatch, RecordBatch)>,
+    row: usize,
+    /// Chunks handed out.
+    pub taken: u64,
+}
+
+impl ChunkStream {
+    /// Opens the two tables of the bundle at `dir`, whose vectors have `dim` floats.
+    pub fn open(dir: &Path, dim: usize) -> Result<Self> {
+        Ok(ChunkStream {
+            dir: dir.to_path_buf(),
+            dim,
+            chunks: open_table(dir, "chunks")?,
+            embeddings: open_table(dir, "embeddings")?,
+            batch: None,
+            row: 0,
+            taken: 0,
+        })
+    }
+
+    /// The current row's path, loading the next batches when the current ones are used up;
+    /// `None` at the end.
+    fn peek_path(&mut self) -> Result<Option<&str>> {
+        loop {
+            if let Some((c, _)) = &self.batch
+                && self.row < c.num_rows()
+            {
+                break;
+            }
+            let Some(c) = self.chunks.next().transpose()? else {
+                self.batch = None;
+                return Ok(None);
+            };
+            let e = self.embeddings.next().transpose()?.ok_or_else(|| {
+                Error::bundle(&self.dir, "embeddings.parquet has fewer rows than chunks")
+            })?;
+            if e.num_rows() != c.num_rows() {
+                return Err(Error::bundle(
+                    &self.dir,
+                    "embeddings.parquet is not row for row with chunks.parquet",
+                ));
+            }
+            self.batch = Some((c, e));
+            self.row = 0;
+        }
+        let (c, _) = self.batch.as_ref().expect("loaded above");
+        Ok(Some(
+            col::<StringArray>(c, "path", &self.dir)?.value(self.row),
+        ))
+    }
+
+    /// The chunks of `path`, skipping any rows of paths before it. Paths must be asked for in
+    /// increasing order; a path with no rows gives an empty list.
+    pub fn take(&mut self, path: &str) -> Result<Vec<ChunkRecord>> {
+        let mut out = Vec::new();
+        loop {
+            let here = match self.peek_path()? {
+                None => break,
+                Some(p) => p.cmp(path),
+            };
+            match here {
+                std::cmp::Ordering::Less => self.row += 1,
+                std::cmp::Ordering::Greater => break,
+                std::cmp::Ordering::Equal => {
+                    out.push(self.record()?);
+                    self.row += 1;
+                }
+            }
+        }
+        self.taken += out.len() as u64;
+        Ok(out)
+    }
+
+    /// The chunk record of the current row (terms left empty: postings are carried separately).
+    fn record(&self) -> Result<ChunkRecord> {
+        let (c, e) = self.batch.as_ref().expect("peeked");
+        let i = self.row;
+        let d = &self.dir;
+        let s = |n: &str| col::<StringArray>(c, n, d);
+        let i32v = |n: &str| -> Result<usize> {
+            Ok(usize_of(i64::from(col::<Int32Array>(c, n, d)?.value(i))))
+        };
+        let i64v = |n: &str| -> Result<i64> { Ok(col::<Int64Array>(c, n, d)?.value(i)) };
+        let chunk_id = i64v("chunk_id")?;
+        if col::<Int64Array>(e, "chunk_id", d)?.value(i) != chunk_id {
+            return Err(Error::bundle(
+                d,
+                "embeddings.parquet is not row for row with chunks.parquet",
+            ));
+        }
+        let list: &FixedSizeListArray = col(e, "embedding", d)?;
+        if list.value_length() as usize != self.dim {
+            return Err(Error::bundle(
+                d,
+                format!(
+                    "embeddings have {} floats, the manifest says {}",
+                    list.value_length(),
+                    self.dim
+                ),
+            ));
+        }
+        let values: &Float32Array = list.values().as_primitive::<Float32Type>();
+        let at = list.value_offset_at(i);
+        let embedding = values.values()[at..at + self.dim].to_vec();
+        let token_len = col::<Int32Array>(c, "token_len", d)?.value(i).max(0) as u32;
+        Ok(ChunkRecord {
+            chunk: Chunk {
+                kind: s("kind")?.value(i).to_string(),
+                symbol: opt_str(s("symbol")?, i),
+                symbol_path: opt_str(s("symbol_path")?, i),
+                signature: opt_str(s("signature")?, i),
+                docs: opt_str(s("docs")?, i),
+                start_byte: usize_of(i64v("start_byte")?),
+                end_byte: usize_of(i64v("end_byte")?),
+                start_line: i32v("start_line")?,
+                start_col: i32v("start_col")?,
+                end_line: i32v("end_line")?,
+                end_col: i32v("end_col")?,
+                content: s("content")?.value(i).to_string(),
+            },
+            chunk_id,
+            token_len,
+            terms: Vec::new(),
+            embedding,
+        })
+    }
+}
+
+/// `postings.parquet` a term at a time, in term order, optionally keeping only some chunks' rows.
+pub struct PostingStream {
+    dir: PathBuf,
+    reader: ParquetRecordBatchReader,
+    batch: Option<RecordBatch>,
+    row: usize,
+    keep: Option<Arc<FxHashSet<i64>>>,
+}
+
+impl PostingStream {
+    /// Opens the postings of the bundle at `dir`; with `keep`, rows of other chunks are dropped
+    /// (and terms left with none are not produced).
+    pub fn open(dir: &Path, keep: Option<Arc<FxHashSet<i64>>>) -> Result<Self> {
+        Ok(PostingStream {
+            dir: dir.to_path_buf(),
+            reader: open_table(dir, "postings")?,
+            batch: None,
+            row: 0,
+            keep,
+        })
+    }
+
+    fn current(&mut self) -> Result<Option<&RecordBatch>> {
+        loop {
+            if let Some(b) = &self.batch
+                && self.row < b.num_rows()
+            {
+                break;
+            }
+            match self.reader.next().transpose()? {
+                None => {
+                    self.batch = None;
+                    return Ok(None);
+                }
+                Some(b) => {
+                    self.batch = Some(b);
+                    self.row = 0;
+                }
+            }
+        }
+        Ok(self.batch.as_ref())
+    }
+
+    fn next_group(&mut self) -> Result<Option<Group>> {
+        loop {
+            let mut term: Option<String> = None;
+            let mut ids = Vec::new();
+            loop {
+                if self.current()?.is_none() {
+                    break;
+                }
+                let b = self.batch.as_ref().expect("loaded by current");
+                let terms = col::<StringArray>(b, "term", &self.dir)?;
+                let chunk_ids = col::<Int64Array>(b, "chunk_id", &self.dir)?;
+                let tfs = col::<Int32Array>(b, "tf", &self.dir)?;
+                let lens = col::<Int32Array>(b, "doc_len", &self.dir)?;
+                let mut r = self.row;
+                let mut ended = false;
+                while r < b.num_rows() {
+                    let t = terms.value(r);
+                    match &term {
+                        None => term = Some(t.to_string()),
+                        Some(cur) if cur != t => {
+                            ended = true;
+                            break;
+                        }
+                        Some(_) => {}
+                    }
+                    let id = chunk_ids.value(r);
+                    if self.keep.as_ref().is_none_or(|k| k.contains(&id)) {
+                        ids.push((id, tfs.value(r).max(0) as u32, lens.value(r).max(0) as u32));
+                    }
+                    r += 1;
+                }
+                self.row = r;
+                if ended {
+                    break;
+                }
+            }
+            match term {
+                None => return Ok(None),
+                Some(t) if !ids.is_empty() => return Ok(Some((t, ids))),
+                // Every posting of this term belonged to a dropped chunk: the term goes too.
+                Some(_) => continue,
+            }
+        }
+    }
+}
+
+impl Iterator for PostingStream {
+    type Item = Result<Group>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_group().transpose()
+    }
+}
+
+/// The files table of a bundle keyed by path.
+pub fn files_by_path(dir: &Path) -> Result<FxHashMap<String, FileRow>> {
+    Ok(read_files(dir)?
+        .into_iter()
+        .map(|f| (f.path.clone(), f))
+        .collect())
+}
