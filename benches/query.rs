@@ -57,6 +57,9 @@ fn build(chunks: usize) -> (tempfile::TempDir, std::path::PathBuf) {
         threads: 0,
         languages_dirs: Vec::new(),
         progress: Progress::Quiet,
+        since: None,
+        include_uncommitted: false,
+        shard: None,
     };
     run_index(&opts).expect("index");
     (t, out)

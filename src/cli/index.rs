@@ -4,8 +4,9 @@ use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 
+use trove::bundle::Shard;
 use trove::config::PipelineConfig;
-use trove::pipeline::{self, IndexOptions, IndexSummary, Progress};
+use trove::pipeline::{self, IndexOptions, IndexSummary, Progress, Since};
 use trove::source::WalkOptions;
 
 use super::human_bytes;
@@ -16,9 +17,15 @@ use super::human_bytes;
 /// output, lock files, minified/generated, binary, oversized and secret-bearing files (each listed in
 /// skipped.parquet with its reason); chunks code by syntax scope with tree-sitter, Markdown by heading,
 /// everything else by line windows; writes the bundle atomically (a failed run leaves the old one).
+///
+/// Incremental: when BUNDLE already exists and was made with the same trove, config, language files
+/// and embedder, every file whose content is unchanged is carried over from it (chunks, embeddings,
+/// postings) instead of being processed again; `--since REV` goes further and takes the changed
+/// files from `git diff REV..HEAD`, reading nothing else. Either way the result equals a full build.
+/// A BUNDLE made with another config or embedder is rebuilt in full (the summary says why).
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  trove index . -o /tmp/repo.bundle\n  trove index ~/src/app -o app.bundle --exclude 'docs/**' --threads 4\n  trove index . -o b --chunker lines   # fixed line windows, the A/B baseline"
+    after_help = "Examples:\n  trove index . -o /tmp/repo.bundle\n  trove index ~/src/app -o app.bundle --exclude 'docs/**' --threads 4\n  trove index . -o b --chunker lines   # fixed line windows, the A/B baseline\n  trove index . -o app.bundle --since auto     # nightly: only what changed since the bundle's commit\n  trove index . -o shard2.bundle --shard 2/3   # one CI matrix job; then: trove merge app.bundle shard*.bundle\n\nExit codes: 0 done, 2 refused or failed (the bundle is left as it was)."
 )]
 pub struct IndexArgs {
     /// Directory to index.
@@ -50,6 +57,20 @@ pub struct IndexArgs {
     /// Do not honour .gitignore/.ignore/.troveignore (the default excludes still apply).
     #[arg(long)]
     pub no_ignore: bool,
+    /// Incremental: re-process only the files `git diff REV..HEAD` touches and carry the rest over
+    /// from BUNDLE, which must have been built at REV. `auto` = the commit stamped in BUNDLE.
+    /// Refused (exit 2) when REV is unknown, missing from a shallow clone, not an ancestor of HEAD,
+    /// or not BUNDLE's commit, and when the work tree has uncommitted changes (see
+    /// --include-uncommitted). No BUNDLE yet, or one made with another config: a full build.
+    #[arg(long, value_name = "REV")]
+    pub since: Option<String>,
+    /// With --since: also index the work tree's uncommitted changes (the bundle is stamped dirty).
+    #[arg(long, requires = "since")]
+    pub include_uncommitted: bool,
+    /// Index only slice I of N of the tree (by a hash of each path), for CI matrix jobs; join the
+    /// slices with `trove merge`. Numbered 1/N .. N/N.
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
     /// No progress and no summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -100,6 +121,9 @@ pub fn run(a: IndexArgs) -> anyhow::Result<()> {
         threads: a.threads,
         languages_dirs: a.languages,
         progress,
+        since: a.since.as_deref().map(Since::parse),
+        include_uncommitted: a.include_uncommitted,
+        shard: a.shard,
     };
     let (_manifest, summary) = pipeline::run_index(&opts).with_context(|| {
         format!(
@@ -128,6 +152,15 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
         s.peak_rss_bytes
             .map_or_else(|| "unknown".into(), human_bytes),
     );
+    if let Some(note) = &s.incremental {
+        eprintln!("{note}");
+    }
+    if s.files_reused > 0 || s.incremental.is_some() {
+        eprintln!(
+            "reused {} of {} files and {} chunks from the existing bundle; embedded {} chunks",
+            s.files_reused, s.files_indexed, s.chunks_reused, s.chunks_embedded
+        );
+    }
     if !s.chunks_by_language.is_empty() {
         let langs: Vec<String> = s
             .chunks_by_language

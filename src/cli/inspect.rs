@@ -10,7 +10,7 @@ use super::{Format, human_bytes};
 /// Show a bundle's manifest: source, counts, languages and files.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The bundle directory.
+    /// The bundle directory or packed file.
     pub bundle: PathBuf,
     /// Output format (json prints the manifest itself).
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -20,7 +20,7 @@ pub struct InspectArgs {
 /// Runs `trove inspect`.
 pub fn run(a: InspectArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    let m = read_manifest(&a.bundle)?;
+    let m = read_manifest(&trove::bundle::pack::open_path(&a.bundle)?)?;
     if a.format == Format::Json {
         writeln!(out, "{}", serde_json::to_string_pretty(&m)?)?;
         return Ok(());
@@ -45,6 +45,26 @@ pub fn run(a: InspectArgs) -> anyhow::Result<()> {
         src.push_str(" +uncommitted changes");
     }
     writeln!(out, "source      {src}")?;
+    if let Some(sh) = m.shard {
+        writeln!(out, "shard       {sh}")?;
+    }
+    if let Some(b) = &m.base {
+        let get = |k: &str| {
+            b.get(k)
+                .map(|v| v.to_string().trim_matches('"').to_string())
+        };
+        let mut line = get("mode").unwrap_or_else(|| "?".into());
+        if let Some(c) = b.get("commit").and_then(|c| c.as_str()) {
+            line.push_str(&format!(" from {}", &c[..c.len().min(12)]));
+        }
+        if let (Some(r), Some(p)) = (get("files_reused"), get("files_processed")) {
+            line.push_str(&format!(": {r} files reused, {p} processed"));
+        }
+        if let Some(e) = get("chunks_embedded") {
+            line.push_str(&format!(", {e} chunks embedded"));
+        }
+        writeln!(out, "built on    {line}")?;
+    }
     writeln!(
         out,
         "embedder    {} {} dim {}",

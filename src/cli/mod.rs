@@ -4,6 +4,8 @@ pub mod chunks;
 pub mod index;
 pub mod inspect;
 pub mod languages;
+pub mod merge;
+pub mod pack;
 pub mod query;
 pub mod sql;
 pub mod verify;
@@ -29,6 +31,9 @@ pub enum Command {
     Chunks(chunks::ChunksArgs),
     Query(query::QueryArgs),
     Sql(sql::SqlArgs),
+    Merge(merge::MergeArgs),
+    Pack(pack::PackArgs),
+    Unpack(pack::UnpackArgs),
 }
 
 /// Output formats shared by the subcommands.
@@ -50,6 +55,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Chunks(a) => chunks::run(a).map(|()| 0),
         Command::Query(a) => query::run(a),
         Command::Sql(a) => sql::run(a).map(|()| 0),
+        Command::Merge(a) => merge::run(a).map(|()| 0),
+        Command::Pack(a) => pack::run_pack(a).map(|()| 0),
+        Command::Unpack(a) => pack::run_unpack(a).map(|()| 0),
     }
 }
 

@@ -13,7 +13,8 @@ use trove::query::{Bundle, Hit, Mode, QueryOptions, search_all};
     after_help = "Examples:\n  trove query app.bundle \"where is the session cookie written\"\n  trove query app.bundle processPayment --kind method --format jsonl\n  trove query a.bundle b.bundle \"retry backoff\" --lang go --type code -k 5"
 )]
 pub struct QueryArgs {
-    /// One or more bundle directories, then the query text (the last argument).
+    /// One or more bundles (directories or packed .trove files), then the query text (the last
+    /// argument).
     #[arg(required = true, num_args = 2.., value_name = "BUNDLE... QUERY")]
     pub args: Vec<String>,
     /// hybrid (BM25 + vector, fused), bm25 or vector.

@@ -17,7 +17,7 @@ use trove::query::sql::{split_statements, to_json, to_text};
     after_help = "Examples:\n  trove sql app.bundle \"SELECT language, count(*) FROM files GROUP BY ALL ORDER BY 2 DESC\"\n  trove sql app.bundle \"SELECT * FROM bm25_search('retry with backoff', 5)\"\n  trove sql app.bundle \"SELECT path, similarity FROM vector_search('retry with backoff', 5)\"\n  echo \"SELECT path FROM skipped WHERE reason = 'secret-file'\" | trove sql app.bundle --format csv"
 )]
 pub struct SqlArgs {
-    /// The bundle directory.
+    /// The bundle directory or packed file (.trove, unpacked once into the cache).
     pub bundle: PathBuf,
     /// SQL to run (default: read from stdin).
     pub sql: Option<String>,

@@ -10,21 +10,26 @@
 //! path order, so `--threads 1` and `--threads N` write the same bytes; a per-file failure becomes a
 //! `skipped` row, never an abort; the bundle is built in a temp directory beside the target and
 //! swapped in whole, so a failed run leaves the previous bundle as it was.
+mod incremental;
+mod merge;
 mod progress;
 
+pub use incremental::Since;
+pub use merge::{MergeSummary, run_merge};
 pub use progress::Progress;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::bundle::{self, BundleWriter, ChunkRecord, FileRecord, Manifest};
+use crate::bundle::reader::{ChunkStream, PostingStream};
+use crate::bundle::{self, BundleWriter, ChunkRecord, FileRecord, GroupSource, Manifest, Shard};
 use crate::chunk::chunk_file;
 use crate::config::PipelineConfig;
-use crate::embed::{Embedder, HashEmbedder, embed_text};
+use crate::embed::{Counting, Embedder, HashEmbedder, embed_text};
 use crate::lang::Registry;
 use crate::source::{self, Candidate, Rules, Skipped, WalkOptions};
 use crate::util::{sha256_hex, stable_id};
@@ -56,6 +61,12 @@ pub struct IndexOptions {
     pub languages_dirs: Vec<PathBuf>,
     /// How progress is shown.
     pub progress: Progress,
+    /// `--since`: build on the existing bundle from this git revision.
+    pub since: Option<Since>,
+    /// `--include-uncommitted`: with `since`, also index the work tree's uncommitted changes.
+    pub include_uncommitted: bool,
+    /// `--shard I/N`: index only this slice of the tree.
+    pub shard: Option<Shard>,
 }
 
 /// What a run did, for the final summary.
@@ -63,8 +74,18 @@ pub struct IndexOptions {
 pub struct IndexSummary {
     /// Files the walk considered (indexed + skipped files).
     pub files_seen: u64,
-    /// Files indexed.
+    /// Files indexed (processed or carried over).
     pub files_indexed: u64,
+    /// Of those, files whose rows were carried over from the existing bundle unchanged.
+    pub files_reused: u64,
+    /// Chunks carried over (their embeddings included).
+    pub chunks_reused: u64,
+    /// Chunks sent to the embedder.
+    pub chunks_embedded: u64,
+    /// Calls to the embedder.
+    pub embed_calls: u64,
+    /// How the run used the existing bundle: why a full build, or what changed since its commit.
+    pub incremental: Option<String>,
     /// Skipped files and directories by reason.
     pub skipped: BTreeMap<String, u64>,
     /// Chunks written.
@@ -83,10 +104,25 @@ pub struct IndexSummary {
     pub peak_rss_bytes: Option<u64>,
 }
 
+impl IndexSummary {
+    /// Counts one file written to the bundle.
+    fn count(&mut self, f: &FileRecord) {
+        self.files_indexed += 1;
+        self.parse_fallbacks += u64::from(f.parse_fallback);
+        *self
+            .chunks_by_language
+            .entry(f.language.clone().unwrap_or_else(|| "(none)".into()))
+            .or_default() += f.chunks.len() as u64;
+        self.chunks += f.chunks.len() as u64;
+    }
+}
+
 /// A worker's answer for one file.
 enum FileResult {
     Indexed(FileRecord),
     Skipped(Skipped),
+    /// Unchanged since the base bundle: the writer copies its rows from there.
+    Carried,
 }
 
 /// Shared read-only state of the workers.
@@ -95,6 +131,7 @@ struct Ctx<'a> {
     registry: &'a Registry,
     config: &'a PipelineConfig,
     embedder: &'a dyn Embedder,
+    reuse: Option<&'a incremental::Reuse>,
 }
 
 /// Runs the whole index: walk, process, write, swap. Returns the manifest and a summary.
@@ -106,13 +143,46 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         .canonicalize()
         .map_err(|e| Error::io(&opts.root, e))?;
     let out = absolute(&opts.out)?;
-    check_output(&out, &root)?;
+    check_output(&out, Some(&root))?;
+    let mut lang_dirs: Vec<PathBuf> = Vec::new();
+    let repo_langs = root.join(".trove/languages");
+    if repo_langs.is_dir() {
+        lang_dirs.push(repo_langs);
+    }
+    lang_dirs.extend(opts.languages_dirs.iter().cloned());
+    let registry = Registry::load(&lang_dirs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
+    let embedder = Counting::new(HashEmbedder::new(
+        opts.config.embed.dim,
+        opts.config.bm25.max_token_len,
+    ));
+    let source = git_info(&root, &out);
+    let expect = incremental::Expect {
+        pipeline_hash: opts.config.hash(),
+        embedder_fingerprint: embedder.fingerprint(),
+        languages_hash: registry.fingerprint().to_string(),
+        subdir: source.subdir.clone(),
+        shard: opts.shard,
+    };
+    let plan = incremental::plan(
+        &root,
+        &out,
+        opts.since.as_ref(),
+        opts.include_uncommitted,
+        &expect,
+    )?;
     let tmp = temp_dir_for(&out);
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     }
     std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    let result = build_into(opts, &root, &out, &tmp, started);
+    let run = Run {
+        registry: &registry,
+        embedder: &embedder,
+        source,
+        plan,
+        languages_hash: expect.languages_hash.clone(),
+    };
+    let result = build_into(opts, &root, &out, &tmp, started, run);
     match result {
         Ok((manifest, summary)) => match bundle::swap_into_place(&tmp, &out) {
             Ok(()) => Ok((manifest, summary)),
@@ -143,8 +213,10 @@ fn temp_dir_for(out: &Path) -> PathBuf {
 
 /// Refuses to replace anything that is not a trove bundle (or an empty directory), and an output
 /// that is the indexed tree itself or contains it.
-fn check_output(out: &Path, root: &Path) -> Result<()> {
-    if root.starts_with(out) {
+fn check_output(out: &Path, root: Option<&Path>) -> Result<()> {
+    if let Some(root) = root
+        && root.starts_with(out)
+    {
         return Err(Error::Other(format!(
             "output {} would contain the indexed tree {}: choose another -o",
             out.display(),
@@ -175,33 +247,56 @@ fn check_output(out: &Path, root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// What `run_index` settled before building: the languages, the embedder, the git stamp and
+/// the reuse plan.
+struct Run<'a> {
+    registry: &'a Registry,
+    embedder: &'a Counting<HashEmbedder>,
+    source: bundle::SourceInfo,
+    plan: incremental::Plan,
+    languages_hash: String,
+}
+
 fn build_into(
     opts: &IndexOptions,
     root: &Path,
     out: &Path,
     tmp: &Path,
     started: Instant,
+    run: Run<'_>,
 ) -> Result<(Manifest, IndexSummary)> {
     let cfg = &opts.config;
-    let mut lang_dirs: Vec<PathBuf> = Vec::new();
-    let repo_langs = root.join(".trove/languages");
-    if repo_langs.is_dir() {
-        lang_dirs.push(repo_langs);
-    }
-    lang_dirs.extend(opts.languages_dirs.iter().cloned());
-    let registry = Registry::load(&lang_dirs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
+    let Run {
+        registry,
+        embedder,
+        source,
+        plan,
+        languages_hash,
+    } = run;
     let mut walk_opts = opts.walk.clone();
     walk_opts.never_walk.push(out.to_path_buf());
     walk_opts.never_walk.push(tmp.to_path_buf());
     let rules = Rules::new(&cfg.source, &walk_opts)?;
-    let walked = source::walk(root, &rules, &walk_opts)?;
-    let embedder = HashEmbedder::new(cfg.embed.dim, cfg.bm25.max_token_len);
+    let mut walked = source::walk(root, &rules, &walk_opts)?;
+    if let Some(sh) = opts.shard {
+        walked.files.retain(|c| sh.holds(&c.rel));
+        walked.skipped.retain(|s| sh.holds(&s.path));
+    }
+    let reuse = plan.reuse.as_ref();
     let ctx = Ctx {
         rules: &rules,
-        registry: &registry,
+        registry,
         config: cfg,
-        embedder: &embedder,
+        embedder,
+        reuse,
     };
+    // Carried files' rows stream from the base bundle in path order; the ids of the chunks
+    // carried select which of its postings are carried too.
+    let mut base_chunks = match reuse {
+        Some(r) => Some(ChunkStream::open(&r.dir, r.dim)?),
+        None => None,
+    };
+    let mut carried_ids: FxHashSet<i64> = FxHashSet::default();
     let threads = if opts.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -264,21 +359,34 @@ fn build_into(
             while let Some(r) = pending.remove(&next) {
                 let bytes = files[next].bytes;
                 next += 1;
-                match r {
-                    FileResult::Indexed(f) => {
-                        summary.files_indexed += 1;
-                        summary.parse_fallbacks += u64::from(f.parse_fallback);
-                        *summary
-                            .chunks_by_language
-                            .entry(f.language.clone().unwrap_or_else(|| "(none)".into()))
-                            .or_default() += f.chunks.len() as u64;
-                        summary.chunks += f.chunks.len() as u64;
-                        if let Err(e) = writer.add_file(f) {
-                            outcome = Err(e);
-                            break 'recv;
-                        }
+                let record = match r {
+                    FileResult::Indexed(f) => Ok(Some(f)),
+                    FileResult::Skipped(sk) => {
+                        read_skips.push(sk);
+                        Ok(None)
                     }
-                    FileResult::Skipped(sk) => read_skips.push(sk),
+                    FileResult::Carried => carry(
+                        &files[next - 1].rel,
+                        reuse,
+                        base_chunks.as_mut(),
+                        &mut carried_ids,
+                    )
+                    .map(|f| {
+                        summary.files_reused += 1;
+                        summary.chunks_reused += f.chunks.len() as u64;
+                        Some(f)
+                    }),
+                };
+                let written_ok = record.and_then(|f| match f {
+                    Some(f) => {
+                        summary.count(&f);
+                        writer.add_file(f)
+                    }
+                    None => Ok(()),
+                });
+                if let Err(e) = written_ok {
+                    outcome = Err(e);
+                    break 'recv;
                 }
                 written += 1;
                 progress.advance(bytes);
@@ -311,7 +419,31 @@ fn build_into(
         counts,
         languages,
         avgdl,
-    } = writer.finish(&skipped)?;
+    } = {
+        let mut carried: Vec<GroupSource> = Vec::new();
+        if let Some(r) = reuse
+            && !carried_ids.is_empty()
+        {
+            let keep = std::sync::Arc::new(std::mem::take(&mut carried_ids));
+            carried.push(Box::new(PostingStream::open(&r.dir, Some(keep))?));
+        }
+        drop(base_chunks);
+        writer.finish(&skipped, carried)?
+    };
+    let (calls, texts) = embedder.stats();
+    summary.embed_calls = calls;
+    summary.chunks_embedded = texts;
+    summary.incremental = plan.note.clone();
+    let base = plan.base.map(|mut b| {
+        b.insert("files_reused".into(), summary.files_reused.into());
+        b.insert(
+            "files_processed".into(),
+            (summary.files_indexed - summary.files_reused).into(),
+        );
+        b.insert("chunks_reused".into(), summary.chunks_reused.into());
+        b.insert("chunks_embedded".into(), summary.chunks_embedded.into());
+        serde_json::Value::Object(b)
+    });
     summary.source_bytes = counts.source_bytes;
     summary.bundle_bytes = entries.iter().map(|e| e.bytes).sum();
     let manifest = Manifest {
@@ -319,10 +451,12 @@ fn build_into(
         format_version: bundle::FORMAT_VERSION,
         tool: bundle::manifest_tool(),
         created_at: created_at(),
-        source: git_info(root),
-        base: None,
+        source,
+        base,
         pipeline: serde_json::to_value(cfg)?,
         pipeline_hash: cfg.hash(),
+        languages_hash: Some(languages_hash),
+        shard: opts.shard,
         embedder: bundle::EmbedderInfo {
             backend: embedder.backend().into(),
             model: embedder.model().into(),
@@ -356,12 +490,30 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
             bytes,
         })
     };
+    let base = ctx
+        .reuse
+        .and_then(|r| r.files.get(&c.rel).map(|b| (r.unchanged.as_ref(), b)));
+    if let Some((Some(unchanged), b)) = base
+        && unchanged.contains(&c.rel)
+        && b.bytes == c.bytes
+    {
+        // Git says the file is as the base bundle's commit had it: carried without a read.
+        return FileResult::Carried;
+    }
     let bytes = match std::fs::read(&c.abs) {
         Ok(b) => b,
         Err(_) => return skip("unreadable", c.bytes),
     };
     let size = bytes.len() as u64;
     let sha256 = sha256_hex(&bytes);
+    if let Some((_, b)) = base
+        && b.sha256 == sha256
+        && b.bytes == size
+    {
+        // Same content as in the base bundle: its rows (embeddings included) are what
+        // processing it again would give.
+        return FileResult::Carried;
+    }
     let text = match ctx.rules.classify(bytes) {
         Ok(t) => t,
         Err(reason) => return skip(reason, size),
@@ -420,6 +572,38 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     })
 }
 
+/// The base bundle's record of `path` with its chunks (and their embeddings), for the writer.
+fn carry(
+    path: &str,
+    reuse: Option<&incremental::Reuse>,
+    stream: Option<&mut ChunkStream>,
+    ids: &mut FxHashSet<i64>,
+) -> Result<FileRecord> {
+    let (Some(r), Some(stream)) = (reuse, stream) else {
+        return Err(Error::Other(format!(
+            "{path}: carried without a base bundle"
+        )));
+    };
+    let row = r
+        .files
+        .get(path)
+        .cloned()
+        .ok_or_else(|| Error::bundle(&r.dir, format!("files.parquet has no row for {path}")))?;
+    let chunks = stream.take(path)?;
+    if chunks.len() != row.chunks as usize {
+        return Err(Error::bundle(
+            &r.dir,
+            format!(
+                "{path} has {} chunk rows, files.parquet says {}",
+                chunks.len(),
+                row.chunks
+            ),
+        ));
+    }
+    ids.extend(chunks.iter().map(|c| c.chunk_id));
+    Ok(row.into_record(chunks))
+}
+
 /// RFC 3339 UTC; `SOURCE_DATE_EPOCH` (reproducible builds) wins over the clock.
 fn created_at() -> String {
     let t = std::env::var("SOURCE_DATE_EPOCH")
@@ -430,8 +614,9 @@ fn created_at() -> String {
     t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// Repo name, commit, branch and dirty flag; only the directory's name, never its absolute path.
-fn git_info(root: &Path) -> bundle::SourceInfo {
+/// Repo name, commit, branch and dirty flag (changes to the bundle `out` itself do not count);
+/// only the directory's name, never its absolute path.
+fn git_info(root: &Path, out: &Path) -> bundle::SourceInfo {
     let mut info = bundle::SourceInfo {
         repo: root
             .file_name()
@@ -456,15 +641,14 @@ fn git_info(root: &Path) -> bundle::SourceInfo {
             info.branch = head.shorthand().ok().map(str::to_string);
         }
     }
-    let mut so = git2::StatusOptions::new();
-    so.include_untracked(true).include_ignored(false);
-    if let Some(s) = &info.subdir {
-        so.pathspec(s);
-    }
-    info.dirty = repo
-        .statuses(Some(&mut so))
-        .map(|st| !st.is_empty())
-        .unwrap_or(false);
+    info.dirty = incremental::worktree_changes(
+        &repo,
+        &workdir,
+        info.subdir.as_deref().unwrap_or(""),
+        &[out.to_path_buf()],
+    )
+    .map(|c| !c.is_empty())
+    .unwrap_or(false);
     info
 }
 

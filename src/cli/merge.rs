@@ -1,0 +1,63 @@
+//! `trove merge OUT IN...`.
+use clap::Args;
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::human_bytes;
+
+/// Join bundles of disjoint parts of one tree — the shards of `trove index --shard I/N` CI jobs —
+/// into one bundle, equal to what one full run would write.
+///
+/// The inputs must verify and come from the same commit, trove version, pipeline config, language
+/// files and embedder; a path in two inputs is refused. Files, chunks and embeddings are streamed
+/// over in path order, postings merged by term, and BM25 statistics (document frequencies, average
+/// length, document count) recomputed over the whole. Exit codes: 0 merged, 2 refused.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example (CI matrix of 3 jobs, then one merge job):\n  trove index . -o shard-1.bundle --shard 1/3\n  trove index . -o shard-2.bundle --shard 2/3\n  trove index . -o shard-3.bundle --shard 3/3\n  trove merge app.bundle shard-1.bundle shard-2.bundle shard-3.bundle"
+)]
+pub struct MergeArgs {
+    /// The bundle directory to write (replaced atomically if it is already a bundle).
+    pub output: PathBuf,
+    /// Input bundles (directories or packed .trove files).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// No summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `trove merge`.
+pub fn run(a: MergeArgs) -> anyhow::Result<()> {
+    let inputs = a
+        .inputs
+        .iter()
+        .map(|p| trove::bundle::pack::open_path(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (_, s) = trove::pipeline::run_merge(&a.output, &inputs)?;
+    if a.json {
+        writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            serde_json::to_string_pretty(&s)?
+        )?;
+    } else if !a.quiet {
+        eprintln!(
+            "merged {} bundles into {}: {} files, {} chunks, {} skipped in {:.2}s ({})",
+            s.inputs,
+            a.output.display(),
+            s.files,
+            s.chunks,
+            s.skipped,
+            s.wall_secs,
+            human_bytes(s.bundle_bytes)
+        );
+    }
+    if let Some(w) = &s.warning {
+        eprintln!("warning: {w}");
+    }
+    Ok(())
+}

@@ -1,0 +1,534 @@
+//! Incremental builds: decides what of the existing bundle a run may carry over.
+//!
+//! Input: the output bundle (the base), the run's config/embedder/language fingerprints and, with
+//! `--since`, a git revision. Output: a [`Plan`]: either a full build (with the reason, said in the
+//! summary) or a [`Reuse`] — the base's files table plus, in git mode, the set of paths that may have
+//! changed since the base's commit (every other file is carried without being read), or, in
+//! content-hash mode, none (every file is read and carried when its sha256 equals the base's).
+//! Invariants: rows are only ever carried between bundles made by the same tool version, format,
+//! pipeline config, language files, embedder, subdirectory and shard, so a carried file's rows are
+//! exactly what processing it again would give; a base that does not verify is never read.
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::path::{Path, PathBuf};
+
+use crate::bundle::{self, Manifest, Shard, reader::FileRow};
+use crate::{Error, Result};
+
+/// `--since`: a revision, or the commit stamped in the bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Since {
+    /// The base bundle's `source.commit`.
+    Auto,
+    /// A git revision (`main~3`, a sha, a tag).
+    Rev(String),
+}
+
+impl Since {
+    /// `auto` or a revision.
+    pub fn parse(s: &str) -> Self {
+        if s == "auto" {
+            Since::Auto
+        } else {
+            Since::Rev(s.to_string())
+        }
+    }
+}
+
+/// What must match for a base bundle's rows to be reused.
+#[derive(Debug, Clone)]
+pub(crate) struct Expect {
+    pub pipeline_hash: String,
+    pub embedder_fingerprint: String,
+    pub languages_hash: String,
+    pub subdir: Option<String>,
+    pub shard: Option<Shard>,
+}
+
+/// Rows that may be carried over from the base bundle.
+#[derive(Debug)]
+pub(crate) struct Reuse {
+    /// The base bundle directory.
+    pub dir: PathBuf,
+    /// Its embedding dimension.
+    pub dim: usize,
+    /// Its files table by path.
+    pub files: FxHashMap<String, FileRow>,
+    /// Git mode: the root-relative paths git vouches are as the base's commit had them (tracked
+    /// at HEAD, untouched by the diff and by uncommitted changes): carried unread when the base
+    /// holds them at the same size. Every other file is read and compared by sha256. `None`:
+    /// content-hash mode, every file is read.
+    pub unchanged: Option<FxHashSet<String>>,
+}
+
+/// What this run does.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    pub reuse: Option<Reuse>,
+    /// Said in the summary: why a full build, or what was diffed.
+    pub note: Option<String>,
+    /// The manifest's `base` (the reuse counts are added when the run ends).
+    pub base: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A refusal: the run stops with this message (exit code 2) and the bundle is left as it was.
+fn refuse(msg: String) -> Error {
+    Error::Other(msg)
+}
+
+/// Why `m`'s rows cannot be reused by this run, if they cannot.
+fn incompatible(m: &Manifest, e: &Expect) -> Option<String> {
+    if m.format_version != bundle::FORMAT_VERSION {
+        return Some(format!(
+            "format version {} (this trove writes {})",
+            m.format_version,
+            bundle::FORMAT_VERSION
+        ));
+    }
+    if m.tool.version != env!("CARGO_PKG_VERSION") {
+        return Some(format!(
+            "trove {} (this is {})",
+            m.tool.version,
+            env!("CARGO_PKG_VERSION")
+        ));
+    }
+    if m.pipeline_hash != e.pipeline_hash {
+        return Some("another pipeline config".into());
+    }
+    if m.embedder.fingerprint != e.embedder_fingerprint {
+        return Some(format!(
+            "another embedder ({} {}, dim {})",
+            m.embedder.backend, m.embedder.model, m.embedder.dim
+        ));
+    }
+    if m.languages_hash.as_deref() != Some(e.languages_hash.as_str()) {
+        return Some("other language files".into());
+    }
+    if m.source.subdir != e.subdir {
+        return Some(format!(
+            "another root directory ({})",
+            m.source.subdir.as_deref().unwrap_or("the repository root")
+        ));
+    }
+    if m.shard != e.shard {
+        let s = |x: Option<Shard>| x.map_or("no shard".to_string(), |s| format!("shard {s}"));
+        return Some(format!("{} (this run: {})", s(m.shard), s(e.shard)));
+    }
+    None
+}
+
+/// Decides how the run at `root` writing `out` reuses `out`'s current content.
+pub(crate) fn plan(
+    root: &Path,
+    out: &Path,
+    since: Option<&Since>,
+    include_uncommitted: bool,
+    expect: &Expect,
+) -> Result<Plan> {
+    let shown = out.display();
+    // A --since run needs git, and a revision that is in its history, before anything else: say
+    // so even when there is no bundle yet.
+    let git = match since {
+        Some(s) => {
+            let (repo, workdir) = open_repo(root)?;
+            let given = match s {
+                Since::Auto => None,
+                Since::Rev(r) => {
+                    let id = resolve(&repo, r)?;
+                    check_ancestor(&repo, r, id)?;
+                    Some((r.clone(), id))
+                }
+            };
+            Some((repo, workdir, given))
+        }
+        None => None,
+    };
+    if !out.join(bundle::MANIFEST).is_file() {
+        return Ok(Plan {
+            note: since.map(|_| format!("no bundle at {shown} yet: full build")),
+            ..Plan::default()
+        });
+    }
+    let manifest = match bundle::verify(out) {
+        Ok(r) => r.manifest,
+        // `--since` promises an incremental run from this bundle: a broken one is an error.
+        Err(e) if since.is_some() => {
+            return Err(refuse(format!(
+                "cannot build on the existing bundle: {e} (remove it for a full build)"
+            )));
+        }
+        Err(e) => {
+            return Ok(Plan {
+                note: Some(format!(
+                    "full build: the existing bundle does not verify ({e})"
+                )),
+                ..Plan::default()
+            });
+        }
+    };
+    if let Some(why) = incompatible(&manifest, expect) {
+        return Ok(Plan {
+            note: Some(format!(
+                "full rebuild: {shown} was built with {why}, so none of its rows can be reused"
+            )),
+            ..Plan::default()
+        });
+    }
+    let files = bundle::reader::files_by_path(out)?;
+    let mut base = serde_json::Map::new();
+    base.insert("created_at".into(), manifest.created_at.clone().into());
+    base.insert(
+        "commit".into(),
+        manifest
+            .source
+            .commit
+            .clone()
+            .map_or(serde_json::Value::Null, Into::into),
+    );
+    let reuse = |unchanged| Reuse {
+        dir: out.to_path_buf(),
+        dim: manifest.embedder.dim,
+        files,
+        unchanged,
+    };
+    let Some((repo, workdir, given)) = git else {
+        base.insert("mode".into(), "content-hash".into());
+        return Ok(Plan {
+            reuse: Some(reuse(None)),
+            note: None,
+            base: Some(base),
+        });
+    };
+    let (given, rev_id) = match (given, &manifest.source.commit) {
+        (Some(g), _) => g,
+        (None, Some(c)) => {
+            let id = resolve(&repo, c)?;
+            check_ancestor(&repo, "auto", id)?;
+            ("auto".to_string(), id)
+        }
+        (None, None) => {
+            base.insert("since".into(), "auto".into());
+            base.insert("mode".into(), "content-hash".into());
+            return Ok(Plan {
+                reuse: Some(reuse(None)),
+                note: Some(format!(
+                    "{shown} records no git commit: unchanged files are found by content hash"
+                )),
+                base: Some(base),
+            });
+        }
+    };
+    base.insert("since".into(), given.clone().into());
+    let find = |id| {
+        repo.find_commit(id)
+            .map_err(|e| refuse(format!("cannot read commit {id}: {}", e.message())))
+    };
+    let rev_commit = find(rev_id)?;
+    let head = find(head_id(&repo)?)?;
+    match &manifest.source.commit {
+        Some(c) if *c == rev_commit.id().to_string() => {}
+        Some(c) => {
+            return Err(refuse(format!(
+                "--since {given}: {shown} was built from commit {}, not {} ({}): use --since {} \
+                 (or --since auto)",
+                &c[..c.len().min(12)],
+                given,
+                short(rev_commit.id()),
+                &c[..c.len().min(12)]
+            )));
+        }
+        None => {
+            return Err(refuse(format!(
+                "--since {given}: {shown} records no git commit (it was built outside git); use \
+                 --since auto to reuse its files by content hash"
+            )));
+        }
+    }
+    let prefix = expect.subdir.clone().unwrap_or_default();
+    let mut changed: FxHashSet<String> = FxHashSet::default();
+    let stats = diff_paths(&repo, &rev_commit, &head, &prefix, &mut changed)?;
+    base.insert("diff".into(), serde_json::to_value(&stats)?);
+    let uncommitted = worktree_changes(&repo, &workdir, &prefix, &[out.to_path_buf()])?;
+    if !uncommitted.is_empty() {
+        if !include_uncommitted {
+            let shown_paths: Vec<&str> = uncommitted.iter().take(5).map(String::as_str).collect();
+            return Err(refuse(format!(
+                "--since {given}: the work tree has {} uncommitted change(s) ({}{}): commit them, or \
+                 pass --include-uncommitted to index them too (the bundle is then stamped dirty)",
+                uncommitted.len(),
+                shown_paths.join(", "),
+                if uncommitted.len() > 5 { ", ..." } else { "" }
+            )));
+        }
+        base.insert("uncommitted_paths".into(), uncommitted.len().into());
+        changed.extend(uncommitted);
+    }
+    if manifest.source.dirty {
+        // Its rows may hold work-tree content that no commit has: trust nothing unread.
+        base.insert("mode".into(), "content-hash".into());
+        return Ok(Plan {
+            reuse: Some(reuse(None)),
+            note: Some(format!(
+                "{shown} was built from a dirty work tree: every file is checked by content hash"
+            )),
+            base: Some(base),
+        });
+    }
+    base.insert("mode".into(), "git-diff".into());
+    // What git vouches for: tracked at HEAD (an ignored file that the walk still indexes is not
+    // tracked, so it is compared by content) and not changed.
+    let mut unchanged = tracked_paths(&repo, &head, &prefix)?;
+    unchanged.retain(|p| !changed.contains(p));
+    let note = format!(
+        "incremental since {} ({}): {} path(s) changed{}",
+        short(rev_commit.id()),
+        given,
+        changed.len(),
+        if stats.submodules > 0 {
+            format!(", {} submodule change(s) skipped", stats.submodules)
+        } else {
+            String::new()
+        }
+    );
+    Ok(Plan {
+        reuse: Some(reuse(Some(unchanged))),
+        note: Some(note),
+        base: Some(base),
+    })
+}
+
+const SHALLOW_HINT: &str = " — this clone is shallow: fetch more history (`git fetch --deepen=100`, \
+     or `git fetch --unshallow`; in GitHub Actions, actions/checkout with `fetch-depth: 0`)";
+
+fn short(id: git2::Oid) -> String {
+    id.to_string()[..12].to_string()
+}
+
+/// The repository holding `root` and its work tree (canonical).
+fn open_repo(root: &Path) -> Result<(git2::Repository, PathBuf)> {
+    let repo = git2::Repository::discover(root).map_err(|_| {
+        refuse(format!(
+            "--since needs git history, and {} is not in a git repository (run without --since: \
+             files whose content is unchanged are then reused by content hash)",
+            root.display()
+        ))
+    })?;
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| refuse("--since: the repository is bare (no work tree to index)".into()))?
+        .canonicalize()
+        .map_err(|e| Error::io(root, e))?;
+    Ok((repo, workdir))
+}
+
+fn head_id(repo: &git2::Repository) -> Result<git2::Oid> {
+    repo.head()
+        .and_then(|h| h.peel_to_commit())
+        .map(|c| c.id())
+        .map_err(|e| refuse(format!("cannot read HEAD: {}", e.message())))
+}
+
+/// Refuses unless commit `id` (given as `given`) is HEAD or one of its ancestors.
+fn check_ancestor(repo: &git2::Repository, given: &str, id: git2::Oid) -> Result<()> {
+    let head = head_id(repo)?;
+    if head == id {
+        return Ok(());
+    }
+    match repo.graph_descendant_of(head, id) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(refuse(format!(
+            "--since {given}: {} is not an ancestor of HEAD ({}): history was rewritten or another \
+             branch is checked out; run without --since for a full build",
+            short(id),
+            short(head)
+        ))),
+        Err(e) => Err(refuse(format!(
+            "--since {given}: cannot tell whether {} is an ancestor of HEAD: {}{}",
+            short(id),
+            e.message(),
+            if repo.is_shallow() { SHALLOW_HINT } else { "" }
+        ))),
+    }
+}
+
+/// `rev` as a commit id, or a refusal that says why (unknown, or missing from a shallow clone).
+fn resolve(repo: &git2::Repository, rev: &str) -> Result<git2::Oid> {
+    match repo.revparse_single(rev).and_then(|o| o.peel_to_commit()) {
+        Ok(c) => Ok(c.id()),
+        Err(e) if repo.is_shallow() => Err(refuse(format!(
+            "--since {rev}: not found in this clone's history ({}){SHALLOW_HINT}",
+            e.message()
+        ))),
+        Err(e) => Err(refuse(format!(
+            "--since {rev}: unknown revision ({}); give a commit, branch or tag of this repository, \
+             or `auto` for the commit stamped in the bundle",
+            e.message()
+        ))),
+    }
+}
+
+/// What the diff between the two commits held.
+#[derive(Debug, Default, serde::Serialize)]
+pub(crate) struct DiffStats {
+    added: u64,
+    modified: u64,
+    deleted: u64,
+    renamed: u64,
+    type_changed: u64,
+    submodules: u64,
+}
+
+/// The repo path `p` relative to the indexed root (`prefix` = the root within the work tree), or
+/// `None` when it lies outside it.
+fn under_root(p: &Path, prefix: &str) -> Option<String> {
+    let s = p.to_string_lossy().replace('\\', "/");
+    if prefix.is_empty() {
+        return Some(s);
+    }
+    s.strip_prefix(prefix)
+        .and_then(|r| r.strip_prefix('/'))
+        .map(str::to_string)
+}
+
+/// Adds every path the diff `from..to` touches (both sides of a rename) under the root to `out`.
+fn diff_paths(
+    repo: &git2::Repository,
+    from: &git2::Commit<'_>,
+    to: &git2::Commit<'_>,
+    prefix: &str,
+    out: &mut FxHashSet<String>,
+) -> Result<DiffStats> {
+    let git = |e: git2::Error| refuse(format!("git diff failed: {}", e.message()));
+    let mut o = git2::DiffOptions::new();
+    if !prefix.is_empty() {
+        o.pathspec(prefix);
+    }
+    let mut diff = repo
+        .diff_tree_to_tree(
+            Some(&from.tree().map_err(git)?),
+            Some(&to.tree().map_err(git)?),
+            Some(&mut o),
+        )
+        .map_err(git)?;
+    let mut f = git2::DiffFindOptions::new();
+    f.renames(true);
+    diff.find_similar(Some(&mut f)).map_err(git)?;
+    let mut st = DiffStats::default();
+    for d in diff.deltas() {
+        let gitlink = |m: git2::FileMode| m == git2::FileMode::Commit;
+        if gitlink(d.old_file().mode()) || gitlink(d.new_file().mode()) {
+            // A submodule's commit moved: its files are not this repository's (the walk lists it
+            // as skipped).
+            st.submodules += 1;
+            continue;
+        }
+        match d.status() {
+            git2::Delta::Added | git2::Delta::Copied => st.added += 1,
+            git2::Delta::Deleted => st.deleted += 1,
+            git2::Delta::Renamed => st.renamed += 1,
+            git2::Delta::Typechange => st.type_changed += 1,
+            _ => st.modified += 1,
+        }
+        for p in [d.old_file().path(), d.new_file().path()]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(r) = under_root(p, prefix) {
+                out.insert(r);
+            }
+        }
+    }
+    Ok(st)
+}
+
+/// Root-relative paths of the files tracked in `commit`'s tree under the root.
+fn tracked_paths<'r>(
+    repo: &'r git2::Repository,
+    commit: &git2::Commit<'r>,
+    prefix: &str,
+) -> Result<FxHashSet<String>> {
+    let git = |e: git2::Error| refuse(format!("cannot list HEAD's files: {}", e.message()));
+    let mut tree = commit.tree().map_err(git)?;
+    if !prefix.is_empty() {
+        let Ok(entry) = tree.get_path(Path::new(prefix)) else {
+            // The root is not tracked at all: git vouches for nothing under it.
+            return Ok(FxHashSet::default());
+        };
+        let sub = entry
+            .to_object(repo)
+            .and_then(|o| o.peel_to_tree())
+            .map_err(git)?;
+        tree = sub;
+    }
+    let mut out = FxHashSet::default();
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
+        if e.kind() == Some(git2::ObjectType::Blob)
+            && let Ok(name) = e.name()
+        {
+            out.insert(format!("{dir}{name}"));
+        }
+        git2::TreeWalkResult::Ok
+    })
+    .map_err(git)?;
+    Ok(out)
+}
+
+/// Root-relative paths with uncommitted changes (staged, modified, deleted, untracked; ignored
+/// files and anything under `exclude` — the bundle itself — left out), sorted.
+pub(crate) fn worktree_changes(
+    repo: &git2::Repository,
+    workdir: &Path,
+    prefix: &str,
+    exclude: &[PathBuf],
+) -> Result<Vec<String>> {
+    let mut so = git2::StatusOptions::new();
+    so.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    if !prefix.is_empty() {
+        so.pathspec(prefix);
+    }
+    let statuses = repo
+        .statuses(Some(&mut so))
+        .map_err(|e| refuse(format!("git status failed: {}", e.message())))?;
+    // The bundle (and its temp siblings) relative to the work tree, as `/`-paths.
+    let skip: Vec<String> = exclude
+        .iter()
+        .filter_map(|p| {
+            let p = p.canonicalize().unwrap_or_else(|_| p.clone());
+            p.strip_prefix(workdir)
+                .ok()
+                .map(|r| r.to_string_lossy().replace('\\', "/"))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for e in statuses.iter() {
+        let Ok(p) = e.path() else { continue };
+        let inside_skip = skip.iter().any(|s| {
+            p == s
+                || p.strip_prefix(s.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+                || temp_sibling(p, s)
+        });
+        if inside_skip {
+            continue;
+        }
+        if let Some(r) = under_root(Path::new(p), prefix) {
+            out.push(r);
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Whether `p` lies in a temp directory of the bundle `bundle` (`.NAME.tmp-PID/`, left by a run
+/// that was killed).
+fn temp_sibling(p: &str, bundle: &str) -> bool {
+    let (parent, name) = match bundle.rsplit_once('/') {
+        Some((a, b)) => (format!("{a}/"), b),
+        None => (String::new(), bundle),
+    };
+    p.strip_prefix(&parent)
+        .is_some_and(|r| r.starts_with(&format!(".{name}.tmp-")))
+}

@@ -1,0 +1,231 @@
+//! `trove merge`: joins bundles of disjoint parts of one tree (the shards of `--shard I/N` CI jobs)
+//! into one bundle.
+//!
+//! Input: verified bundles made by the same trove, config, language files and embedder from the same
+//! commit, whose paths do not overlap. Output: one bundle, written beside `out` and swapped in, whose
+//! tables are exactly what one full run over the union would write: files and chunks in path order
+//! (streamed from each input, embeddings included), postings k-way merged by term, `terms` document
+//! frequencies and BM25 `avgdl`/`n_docs` recomputed over the whole.
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::bundle::reader::{ChunkStream, FileRow, PostingStream, read_files, read_skipped};
+use crate::bundle::{self, BundleWriter, GroupSource, Manifest};
+use crate::{Error, Result};
+
+/// What a merge did.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct MergeSummary {
+    /// Input bundles.
+    pub inputs: usize,
+    /// Files in the merged bundle.
+    pub files: u64,
+    /// Chunks in the merged bundle.
+    pub chunks: u64,
+    /// Skipped rows.
+    pub skipped: u64,
+    /// A warning when the inputs are some, not all, shards of a split.
+    pub warning: Option<String>,
+    /// Bytes of the merged bundle.
+    pub bundle_bytes: u64,
+    /// Wall time in seconds.
+    pub wall_secs: f64,
+}
+
+/// Why bundle `b` cannot be merged with `a` (the first input), if it cannot.
+fn mismatch(a: &Manifest, b: &Manifest) -> Option<&'static str> {
+    if a.format_version != b.format_version || a.tool.version != b.tool.version {
+        Some("trove version or bundle format")
+    } else if a.pipeline_hash != b.pipeline_hash {
+        Some("pipeline config")
+    } else if a.languages_hash != b.languages_hash {
+        Some("language files")
+    } else if a.embedder.fingerprint != b.embedder.fingerprint {
+        Some("embedder")
+    } else if a.source.commit != b.source.commit {
+        Some("source commit")
+    } else if a.source.subdir != b.source.subdir {
+        Some("root directory")
+    } else {
+        None
+    }
+}
+
+/// Merges the bundles at `inputs` into `out`.
+pub fn run_merge(out: &Path, inputs: &[PathBuf]) -> Result<(Manifest, MergeSummary)> {
+    let started = Instant::now();
+    if inputs.is_empty() {
+        return Err(Error::Other(
+            "give at least one input bundle: trove merge OUT IN...".into(),
+        ));
+    }
+    let mut manifests = Vec::with_capacity(inputs.len());
+    for p in inputs {
+        let r = bundle::verify(p)?;
+        if let Some((first, m0)) = inputs.first().zip(manifests.first())
+            && let Some(what) = mismatch(m0, &r.manifest)
+        {
+            return Err(Error::bundle(
+                p,
+                format!(
+                    "was built with another {what} than {}: only bundles of one commit, config and \
+                     embedder can be merged",
+                    first.display()
+                ),
+            ));
+        }
+        manifests.push(r.manifest);
+    }
+    let out = super::absolute(out)?;
+    super::check_output(&out, None)?;
+    let tmp = super::temp_dir_for(&out);
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    }
+    std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    match write_merged(&tmp, inputs, &manifests, started) {
+        Ok(done) => match bundle::swap_into_place(&tmp, &out) {
+            Ok(()) => Ok(done),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                Err(e)
+            }
+        },
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            Err(e)
+        }
+    }
+}
+
+fn write_merged(
+    tmp: &Path,
+    inputs: &[PathBuf],
+    manifests: &[Manifest],
+    started: Instant,
+) -> Result<(Manifest, MergeSummary)> {
+    let first = &manifests[0];
+    let dim = first.embedder.dim;
+    // Every input's files, merged by path; a path in two inputs is an overlap.
+    let mut rows: Vec<(FileRow, usize)> = Vec::new();
+    for (i, p) in inputs.iter().enumerate() {
+        rows.extend(read_files(p)?.into_iter().map(|f| (f, i)));
+    }
+    rows.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+    for w in rows.windows(2) {
+        if w[0].0.path == w[1].0.path {
+            return Err(Error::Other(format!(
+                "{} is in both {} and {}: the inputs overlap (merge the shards of one split, each once)",
+                w[0].0.path,
+                inputs[w[0].1].display(),
+                inputs[w[1].1].display()
+            )));
+        }
+    }
+    let mut streams = inputs
+        .iter()
+        .map(|p| ChunkStream::open(p, dim))
+        .collect::<Result<Vec<_>>>()?;
+    let mut writer = BundleWriter::create(tmp, dim)?;
+    for (row, i) in rows {
+        let chunks = streams[i].take(&row.path)?;
+        if chunks.len() != row.chunks as usize {
+            return Err(Error::bundle(
+                &inputs[i],
+                format!(
+                    "{} has {} chunk rows, files.parquet says {}",
+                    row.path,
+                    chunks.len(),
+                    row.chunks
+                ),
+            ));
+        }
+        writer.add_file(row.into_record(chunks))?;
+    }
+    drop(streams);
+    let mut skipped = Vec::new();
+    for p in inputs {
+        skipped.extend(read_skipped(p)?);
+    }
+    skipped.sort();
+    skipped.dedup();
+    let postings = inputs
+        .iter()
+        .map(|p| PostingStream::open(p, None).map(|s| Box::new(s) as GroupSource))
+        .collect::<Result<Vec<_>>>()?;
+    let bundle::Finished {
+        entries,
+        counts,
+        languages,
+        avgdl,
+    } = writer.finish(&skipped, postings)?;
+    let warning = shard_warning(manifests);
+    let mut source = first.source.clone();
+    source.dirty = manifests.iter().any(|m| m.source.dirty);
+    let merged: Vec<serde_json::Value> = manifests
+        .iter()
+        .map(|m| {
+            serde_json::json!({
+                "shard": m.shard.map(|s| s.to_string()),
+                "created_at": m.created_at,
+                "files": m.counts.files,
+                "chunks": m.counts.chunks,
+            })
+        })
+        .collect();
+    let manifest = Manifest {
+        format: bundle::FORMAT.into(),
+        format_version: bundle::FORMAT_VERSION,
+        tool: bundle::manifest_tool(),
+        created_at: super::created_at(),
+        source,
+        base: Some(serde_json::json!({ "mode": "merge", "inputs": merged })),
+        pipeline: first.pipeline.clone(),
+        pipeline_hash: first.pipeline_hash.clone(),
+        languages_hash: first.languages_hash.clone(),
+        shard: None,
+        embedder: first.embedder.clone(),
+        bm25: bundle::Bm25Info {
+            avgdl,
+            n_docs: counts.chunks,
+            ..first.bm25.clone()
+        },
+        counts,
+        languages,
+        files: entries,
+    };
+    bundle::write_manifest(tmp, &manifest)?;
+    let summary = MergeSummary {
+        inputs: inputs.len(),
+        files: manifest.counts.files,
+        chunks: manifest.counts.chunks,
+        skipped: manifest.counts.skipped,
+        warning,
+        bundle_bytes: manifest.files.iter().map(|e| e.bytes).sum(),
+        wall_secs: started.elapsed().as_secs_f64(),
+    };
+    Ok((manifest, summary))
+}
+
+/// A warning when the inputs are shards but not every shard of their split.
+fn shard_warning(manifests: &[Manifest]) -> Option<String> {
+    let shards: Vec<_> = manifests.iter().filter_map(|m| m.shard).collect();
+    if shards.is_empty() {
+        return None;
+    }
+    let n = shards[0].count;
+    let have: BTreeSet<u32> = shards.iter().map(|s| s.index).collect();
+    let complete = shards.len() == manifests.len()
+        && shards.iter().all(|s| s.count == n)
+        && have.len() == n as usize;
+    (!complete).then(|| {
+        format!(
+            "the inputs hold shard(s) {} of {n}: the merged bundle lacks the other slices of the tree",
+            have.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
