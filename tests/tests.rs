@@ -1,7 +1,9 @@
 //! Integration tests: one binary, one module per area. They run the real binary on real git
 //! repositories made in temp dirs and read the bundles back with DuckDB and pyarrow.
 mod chunking;
+mod incremental;
 mod index;
+mod pack;
 mod portability;
 mod query;
 mod sql;

@@ -1,0 +1,483 @@
+//! Incremental builds (`--since`, content-hash reuse), shards and merge: every result is compared
+//! with a full build of the same tree, table by table (rows and sha256 of each Parquet file).
+use std::path::Path;
+
+use crate::util::{duck, git, index, manifest, pq, query_jsonl, sample_repo, trove, write};
+
+/// Each table's (name, rows, sha256) from the manifest: equal lists mean byte-identical tables.
+fn tables(bundle: &Path) -> Vec<(String, u64, String)> {
+    manifest(bundle)["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_string(),
+                f["rows"].as_u64().unwrap(),
+                f["sha256"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `trove index ROOT -o OUT --json EXTRA...`: the summary, asserting success.
+fn index_json(root: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let o = trove()
+        .arg("index")
+        .arg(root)
+        .arg("-o")
+        .arg(out)
+        .arg("--json")
+        .args(extra)
+        .assert()
+        .success();
+    serde_json::from_slice(&o.get_output().stdout).unwrap()
+}
+
+/// `trove index` expected to be refused: exit 2, stderr returned.
+fn index_refused(root: &Path, out: &Path, extra: &[&str]) -> String {
+    let o = trove()
+        .arg("index")
+        .arg(root)
+        .arg("-o")
+        .arg(out)
+        .arg("--quiet")
+        .args(extra)
+        .assert()
+        .code(2);
+    String::from_utf8_lossy(&o.get_output().stderr).into_owned()
+}
+
+fn head(root: &Path) -> String {
+    let o = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
+fn commit(root: &Path, msg: &str) {
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", msg]);
+}
+
+/// Hits of a few queries, without the bundle label (the two bundles live at different paths).
+fn answers(bundle: &Path) -> Vec<serde_json::Value> {
+    let mut all = Vec::new();
+    for q in ["invoice total", "Button", "deploy server", "retry"] {
+        let out = trove()
+            .arg("query")
+            .arg(bundle)
+            .arg(q)
+            .args(["--format", "jsonl", "-k", "5"])
+            .output()
+            .unwrap();
+        for l in String::from_utf8_lossy(&out.stdout).lines() {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("bundle");
+            all.push(v);
+        }
+    }
+    all
+}
+
+fn chunks_of(bundle: &Path, path: &str) -> u64 {
+    duck(&format!(
+        "SELECT count(*) FROM {} WHERE path = '{path}'",
+        pq(bundle, "chunks")
+    ))[0][0]
+        .parse()
+        .unwrap()
+}
+
+/// A sequence of commits, each indexed with `--since auto` on yesterday's bundle and in full into
+/// a fresh directory: the tables are byte-identical, the answers equal, and only what changed is
+/// embedded.
+#[test]
+fn since_equals_a_full_rebuild_after_every_kind_of_change() {
+    let t = sample_repo();
+    let root = t.path();
+    let scratch = tempfile::tempdir().unwrap();
+    let incr = scratch.path().join("incr.bundle");
+    // A small size cap, so a file can grow past it (the same flag on every run: same config).
+    let cap = ["--max-file-bytes", "20000"];
+    index(root, &incr, &cap);
+    let first_files = manifest(&incr)["counts"]["files"].as_u64().unwrap();
+    type Step = (&'static str, fn(&Path), &'static [&'static str]);
+    let steps: &[Step] = &[
+        (
+            "add",
+            |r| {
+                write(
+                    r,
+                    "billing/refunds.py",
+                    b"def refund(invoice):\n    \"\"\"Refund an invoice.\"\"\"\n    return invoice.total * -1\n",
+                )
+            },
+            &["billing/refunds.py"],
+        ),
+        (
+            "modify",
+            |r| {
+                let p = r.join("api/server.go");
+                let mut s = std::fs::read_to_string(&p).unwrap();
+                s.push_str(
+                    "\n// Retry reconnects with backoff.\nfunc Retry(n int) int { return n * 2 }\n",
+                );
+                std::fs::write(p, s).unwrap();
+            },
+            &["api/server.go"],
+        ),
+        (
+            "delete",
+            |r| std::fs::remove_file(r.join("scripts/deploy.sh")).unwrap(),
+            &[],
+        ),
+        (
+            "rename",
+            |r| std::fs::rename(r.join("docs/guide.md"), r.join("docs/handbook.md")).unwrap(),
+            &["docs/handbook.md"],
+        ),
+        (
+            "move across directories",
+            |r| {
+                std::fs::create_dir_all(r.join("services/web")).unwrap();
+                std::fs::rename(r.join("web/src/users.ts"), r.join("services/web/users.ts"))
+                    .unwrap();
+            },
+            &["services/web/users.ts"],
+        ),
+        (
+            "binary file added",
+            |r| {
+                write(
+                    r,
+                    "assets/icon.svg",
+                    b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\0binary",
+                )
+            },
+            &[],
+        ),
+        (
+            "file grown past the size cap",
+            |r| {
+                let p = r.join("billing/billing.py");
+                let mut s = std::fs::read_to_string(&p).unwrap();
+                while s.len() < 20001 {
+                    s.push_str("# padding to grow the file past the cap\n");
+                }
+                std::fs::write(p, s).unwrap();
+            },
+            &[],
+        ),
+        (
+            "mode change only",
+            |r| {
+                use std::os::unix::fs::PermissionsExt;
+                let p = r.join("cli/src/main.rs");
+                std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            },
+            &[],
+        ),
+    ];
+    for (what, change, embedded_paths) in steps {
+        change(root);
+        commit(root, what);
+        let s = index_json(root, &incr, &[&["--since", "auto"][..], &cap[..]].concat());
+        let full = scratch
+            .path()
+            .join(format!("full-{}", what.replace(' ', "-")));
+        index(root, &full, &cap);
+        assert_eq!(tables(&incr), tables(&full), "after {what}: tables differ");
+        assert_eq!(
+            answers(&incr),
+            answers(&full),
+            "after {what}: answers differ"
+        );
+        let m = manifest(&incr);
+        assert_eq!(m["source"]["commit"], head(root).as_str(), "{what}");
+        assert_eq!(m["base"]["mode"], "git-diff", "{what}: {}", m["base"]);
+        // Only the changed files' chunks were embedded; every other file was carried over.
+        let expected: u64 = embedded_paths.iter().map(|p| chunks_of(&incr, p)).sum();
+        assert_eq!(s["chunks_embedded"], expected, "{what}: {s}");
+        assert_eq!(m["base"]["chunks_embedded"], expected, "{what}");
+        let processed = s["files_indexed"].as_u64().unwrap() - s["files_reused"].as_u64().unwrap();
+        assert_eq!(processed, embedded_paths.len() as u64, "{what}: {s}");
+        assert!(
+            s["files_reused"].as_u64().unwrap() + 2 >= first_files,
+            "{what}: {s}"
+        );
+    }
+    let v = trove().arg("verify").arg(&incr).assert().success();
+    assert!(String::from_utf8_lossy(&v.get_output().stdout).starts_with("ok:"));
+    // Two of the steps are in the bundle's answers.
+    let hits = query_jsonl(&[incr.to_str().unwrap(), "refund invoice"]);
+    assert_eq!(hits[0]["path"], "billing/refunds.py");
+    let skipped = crate::util::skipped_reasons(&incr);
+    assert_eq!(skipped["assets/icon.svg"], "binary");
+    assert_eq!(skipped["billing/billing.py"], "too-large");
+}
+
+/// Without git, files are carried over when their sha256 is the base bundle's: a re-run embeds
+/// nothing, a one-file change embeds that file's chunks only, and the result equals a full build.
+#[test]
+fn content_hash_reuse_without_git() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("src");
+    crate::util::copy_dir(&crate::util::fixtures().join("sample-repo"), &root);
+    let out = t.path().join("b");
+    let first = index_json(&root, &out, &[]);
+    assert_eq!(first["files_reused"], 0);
+    assert!(first["chunks_embedded"].as_u64().unwrap() > 10);
+    let again = index_json(&root, &out, &[]);
+    assert_eq!(again["chunks_embedded"], 0, "{again}");
+    assert_eq!(again["embed_calls"], 0);
+    assert_eq!(again["files_reused"], again["files_indexed"]);
+    assert_eq!(manifest(&out)["base"]["mode"], "content-hash");
+    let p = root.join("billing/billing.py");
+    let mut s = std::fs::read_to_string(&p).unwrap();
+    s.push_str("\ndef late_fee(days):\n    return days * 5\n");
+    std::fs::write(&p, s).unwrap();
+    let third = index_json(&root, &out, &[]);
+    assert_eq!(
+        third["chunks_embedded"],
+        chunks_of(&out, "billing/billing.py")
+    );
+    let full = t.path().join("full");
+    index(&root, &full, &[]);
+    assert_eq!(tables(&out), tables(&full));
+    // --since needs git, and says how to do without it.
+    let err = index_refused(&root, &out, &["--since", "auto"]);
+    assert!(err.contains("not in a git repository"), "{err}");
+}
+
+#[test]
+fn since_refusals_say_why_and_leave_the_bundle() {
+    let t = sample_repo();
+    let root = t.path();
+    let c1 = head(root);
+    write(root, "billing/extra.py", b"def extra():\n    return 1\n");
+    commit(root, "two");
+    let c2 = head(root);
+    let scratch = tempfile::tempdir().unwrap();
+    let b = scratch.path().join("b");
+    index(root, &b, &[]);
+    let before = tables(&b);
+
+    let err = index_refused(root, &b, &["--since", "no-such-rev"]);
+    assert!(err.contains("unknown revision"), "{err}");
+    let err = index_refused(root, &b, &["--since", &c1]);
+    assert!(err.contains("was built from commit"), "{err}");
+    assert!(err.contains(&c2[..12]), "names the bundle's commit: {err}");
+
+    // Uncommitted work: refused unless asked for, then indexed and stamped dirty.
+    write(
+        root,
+        "billing/wip.py",
+        b"def work_in_progress():\n    return 42\n",
+    );
+    let err = index_refused(root, &b, &["--since", "auto"]);
+    assert!(
+        err.contains("uncommitted") && err.contains("billing/wip.py"),
+        "{err}"
+    );
+    assert_eq!(
+        tables(&b),
+        before,
+        "a refused run leaves the bundle as it was"
+    );
+    let s = index_json(root, &b, &["--since", "auto", "--include-uncommitted"]);
+    assert_eq!(s["chunks_embedded"], chunks_of(&b, "billing/wip.py"));
+    assert_eq!(manifest(&b)["source"]["dirty"], true);
+    // Built on a dirty bundle: every file is checked by content hash (still nothing re-embedded).
+    std::fs::remove_file(root.join("billing/wip.py")).unwrap();
+    let s = index_json(root, &b, &["--since", "auto"]);
+    assert!(s["incremental"].as_str().unwrap().contains("dirty"), "{s}");
+    assert_eq!(s["chunks_embedded"], 0);
+    assert_eq!(manifest(&b)["source"]["dirty"], false);
+
+    // History that does not lead to HEAD.
+    git(root, &["checkout", "-q", "-b", "side", &c1]);
+    write(root, "side.md", b"# Side\n\nA side branch.\n");
+    commit(root, "side");
+    let err = index_refused(root, &b, &["--since", &c2]);
+    assert!(err.contains("not an ancestor"), "{err}");
+    git(root, &["checkout", "-q", "main"]);
+
+    // Another config: a full rebuild, said in the summary.
+    let cfg = scratch.path().join("small.toml");
+    std::fs::write(&cfg, "[chunk]\nmax_chars = 600\n").unwrap();
+    let s = index_json(
+        root,
+        &b,
+        &["--since", "auto", "--config", cfg.to_str().unwrap()],
+    );
+    let note = s["incremental"].as_str().unwrap();
+    assert!(
+        note.contains("full rebuild") && note.contains("pipeline config"),
+        "{note}"
+    );
+    assert_eq!(s["files_reused"], 0);
+
+    // Another format version (an older bundle): a full rebuild too.
+    index(root, &b, &[]);
+    let mut m = manifest(&b);
+    m["format_version"] = 0.into();
+    std::fs::write(b.join("manifest.json"), m.to_string()).unwrap();
+    let s = index_json(root, &b, &["--since", "auto"]);
+    assert!(
+        s["incremental"]
+            .as_str()
+            .unwrap()
+            .contains("format version 0"),
+        "{s}"
+    );
+
+    // A bundle that does not verify is not built on.
+    let chunks = b.join("chunks.parquet");
+    let len = std::fs::metadata(&chunks).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&chunks)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let err = index_refused(root, &b, &["--since", "auto"]);
+    assert!(err.contains("cannot build on the existing bundle"), "{err}");
+
+    // No bundle yet: a full build, said so.
+    let fresh = scratch.path().join("fresh");
+    let s = index_json(root, &fresh, &["--since", "auto"]);
+    assert!(
+        s["incremental"].as_str().unwrap().contains("full build"),
+        "{s}"
+    );
+}
+
+/// A shallow clone that lacks the bundle's commit: refused with how to deepen it.
+#[test]
+fn since_in_a_shallow_clone_says_how_to_deepen() {
+    let t = sample_repo();
+    let root = t.path();
+    let c1 = head(root);
+    for i in 0..2 {
+        write(
+            root,
+            &format!("notes/n{i}.md"),
+            format!("# Note {i}\n").as_bytes(),
+        );
+        commit(root, &format!("note {i}"));
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let clone = scratch.path().join("clone");
+    let url = format!("file://{}", root.display());
+    let st = std::process::Command::new("git")
+        .args(["clone", "-q", "--depth", "1", &url])
+        .arg(&clone)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let b = scratch.path().join("b");
+    index(&clone, &b, &[]);
+    let err = index_refused(&clone, &b, &["--since", &c1]);
+    assert!(err.contains("shallow") && err.contains("--deepen"), "{err}");
+}
+
+/// Three shards merged equal one full run; overlapping inputs are refused.
+#[test]
+fn three_shards_merged_equal_the_full_bundle() {
+    let t = sample_repo();
+    let root = t.path();
+    let scratch = tempfile::tempdir().unwrap();
+    let full = scratch.path().join("full");
+    index(root, &full, &[]);
+    let mut shards = Vec::new();
+    let mut files = 0;
+    for i in 1..=3 {
+        let s = scratch.path().join(format!("s{i}"));
+        index(root, &s, &["--shard", &format!("{i}/3")]);
+        assert_eq!(
+            manifest(&s)["shard"],
+            serde_json::json!({"index": i, "count": 3})
+        );
+        files += manifest(&s)["counts"]["files"].as_u64().unwrap();
+        shards.push(s);
+    }
+    assert_eq!(files, manifest(&full)["counts"]["files"].as_u64().unwrap());
+    let merged = scratch.path().join("merged");
+    trove()
+        .arg("merge")
+        .arg(&merged)
+        .args(&shards)
+        .arg("--quiet")
+        .assert()
+        .success();
+    assert_eq!(tables(&merged), tables(&full));
+    assert_eq!(answers(&merged), answers(&full));
+    assert_eq!(manifest(&merged)["bm25"], manifest(&full)["bm25"]);
+    assert_eq!(manifest(&merged)["counts"], manifest(&full)["counts"]);
+    trove().arg("verify").arg(&merged).assert().success();
+
+    let o = trove()
+        .arg("merge")
+        .arg(scratch.path().join("bad"))
+        .args([&shards[0], &shards[0]])
+        .assert()
+        .code(2);
+    assert!(String::from_utf8_lossy(&o.get_output().stderr).contains("overlap"));
+    // Some shards only: merged, with a warning.
+    let o = trove()
+        .arg("merge")
+        .arg(scratch.path().join("part"))
+        .args(&shards[..2])
+        .assert()
+        .success();
+    assert!(String::from_utf8_lossy(&o.get_output().stderr).contains("lacks the other slices"));
+    let o = trove()
+        .args(["index", ".", "-o", "x", "--shard", "4/3"])
+        .assert()
+        .code(2);
+    assert!(String::from_utf8_lossy(&o.get_output().stderr).contains("between 1 and N"));
+}
+
+/// The README's nightly job, run twice on a repository with a commit in between.
+#[test]
+fn nightly_ci_script_restores_updates_verifies_and_publishes() {
+    let t = sample_repo();
+    let root = t.path();
+    let publish = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/nightly-ci.sh");
+    let run = || {
+        let o = std::process::Command::new("bash")
+            .arg(&script)
+            .arg(root)
+            .arg(publish.path())
+            .env("TROVE", env!("CARGO_BIN_EXE_trove"))
+            .env("TROVE_CACHE_DIR", publish.path().join(".cache"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{err}");
+        err
+    };
+    let name = root.file_name().unwrap().to_string_lossy().into_owned();
+    let packed = publish.path().join(format!("{name}.trove"));
+    let first = run();
+    assert!(first.contains("full build"), "{first}");
+    write(
+        root,
+        "billing/late.py",
+        b"def late_fee(days):\n    return days * 5\n",
+    );
+    commit(root, "late fees");
+    let second = run();
+    assert!(second.contains("incremental since"), "{second}");
+    assert!(second.contains("1 path(s) changed"), "{second}");
+    let hits = query_jsonl(&[packed.to_str().unwrap(), "late_fee"]);
+    assert_eq!(hits[0]["path"], "billing/late.py");
+}

@@ -1,0 +1,164 @@
+//! Packed bundles: a bit-exact round trip, queries straight from the packed file, and refusal of
+//! truncated, altered or hostile packs.
+use std::io::Write;
+use std::path::Path;
+
+use crate::util::{index, query_jsonl, sample_repo, trove};
+
+/// Every file of a bundle directory with its bytes, sorted by name.
+fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn refused(args: &[&std::ffi::OsStr]) -> String {
+    let o = trove().args(args).assert().code(2);
+    String::from_utf8_lossy(&o.get_output().stderr).into_owned()
+}
+
+#[test]
+fn pack_round_trip_is_bit_exact_and_queryable() {
+    let t = sample_repo();
+    let scratch = tempfile::tempdir().unwrap();
+    let b = scratch.path().join("app.bundle");
+    index(t.path(), &b, &[]);
+    let packed = scratch.path().join("app.trove");
+    trove()
+        .arg("pack")
+        .arg(&b)
+        .arg("-o")
+        .arg(&packed)
+        .assert()
+        .success();
+    let back = scratch.path().join("back");
+    trove()
+        .arg("unpack")
+        .arg(&packed)
+        .arg("-o")
+        .arg(&back)
+        .assert()
+        .success();
+    assert_eq!(
+        contents(&back),
+        contents(&b),
+        "unpacked files equal the originals"
+    );
+    let again = scratch.path().join("again.trove");
+    trove()
+        .arg("pack")
+        .arg(&back)
+        .arg("-o")
+        .arg(&again)
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(&again).unwrap(),
+        std::fs::read(&packed).unwrap(),
+        "same bytes"
+    );
+
+    // Query, SQL, inspect and verify read the packed file itself.
+    let from_dir = query_jsonl(&[b.to_str().unwrap(), "invoice total"]);
+    let from_pack = query_jsonl(&[packed.to_str().unwrap(), "invoice total"]);
+    assert_eq!(from_dir.len(), from_pack.len());
+    for (a, p) in from_dir.iter().zip(&from_pack) {
+        assert_eq!(a["chunk_id"], p["chunk_id"]);
+        assert_eq!(a["score"], p["score"]);
+    }
+    let o = trove()
+        .arg("sql")
+        .arg(&packed)
+        .arg("SELECT count(*) FROM chunks")
+        .args(["--format", "csv"])
+        .assert()
+        .success();
+    let n = crate::util::manifest(&b)["counts"]["chunks"].to_string();
+    assert!(String::from_utf8_lossy(&o.get_output().stdout).contains(&n));
+    trove().arg("verify").arg(&packed).assert().success();
+    trove().arg("inspect").arg(&packed).assert().success();
+}
+
+#[test]
+fn truncated_tampered_and_hostile_packs_are_refused() {
+    let t = sample_repo();
+    let scratch = tempfile::tempdir().unwrap();
+    let b = scratch.path().join("app.bundle");
+    index(t.path(), &b, &[]);
+    let packed = scratch.path().join("app.trove");
+    trove()
+        .arg("pack")
+        .arg(&b)
+        .arg("-o")
+        .arg(&packed)
+        .assert()
+        .success();
+    let bytes = std::fs::read(&packed).unwrap();
+
+    let truncated = scratch.path().join("truncated.trove");
+    std::fs::write(&truncated, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let mut flipped = bytes.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x40;
+    let tampered = scratch.path().join("tampered.trove");
+    std::fs::write(&tampered, &flipped).unwrap();
+
+    // A pack whose entry climbs out of its directory (written with raw tar headers).
+    let hostile = scratch.path().join("hostile.trove");
+    {
+        let f = std::fs::File::create(&hostile).unwrap();
+        let z = zstd::Encoder::new(f, 3).unwrap();
+        let mut tar = tar::Builder::new(z);
+        let data = b"owned";
+        let mut h = tar::Header::new_ustar();
+        let name = b"../escaped.parquet";
+        h.as_mut_bytes()[..name.len()].copy_from_slice(name);
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_cksum();
+        tar.append(&h, &data[..]).unwrap();
+        tar.into_inner().unwrap().finish().unwrap().flush().unwrap();
+    }
+    let not_pack = scratch.path().join("notes.txt");
+    std::fs::write(&not_pack, "hello").unwrap();
+
+    for (file, why) in [
+        (&truncated, "damaged"),
+        (&tampered, "damaged"),
+        (&hostile, "not a bundle file name"),
+        (&not_pack, "not a packed bundle"),
+    ] {
+        let out = scratch.path().join("out");
+        let err = refused(&[
+            "unpack".as_ref(),
+            file.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ]);
+        assert!(err.contains(why), "{}: {err}", file.display());
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(!out.exists(), "nothing left behind for {}", file.display());
+        let err = refused(&["query".as_ref(), file.as_os_str(), "invoice".as_ref()]);
+        assert!(err.contains(why), "query {}: {err}", file.display());
+        if file != &not_pack {
+            refused(&["verify".as_ref(), file.as_os_str()]);
+        }
+    }
+    assert!(!scratch.path().join("escaped.parquet").exists());
+    // Nothing was written outside the cache or scratch.
+    assert!(
+        !Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("escaped.parquet")
+            .exists()
+    );
+}
