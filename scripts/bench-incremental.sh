@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Full `trove index` vs incremental `--since auto` runs on a real tree, side by side in one run.
+#
+# Copies SRC (default: ~/.cargo/registry/src, the crates this project builds with) into a temp git
+# repository, indexes it in full, then for each change — 1 file edited, 100 files edited, a directory
+# renamed — commits and runs `trove index --since auto` on the previous bundle. After the 1-file step
+# it also rebuilds in full and checks the two bundles' tables are identical. Prints wall time, peak
+# RSS, files re-processed and chunks embedded, and the ratio full / incremental.
+#
+# Usage: scripts/bench-incremental.sh [SRC]      env: TROVE (binary; default target/release/trove
+#        or $CARGO_TARGET_DIR/release/trove), KEEP=1 keeps the temp dir.
+set -euo pipefail
+
+src=${1:-$HOME/.cargo/registry/src}
+trove=${TROVE:-}
+if [ -z "$trove" ]; then
+  for c in "${CARGO_TARGET_DIR:-target}/release/trove" target/release/trove; do
+    [ -x "$c" ] && trove=$(realpath "$c") && break
+  done
+fi
+[ -x "${trove:-}" ] || { echo "build trove first (cargo build --release) or set TROVE" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "needs python3" >&2; exit 2; }
+work=$(mktemp -d)
+[ "${KEEP:-}" = 1 ] || trap 'rm -rf "$work"' EXIT
+repo="$work/repo"
+g() { git -C "$repo" -c user.name=bench -c user.email=bench@example.com "$@"; }
+
+echo "copying $src ..." >&2
+cp -a "$src" "$repo"
+# Vendored crates carry their own .gitignore files; index what git tracks either way.
+g init -q && g add -A -f && g commit -q -m base
+files=$(g ls-files | wc -l)
+bytes=$(du -sb "$repo" --exclude=.git | cut -f1)
+
+# run LABEL ARGS... : times one trove index, prints a row, remembers its seconds in $secs
+run() {
+  local label=$1; shift
+  /usr/bin/time -f "%e %M" -o "$work/time" "$trove" index "$repo" --json "$@" > "$work/summary.json"
+  read -r secs kb < "$work/time"
+  python3 - "$label" "$secs" "$kb" "$work/summary.json" <<'PY'
+import json, sys
+label, secs, kb, path = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+s = json.load(open(path))
+processed = s["files_indexed"] - s["files_reused"]
+print(f"{label:<28} {secs:>8.2f} s {kb/1024:>8.0f} MB {processed:>9} {s['chunks_embedded']:>9} {s['files_reused']:>9}")
+PY
+}
+
+printf '%s\n' "tree: $files files, $((bytes / 1000000)) MB"
+printf '%-28s %10s %11s %9s %9s %9s\n' run wall "peak RSS" processed embedded reused
+run "full" -o "$work/b"; full=$secs
+
+first=$(g ls-files '*.rs' | head -1)
+printf '\n// bench: one edit\npub fn trove_bench_edit() -> u32 { 42 }\n' >> "$repo/$first"
+g commit -q -am "1 file"
+run "1-file change --since auto" -o "$work/b" --since auto; one=$secs
+
+run "full rebuild (check)" -o "$work/full"
+python3 - "$work/b/manifest.json" "$work/full/manifest.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["files"] for p in sys.argv[1:])
+assert a == b, "incremental and full bundles differ"
+print("check: incremental tables == full rebuild tables (rows and sha256 of every file)")
+PY
+"$trove" verify "$work/b"
+
+g ls-files '*.rs' | sed -n '2,101p' | while read -r f; do
+  printf '\n// bench: many edits\n' >> "$repo/$f"
+done
+g commit -q -am "100 files"
+run "100-file change --since auto" -o "$work/b" --since auto; hundred=$secs
+
+dir=$(g ls-files '*.rs' | sed -n '500p' | cut -d/ -f1-2)
+g mv "$dir" "$dir-renamed"
+g commit -q -m "rename $dir"
+run "dir rename --since auto" -o "$work/b" --since auto; renamed=$secs
+
+python3 - "$full" "$one" "$hundred" "$renamed" <<'PY'
+import sys
+full, one, hundred, renamed = map(float, sys.argv[1:])
+print()
+print(f"ratio full / incremental:  1 file {full/one:.1f}x   100 files {full/hundred:.1f}x   dir rename {full/renamed:.1f}x")
+PY
