@@ -35,7 +35,7 @@ bytes=$(du -sb "$repo" --exclude=.git | cut -f1)
 # run LABEL ARGS... : times one trove index, prints a row, remembers its seconds in $secs
 run() {
   local label=$1; shift
-  /usr/bin/time -f "%e %M" -o "$work/time" "$trove" index "$repo" --json "$@" > "$work/summary.json"
+  /usr/bin/time -f "%e %M" -o "$work/time" "$trove" index "$repo" --json --quiet "$@" > "$work/summary.json"
   read -r secs kb < "$work/time"
   python3 - "$label" "$secs" "$kb" "$work/summary.json" <<'PY'
 import json, sys
@@ -50,7 +50,7 @@ printf '%s\n' "tree: $files files, $((bytes / 1000000)) MB"
 printf '%-28s %10s %11s %9s %9s %9s\n' run wall "peak RSS" processed embedded reused
 run "full" -o "$work/b"; full=$secs
 
-first=$(g ls-files '*.rs' | head -1)
+first=$(g ls-files '*.rs' | sed -n 1p)
 printf '\n// bench: one edit\npub fn trove_bench_edit() -> u32 { 42 }\n' >> "$repo/$first"
 g commit -q -am "1 file"
 run "1-file change --since auto" -o "$work/b" --since auto; one=$secs

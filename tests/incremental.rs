@@ -481,3 +481,53 @@ fn nightly_ci_script_restores_updates_verifies_and_publishes() {
     let hits = query_jsonl(&[packed.to_str().unwrap(), "late_fee"]);
     assert_eq!(hits[0]["path"], "billing/late.py");
 }
+
+/// A submodule is listed as skipped, and a commit that moves it re-processes nothing.
+#[test]
+fn submodules_are_skipped_and_their_moves_counted() {
+    let t = sample_repo();
+    let root = t.path();
+    let other = tempfile::tempdir().unwrap();
+    write(other.path(), "lib.rs", b"pub fn vendored() {}\n");
+    git(other.path(), &["init", "-q"]);
+    commit(other.path(), "lib");
+    let url = format!("file://{}", other.path().display());
+    git(
+        root,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            &url,
+            "third/lib",
+        ],
+    );
+    commit(root, "add submodule");
+    let scratch = tempfile::tempdir().unwrap();
+    let b = scratch.path().join("b");
+    index(root, &b, &[]);
+    assert_eq!(crate::util::skipped_reasons(&b)["third/lib/"], "submodule");
+    assert!(
+        !crate::util::indexed_paths(&b)
+            .iter()
+            .any(|p| p.starts_with("third/"))
+    );
+    write(other.path(), "lib.rs", b"pub fn vendored() -> u8 { 1 }\n");
+    commit(other.path(), "lib 2");
+    git(&root.join("third/lib"), &["pull", "-q"]);
+    commit(root, "move submodule");
+    let s = index_json(root, &b, &["--since", "auto"]);
+    assert!(
+        s["incremental"]
+            .as_str()
+            .unwrap()
+            .contains("1 submodule change(s) skipped"),
+        "{s}"
+    );
+    assert_eq!(s["chunks_embedded"], 0);
+    let full = scratch.path().join("full");
+    index(root, &full, &[]);
+    assert_eq!(tables(&b), tables(&full));
+}

@@ -117,6 +117,7 @@ pub fn run(a: IndexArgs) -> anyhow::Result<()> {
             include: a.include,
             exclude: a.exclude,
             never_walk: Vec::new(),
+            skip_nested_repos: false,
         },
         threads: a.threads,
         languages_dirs: a.languages,

@@ -276,6 +276,7 @@ fn build_into(
     let mut walk_opts = opts.walk.clone();
     walk_opts.never_walk.push(out.to_path_buf());
     walk_opts.never_walk.push(tmp.to_path_buf());
+    walk_opts.skip_nested_repos = source.commit.is_some();
     let rules = Rules::new(&cfg.source, &walk_opts)?;
     let mut walked = source::walk(root, &rules, &walk_opts)?;
     if let Some(sh) = opts.shard {

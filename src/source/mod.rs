@@ -37,7 +37,8 @@ pub struct Skipped {
     /// Repo-relative path (directories end with `/`).
     pub path: String,
     /// Machine-readable reason: ignored, excluded-dir, excluded, not-included, lockfile, minified,
-    /// secret-file, too-large, binary, invalid-utf8, utf16, generated, symlink, not-a-file, unreadable.
+    /// secret-file, too-large, binary, invalid-utf8, utf16, generated, symlink, not-a-file, unreadable,
+    /// submodule.
     pub reason: String,
     /// Size in bytes when known (0 for directories).
     pub bytes: u64,
@@ -61,6 +62,10 @@ pub struct WalkOptions {
     pub exclude: Vec<String>,
     /// Absolute paths never walked (the output bundle and its temp directory).
     pub never_walk: Vec<PathBuf>,
+    /// Skip directories below the root that hold a `.git` (submodules and nested repositories,
+    /// reason "submodule"): set when the root is in a git work tree, whose history does not
+    /// cover theirs.
+    pub skip_nested_repos: bool,
 }
 
 /// Compiled name rules shared by the walk and the readers.
@@ -232,6 +237,7 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
         let dir_skips = dir_skips.clone();
         let rules_dirs = rules.exclude_dirs.clone();
         let exclude = rules.exclude.clone();
+        let nested = opts.skip_nested_repos;
         wb.filter_entry(move |e| {
             let p = e.path();
             if never.iter().any(|n| p == n) {
@@ -246,6 +252,8 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
                 Some("excluded-dir")
             } else if exclude.is_match(&rel) {
                 Some("excluded")
+            } else if nested && p.join(".git").exists() {
+                Some("submodule")
             } else {
                 None
             };
