@@ -2,7 +2,9 @@
 //! with a full build of the same tree, table by table (rows and sha256 of each Parquet file).
 use std::path::Path;
 
-use crate::util::{duck, git, index, manifest, pq, query_jsonl, sample_repo, trove, write};
+use crate::util::{
+    duck, git, index, index_cmd, manifest, pq, query_jsonl, sample_repo, trove, write,
+};
 
 /// Each table's (name, rows, sha256) from the manifest: equal lists mean byte-identical tables.
 fn tables(bundle: &Path) -> Vec<(String, u64, String)> {
@@ -22,29 +24,13 @@ fn tables(bundle: &Path) -> Vec<(String, u64, String)> {
 
 /// `trove index ROOT -o OUT --json EXTRA...`: the summary, asserting success.
 fn index_json(root: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
-    let o = trove()
-        .arg("index")
-        .arg(root)
-        .arg("-o")
-        .arg(out)
-        .arg("--json")
-        .args(extra)
-        .assert()
-        .success();
+    let o = index_cmd(root, out, extra).arg("--json").assert().success();
     serde_json::from_slice(&o.get_output().stdout).unwrap()
 }
 
 /// `trove index` expected to be refused: exit 2, stderr returned.
 fn index_refused(root: &Path, out: &Path, extra: &[&str]) -> String {
-    let o = trove()
-        .arg("index")
-        .arg(root)
-        .arg("-o")
-        .arg(out)
-        .arg("--quiet")
-        .args(extra)
-        .assert()
-        .code(2);
+    let o = index_cmd(root, out, extra).arg("--quiet").assert().code(2);
     String::from_utf8_lossy(&o.get_output().stderr).into_owned()
 }
 

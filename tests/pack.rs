@@ -1,7 +1,7 @@
 //! Packed bundles: a bit-exact round trip, queries straight from the packed file, and refusal of
 //! truncated, altered or hostile packs.
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::util::{index, query_jsonl, sample_repo, trove};
 
@@ -26,8 +26,8 @@ fn refused(args: &[&std::ffi::OsStr]) -> String {
     String::from_utf8_lossy(&o.get_output().stderr).into_owned()
 }
 
-#[test]
-fn pack_round_trip_is_bit_exact_and_queryable() {
+/// The sample repository indexed into `SCRATCH/app.bundle` and packed into `SCRATCH/app.trove`.
+fn packed_sample() -> (tempfile::TempDir, tempfile::TempDir, PathBuf, PathBuf) {
     let t = sample_repo();
     let scratch = tempfile::tempdir().unwrap();
     let b = scratch.path().join("app.bundle");
@@ -40,6 +40,12 @@ fn pack_round_trip_is_bit_exact_and_queryable() {
         .arg(&packed)
         .assert()
         .success();
+    (t, scratch, b, packed)
+}
+
+#[test]
+fn pack_round_trip_is_bit_exact_and_queryable() {
+    let (_t, scratch, b, packed) = packed_sample();
     let back = scratch.path().join("back");
     trove()
         .arg("unpack")
@@ -90,18 +96,7 @@ fn pack_round_trip_is_bit_exact_and_queryable() {
 
 #[test]
 fn truncated_tampered_and_hostile_packs_are_refused() {
-    let t = sample_repo();
-    let scratch = tempfile::tempdir().unwrap();
-    let b = scratch.path().join("app.bundle");
-    index(t.path(), &b, &[]);
-    let packed = scratch.path().join("app.trove");
-    trove()
-        .arg("pack")
-        .arg(&b)
-        .arg("-o")
-        .arg(&packed)
-        .assert()
-        .success();
+    let (_t, scratch, b, packed) = packed_sample();
     let bytes = std::fs::read(&packed).unwrap();
 
     let truncated = scratch.path().join("truncated.trove");

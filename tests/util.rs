@@ -97,15 +97,17 @@ pub fn sample_repo() -> tempfile::TempDir {
     t
 }
 
+/// `trove index ROOT -o OUT` plus `extra`, not yet run.
+pub fn index_cmd(root: &Path, out: &Path, extra: &[&str]) -> assert_cmd::Command {
+    let mut c = trove();
+    c.arg("index").arg(root).arg("-o").arg(out).args(extra);
+    c
+}
+
 /// Runs `trove index ROOT -o OUT` (plus `extra`) and asserts success.
 pub fn index(root: &Path, out: &Path, extra: &[&str]) {
-    trove()
-        .arg("index")
-        .arg(root)
-        .arg("-o")
-        .arg(out)
+    index_cmd(root, out, extra)
         .arg("--quiet")
-        .args(extra)
         .assert()
         .success();
 }

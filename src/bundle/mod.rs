@@ -18,7 +18,8 @@ pub use manifest::{
 pub use schema::{TABLES, expected_schema};
 pub use verify::{VerifyReport, verify};
 pub use writer::{
-    BundleWriter, ChunkRecord, FileRecord, Finished, Group, GroupSource, Posting, swap_into_place,
+    BundleWriter, ChunkRecord, FileRecord, Finished, Group, GroupSource, Posting, build_beside,
+    check_replaceable, swap_into_place, temp_beside,
 };
 
 /// The format name in every manifest.

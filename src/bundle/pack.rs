@@ -46,7 +46,7 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
     }
     let mut names = vec![MANIFEST.to_string()];
     names.extend(report.manifest.files.iter().map(|f| f.name.clone()));
-    let tmp = temp_path(out);
+    let tmp = super::temp_beside(out);
     let written = (|| -> Result<u64> {
         let io = |e| Error::io(&tmp, e);
         let f = File::create(&tmp).map_err(io)?;
@@ -96,15 +96,6 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
     })
 }
 
-/// `<dir>/.<name>.tmp-<pid>`.
-fn temp_path(out: &Path) -> PathBuf {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "bundle.trove".into());
-    out.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
-}
-
 /// Whether `p` is a file that starts like a packed bundle.
 pub fn is_packed(p: &Path) -> bool {
     let mut head = [0u8; 4];
@@ -115,7 +106,7 @@ pub fn is_packed(p: &Path) -> bool {
         && head == ZSTD_MAGIC
 }
 
-/// Unpacks `file` into the directory `dir` (created; it must not exist): entries checked one by
+/// Unpacks `file` into the directory `dir` (created if missing; it must be empty): entries checked one by
 /// one, then the whole bundle verified. Nothing is written outside `dir`.
 fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
     let damaged = |what: String| {
@@ -131,7 +122,7 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
             "is not a packed bundle (it does not start with a zstd frame; expected a .trove file from `trove pack`)",
         ));
     }
-    std::fs::create_dir(dir).map_err(|e| Error::io(dir, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let z = zstd::Decoder::new(BufReader::new(f)).map_err(|e| damaged(e.to_string()))?;
     let mut archive = tar::Archive::new(z);
     let mut seen: Vec<String> = Vec::new();
@@ -196,38 +187,9 @@ pub fn check(file: &Path) -> Result<Manifest> {
 
 /// Unpacks `file` to the bundle directory `out` (replaced atomically if it is a bundle already).
 pub fn unpack(file: &Path, out: &Path) -> Result<Manifest> {
-    if out.exists() {
-        let empty = out.is_dir()
-            && std::fs::read_dir(out)
-                .map_err(|e| Error::io(out, e))?
-                .next()
-                .is_none();
-        if !empty && super::read_manifest(out).is_err() {
-            return Err(Error::Other(format!(
-                "refusing to overwrite {}: it exists and is not a trove bundle",
-                out.display()
-            )));
-        }
-    }
+    super::check_replaceable(out)?;
     let out = std::path::absolute(out).map_err(|e| Error::io(out, e))?;
-    if let Some(parent) = out.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    }
-    let tmp = temp_path(&out);
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    }
-    let manifest = match extract(file, &tmp) {
-        Ok(m) => m,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(e);
-        }
-    };
-    super::swap_into_place(&tmp, &out).inspect_err(|_| {
-        let _ = std::fs::remove_dir_all(&tmp);
-    })?;
-    Ok(manifest)
+    super::build_beside(&out, |tmp| extract(file, tmp))
 }
 
 /// The bundle directory behind `p`: `p` itself when it is a directory; for a packed file, its

@@ -666,6 +666,57 @@ impl Iterator for RunReader {
     }
 }
 
+/// `<parent>/.<name>.tmp-<pid>`: beside the target, so the final rename stays on one filesystem.
+pub fn temp_beside(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bundle".into());
+    out.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Refuses an output path that is a file or a directory other than a trove bundle (an empty one
+/// is fine), and creates its parent.
+pub fn check_replaceable(out: &Path) -> Result<()> {
+    if out.is_file() {
+        return Err(Error::Other(format!(
+            "output {} is a file: choose a directory path for the bundle",
+            out.display()
+        )));
+    }
+    if out.is_dir() {
+        let empty = std::fs::read_dir(out)
+            .map_err(|e| Error::io(out, e))?
+            .next()
+            .is_none();
+        if !empty && super::read_manifest(out).is_err() {
+            return Err(Error::Other(format!(
+                "refusing to overwrite {}: it exists and is not a trove bundle (remove it or choose another -o)",
+                out.display()
+            )));
+        }
+    }
+    if let Some(parent) = out.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    Ok(())
+}
+
+/// Builds a bundle with `build` in a fresh temp directory beside `out`, then swaps it into place;
+/// on any failure the temp directory is removed and `out` is left as it was.
+pub fn build_beside<T>(out: &Path, build: impl FnOnce(&Path) -> Result<T>) -> Result<T> {
+    let tmp = temp_beside(out);
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    }
+    std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    let r = build(&tmp).and_then(|v| swap_into_place(&tmp, out).map(|()| v));
+    if r.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    r
+}
+
 /// Moves the finished bundle `tmp` to `out`. When `out` exists, the two are exchanged atomically
 /// (`renameat2(RENAME_EXCHANGE)`), so a reader sees the old or the new bundle, never a mix; where
 /// the filesystem cannot exchange, the old bundle is renamed aside first. The old bundle is then removed.

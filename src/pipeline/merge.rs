@@ -78,25 +78,8 @@ pub fn run_merge(out: &Path, inputs: &[PathBuf]) -> Result<(Manifest, MergeSumma
         manifests.push(r.manifest);
     }
     let out = super::absolute(out)?;
-    super::check_output(&out, None)?;
-    let tmp = super::temp_dir_for(&out);
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    }
-    std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    match write_merged(&tmp, inputs, &manifests, started) {
-        Ok(done) => match bundle::swap_into_place(&tmp, &out) {
-            Ok(()) => Ok(done),
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&tmp);
-                Err(e)
-            }
-        },
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            Err(e)
-        }
-    }
+    bundle::check_replaceable(&out)?;
+    bundle::build_beside(&out, |tmp| write_merged(tmp, inputs, &manifests, started))
 }
 
 fn write_merged(

@@ -143,7 +143,7 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         .canonicalize()
         .map_err(|e| Error::io(&opts.root, e))?;
     let out = absolute(&opts.out)?;
-    check_output(&out, Some(&root))?;
+    check_output(&out, &root)?;
     let mut lang_dirs: Vec<PathBuf> = Vec::new();
     let repo_langs = root.join(".trove/languages");
     if repo_langs.is_dir() {
@@ -170,11 +170,6 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         opts.include_uncommitted,
         &expect,
     )?;
-    let tmp = temp_dir_for(&out);
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    }
-    std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     let run = Run {
         registry: &registry,
         embedder: &embedder,
@@ -182,69 +177,24 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         plan,
         languages_hash: expect.languages_hash.clone(),
     };
-    let result = build_into(opts, &root, &out, &tmp, started, run);
-    match result {
-        Ok((manifest, summary)) => match bundle::swap_into_place(&tmp, &out) {
-            Ok(()) => Ok((manifest, summary)),
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&tmp);
-                Err(e)
-            }
-        },
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            Err(e)
-        }
-    }
+    bundle::build_beside(&out, |tmp| build_into(opts, &root, &out, tmp, started, run))
 }
 
 fn absolute(p: &Path) -> Result<PathBuf> {
     std::path::absolute(p).map_err(|e| Error::io(p, e))
 }
 
-/// `<parent>/.<name>.tmp-<pid>`: beside the target, so the final rename stays on one filesystem.
-fn temp_dir_for(out: &Path) -> PathBuf {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "bundle".into());
-    out.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
-}
-
 /// Refuses to replace anything that is not a trove bundle (or an empty directory), and an output
 /// that is the indexed tree itself or contains it.
-fn check_output(out: &Path, root: Option<&Path>) -> Result<()> {
-    if let Some(root) = root
-        && root.starts_with(out)
-    {
+fn check_output(out: &Path, root: &Path) -> Result<()> {
+    if root.starts_with(out) {
         return Err(Error::Other(format!(
             "output {} would contain the indexed tree {}: choose another -o",
             out.display(),
             root.display()
         )));
     }
-    if out.is_file() {
-        return Err(Error::Other(format!(
-            "output {} is a file: choose a directory path for the bundle",
-            out.display()
-        )));
-    }
-    if out.is_dir() {
-        let empty = std::fs::read_dir(out)
-            .map_err(|e| Error::io(out, e))?
-            .next()
-            .is_none();
-        if !empty && bundle::read_manifest(out).is_err() {
-            return Err(Error::Other(format!(
-                "refusing to overwrite {}: it exists and is not a trove bundle (remove it or choose another -o)",
-                out.display()
-            )));
-        }
-    }
-    if let Some(parent) = out.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    }
-    Ok(())
+    bundle::check_replaceable(out)
 }
 
 /// What `run_index` settled before building: the languages, the embedder, the git stamp and
