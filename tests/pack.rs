@@ -96,7 +96,7 @@ fn pack_round_trip_is_bit_exact_and_queryable() {
 
 #[test]
 fn truncated_tampered_and_hostile_packs_are_refused() {
-    let (_t, scratch, b, packed) = packed_sample();
+    let (_t, scratch, _b, packed) = packed_sample();
     let bytes = std::fs::read(&packed).unwrap();
 
     let truncated = scratch.path().join("truncated.trove");
