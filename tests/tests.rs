@@ -7,4 +7,5 @@ mod pack;
 mod portability;
 mod query;
 mod sql;
+mod structure;
 mod util;

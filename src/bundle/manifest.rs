@@ -159,6 +159,12 @@ pub struct Counts {
     pub postings: u64,
     /// Bytes of indexed source.
     pub source_bytes: u64,
+    /// Definitions (`symbols.parquet` rows).
+    #[serde(default)]
+    pub symbols: u64,
+    /// Declared dependencies (`deps.parquet` rows).
+    #[serde(default)]
+    pub deps: u64,
 }
 
 /// Per-language totals.

@@ -18,11 +18,11 @@ pub use manifest::{
 pub use schema::{TABLES, expected_schema};
 pub use verify::{VerifyReport, verify};
 pub use writer::{
-    BundleWriter, ChunkRecord, FileRecord, Finished, Group, GroupSource, Posting, build_beside,
-    check_replaceable, swap_into_place, temp_beside,
+    BundleWriter, ChunkRecord, FileRecord, Finished, Group, GroupSource, Posting, SymbolRecord,
+    build_beside, check_replaceable, swap_into_place, temp_beside,
 };
 
 /// The format name in every manifest.
 pub const FORMAT: &str = "trove-bundle";
 /// The newest bundle format this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;

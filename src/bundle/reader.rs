@@ -14,8 +14,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::writer::{ChunkRecord, FileRecord, Group};
-use crate::chunk::Chunk;
+use super::writer::{ChunkRecord, FileRecord, Group, SymbolRecord};
+use crate::chunk::{Chunk, Symbol};
+use crate::extract::deps::Dep;
 use crate::{Error, Result};
 
 /// Rows decoded per batch.
@@ -42,20 +43,154 @@ pub struct FileRow {
     pub parse_fallback: bool,
 }
 
-impl FileRow {
-    /// The writer's record for this file, with `chunks` read back from the bundle.
-    pub fn into_record(self, chunks: Vec<ChunkRecord>) -> FileRecord {
-        FileRecord {
-            path: self.path,
-            language: self.language,
-            source_type: self.source_type,
-            bytes: self.bytes,
-            lines: self.lines,
-            sha256: self.sha256,
-            parse_fallback: self.parse_fallback,
-            chunks,
-        }
+/// A bundle's per-file rows (chunks with embeddings, symbols, deps), streamed in path order: what
+/// an incremental run carries over and a merge copies.
+pub struct FileRows {
+    dir: PathBuf,
+    chunks: ChunkStream,
+    symbols: RowStream<SymbolRecord>,
+    deps: RowStream<Dep>,
+}
+
+impl FileRows {
+    /// Opens the per-file tables of the bundle at `dir` (vectors of `dim` floats).
+    pub fn open(dir: &Path, dim: usize) -> Result<Self> {
+        Ok(FileRows {
+            dir: dir.to_path_buf(),
+            chunks: ChunkStream::open(dir, dim)?,
+            symbols: RowStream::open(dir, "symbols", symbol_row)?,
+            deps: RowStream::open(dir, "deps", dep_row)?,
+        })
     }
+
+    /// The writer's record of `row`'s file with everything the bundle holds for it. Files must be
+    /// asked for in path order.
+    pub fn take(&mut self, row: FileRow) -> Result<FileRecord> {
+        let chunks = self.chunks.take(&row.path)?;
+        if chunks.len() != row.chunks as usize {
+            return Err(Error::bundle(
+                &self.dir,
+                format!(
+                    "{} has {} chunk rows, files.parquet says {}",
+                    row.path,
+                    chunks.len(),
+                    row.chunks
+                ),
+            ));
+        }
+        let symbols = self.symbols.take(&row.path)?;
+        let deps = self.deps.take(&row.path)?;
+        Ok(FileRecord {
+            path: row.path,
+            language: row.language,
+            source_type: row.source_type,
+            bytes: row.bytes,
+            lines: row.lines,
+            sha256: row.sha256,
+            parse_fallback: row.parse_fallback,
+            chunks,
+            symbols,
+            deps,
+        })
+    }
+}
+
+/// Rows of a table sorted by path, decoded one at a time and handed out a file at a time.
+pub struct RowStream<T> {
+    dir: PathBuf,
+    reader: ParquetRecordBatchReader,
+    batch: Option<RecordBatch>,
+    row: usize,
+    decode: fn(&RecordBatch, usize, &Path) -> Result<T>,
+}
+
+impl<T> RowStream<T> {
+    fn open(
+        dir: &Path,
+        table: &str,
+        decode: fn(&RecordBatch, usize, &Path) -> Result<T>,
+    ) -> Result<Self> {
+        Ok(RowStream {
+            dir: dir.to_path_buf(),
+            reader: open_table(dir, table)?,
+            batch: None,
+            row: 0,
+            decode,
+        })
+    }
+
+    /// The rows of `path`, skipping rows of paths before it.
+    pub fn take(&mut self, path: &str) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        loop {
+            let loaded = matches!(&self.batch, Some(b) if self.row < b.num_rows());
+            if !loaded {
+                match self.reader.next().transpose()? {
+                    None => {
+                        self.batch = None;
+                        break;
+                    }
+                    Some(b) => {
+                        self.batch = Some(b);
+                        self.row = 0;
+                        continue;
+                    }
+                }
+            }
+            let b = self.batch.as_ref().expect("loaded");
+            let here = col::<StringArray>(b, "path", &self.dir)?.value(self.row);
+            match here.cmp(path) {
+                std::cmp::Ordering::Less => self.row += 1,
+                std::cmp::Ordering::Greater => break,
+                std::cmp::Ordering::Equal => {
+                    out.push((self.decode)(b, self.row, &self.dir)?);
+                    self.row += 1;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn opt_i64(a: &Int64Array, i: usize) -> Option<i64> {
+    (!a.is_null(i)).then(|| a.value(i))
+}
+
+fn symbol_row(b: &RecordBatch, i: usize, d: &Path) -> Result<SymbolRecord> {
+    let s = |n: &str| col::<StringArray>(b, n, d);
+    let i64c = |n: &str| col::<Int64Array>(b, n, d);
+    let i32v = |n: &str| -> Result<usize> {
+        Ok(usize_of(i64::from(col::<Int32Array>(b, n, d)?.value(i))))
+    };
+    let exported = col::<BooleanArray>(b, "exported", d)?;
+    Ok(SymbolRecord {
+        symbol: Symbol {
+            kind: s("kind")?.value(i).to_string(),
+            name: s("name")?.value(i).to_string(),
+            symbol_path: s("symbol_path")?.value(i).to_string(),
+            start_byte: usize_of(i64c("start_byte")?.value(i)),
+            end_byte: usize_of(i64c("end_byte")?.value(i)),
+            start_line: i32v("start_line")?,
+            end_line: i32v("end_line")?,
+            signature: opt_str(s("signature")?, i),
+            docs: opt_str(s("docs")?, i),
+            parent: None,
+            exported: (!exported.is_null(i)).then(|| exported.value(i)),
+        },
+        symbol_id: i64c("symbol_id")?.value(i),
+        parent_id: opt_i64(i64c("parent_id")?, i),
+        chunk_id: opt_i64(i64c("chunk_id")?, i),
+    })
+}
+
+fn dep_row(b: &RecordBatch, i: usize, d: &Path) -> Result<Dep> {
+    let s = |n: &str| col::<StringArray>(b, n, d);
+    Ok(Dep {
+        ecosystem: s("ecosystem")?.value(i).to_string(),
+        name: s("name")?.value(i).to_string(),
+        version: opt_str(s("version")?, i),
+        scope: s("scope")?.value(i).to_string(),
+    })
 }
 
 fn open_table(dir: &Path, table: &str) -> Result<ParquetRecordBatchReader> {

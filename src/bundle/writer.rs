@@ -66,6 +66,23 @@ pub struct FileRecord {
     pub parse_fallback: bool,
     /// Chunks in source order.
     pub chunks: Vec<ChunkRecord>,
+    /// Definitions in source order.
+    pub symbols: Vec<SymbolRecord>,
+    /// Dependencies it declares (package manifests).
+    pub deps: Vec<crate::extract::deps::Dep>,
+}
+
+/// One definition with its ids.
+#[derive(Debug, Clone)]
+pub struct SymbolRecord {
+    /// The definition.
+    pub symbol: crate::chunk::Symbol,
+    /// Stable id (path, kind, symbol path, start byte).
+    pub symbol_id: i64,
+    /// The enclosing definition's id.
+    pub parent_id: Option<i64>,
+    /// The chunk that holds the definition's start.
+    pub chunk_id: Option<i64>,
 }
 
 /// One chunk with its id, BM25 terms and embedding.
@@ -214,6 +231,10 @@ pub struct BundleWriter {
     files: Table,
     chunks: Table,
     embeddings: Table,
+    symbols: Table,
+    deps: Table,
+    symbol_rows: Vec<(Arc<str>, Option<Arc<str>>, SymbolRecord)>,
+    dep_rows: Vec<(Arc<str>, crate::extract::deps::Dep)>,
     file_rows: Vec<(FileRecord, usize)>,
     chunk_rows: Vec<ChunkRow>,
     postings: Spill,
@@ -236,6 +257,10 @@ impl BundleWriter {
             files: Table::create(dir, "files", dim)?,
             chunks: Table::create(dir, "chunks", dim)?,
             embeddings: Table::create(dir, "embeddings", dim)?,
+            symbols: Table::create(dir, "symbols", dim)?,
+            deps: Table::create(dir, "deps", dim)?,
+            symbol_rows: Vec::new(),
+            dep_rows: Vec::new(),
             file_rows: Vec::new(),
             chunk_rows: Vec::new(),
             postings: Spill::new(dir.join(".postings-runs"), POSTINGS_SPILL_BYTES),
@@ -279,11 +304,63 @@ impl BundleWriter {
                 self.flush_chunks()?;
             }
         }
+        for sym in std::mem::take(&mut f.symbols) {
+            self.symbol_rows.push((path.clone(), language.clone(), sym));
+        }
+        if self.symbol_rows.len() >= BATCH_ROWS {
+            self.flush_symbols()?;
+        }
+        for d in std::mem::take(&mut f.deps) {
+            self.dep_rows.push((path.clone(), d));
+        }
+        if self.dep_rows.len() >= BATCH_ROWS {
+            self.flush_deps()?;
+        }
         self.file_rows.push((f, total));
         if self.file_rows.len() >= BATCH_ROWS {
             self.flush_files()?;
         }
         Ok(())
+    }
+
+    fn flush_symbols(&mut self) -> Result<()> {
+        if self.symbol_rows.is_empty() {
+            return Ok(());
+        }
+        let r = std::mem::take(&mut self.symbol_rows);
+        self.symbols.write(vec![
+            i64s(r.iter().map(|x| x.2.symbol_id)),
+            strings(r.iter().map(|x| x.0.as_ref())),
+            opt_strings(r.iter().map(|x| x.1.as_deref())),
+            strings(r.iter().map(|x| x.2.symbol.kind.as_str())),
+            strings(r.iter().map(|x| x.2.symbol.name.as_str())),
+            strings(r.iter().map(|x| x.2.symbol.symbol_path.as_str())),
+            i32s(r.iter().map(|x| i32c(x.2.symbol.start_line))),
+            i32s(r.iter().map(|x| i32c(x.2.symbol.end_line))),
+            i64s(r.iter().map(|x| x.2.symbol.start_byte as i64)),
+            i64s(r.iter().map(|x| x.2.symbol.end_byte as i64)),
+            opt_strings(r.iter().map(|x| x.2.symbol.signature.as_deref())),
+            opt_strings(r.iter().map(|x| x.2.symbol.docs.as_deref())),
+            Arc::new(Int64Array::from_iter(r.iter().map(|x| x.2.parent_id))),
+            Arc::new(BooleanArray::from_iter(
+                r.iter().map(|x| x.2.symbol.exported),
+            )),
+            Arc::new(Int64Array::from_iter(r.iter().map(|x| x.2.chunk_id))),
+        ])
+    }
+
+    fn flush_deps(&mut self) -> Result<()> {
+        if self.dep_rows.is_empty() {
+            return Ok(());
+        }
+        let r = std::mem::take(&mut self.dep_rows);
+        self.deps.write(vec![
+            strings(r.iter().map(|x| x.0.as_ref())),
+            strings(r.iter().map(|x| x.1.ecosystem.as_str())),
+            strings(r.iter().map(|x| x.1.name.as_str())),
+            opt_strings(r.iter().map(|x| x.1.version.as_deref())),
+            strings(r.iter().map(|x| x.1.scope.as_str())),
+        ])
     }
 
     fn flush_files(&mut self) -> Result<()> {
@@ -365,9 +442,13 @@ impl BundleWriter {
     pub fn finish(mut self, skipped: &[Skipped], carried: Vec<GroupSource>) -> Result<Finished> {
         self.flush_files()?;
         self.flush_chunks()?;
+        self.flush_symbols()?;
+        self.flush_deps()?;
         let files = self.files.finish()?;
         let chunks = self.chunks.finish()?;
         let embeddings = self.embeddings.finish()?;
+        let symbols = self.symbols.finish()?;
+        let deps = self.deps.finish()?;
         let mut terms = Table::create(&self.dir, "terms", self.dim)?;
         let mut postings = Table::create(&self.dir, "postings", self.dim)?;
         let (n_terms, n_postings) =
@@ -385,6 +466,8 @@ impl BundleWriter {
         }
         let sk = sk.finish()?;
         self.counts.skipped = skipped.len() as u64;
+        self.counts.symbols = symbols.rows;
+        self.counts.deps = deps.rows;
         self.counts.terms = n_terms;
         self.counts.postings = n_postings;
         let avgdl = if self.counts.chunks == 0 {
@@ -393,7 +476,9 @@ impl BundleWriter {
             self.total_tokens as f64 / self.counts.chunks as f64
         };
         Ok(Finished {
-            entries: vec![files, chunks, embeddings, terms, postings, sk],
+            entries: vec![
+                files, chunks, embeddings, terms, postings, symbols, deps, sk,
+            ],
             counts: self.counts,
             languages: self.languages,
             avgdl,

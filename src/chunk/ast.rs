@@ -47,6 +47,9 @@ struct Def {
     signature: Option<String>,
     docs: Option<String>,
     children: Vec<usize>,
+    /// Start of the definition node itself (without attached comments).
+    node_start: usize,
+    exported: Option<bool>,
 }
 
 /// Parses `text` within the configured time; `None` when the bound is hit or the grammar fails.
@@ -89,7 +92,76 @@ pub(super) fn chunk(b: &mut Builder<'_>, lang: &Language) -> bool {
     };
     let (defs, top) = collect(b.text, lang, tree.root_node());
     emit_region(b, &defs, &top, 0, b.text.len(), &[]);
+    b.symbols = symbols(b, &defs, &lang.def.id);
     true
+}
+
+/// The definitions as symbols, in source order, each naming its parent's index.
+fn symbols(b: &Builder<'_>, defs: &[Def], lang: &str) -> Vec<super::Symbol> {
+    let mut parent = vec![None; defs.len()];
+    for (i, d) in defs.iter().enumerate() {
+        for &c in &d.children {
+            parent[c] = Some(i);
+        }
+    }
+    // JavaScript/TypeScript members carry no `export` of their own: they are as visible as their
+    // class, unless private (`#x`, `private x`). Parents come before children, so one pass does.
+    let mut exported: Vec<Option<bool>> = defs.iter().map(|d| d.exported).collect();
+    if matches!(lang, "javascript" | "typescript" | "tsx") {
+        for (i, d) in defs.iter().enumerate() {
+            if let Some(p) = parent[i]
+                && TYPE_KINDS.contains(&defs[p].kind.as_str())
+            {
+                let private = d.name.starts_with('#')
+                    || d.signature
+                        .as_deref()
+                        .is_some_and(|s| s.starts_with("private ") || s.starts_with("protected "));
+                exported[i] = exported[p].map(|e| e && !private);
+            }
+        }
+    }
+    defs.iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let mut path = d.path.clone();
+            path.push(d.name.clone());
+            let end = d.end.max(d.node_start);
+            super::Symbol {
+                kind: d.kind.clone(),
+                name: d.name.clone(),
+                symbol_path: path.join(" > "),
+                start_byte: d.node_start,
+                end_byte: end,
+                start_line: b.idx.pos(d.node_start).0,
+                end_line: b.idx.pos(end.saturating_sub(1).max(d.node_start)).0,
+                signature: d.signature.clone(),
+                docs: d.docs.clone(),
+                parent: parent[i],
+                exported: exported[i],
+            }
+        })
+        .collect()
+}
+
+/// What the language says about a definition's visibility: `header` is the text from the
+/// definition's outer node to its name.
+fn exported(lang: &str, header: &str, name: &str) -> Option<bool> {
+    let words = || header.split(|c: char| !c.is_alphanumeric() && c != '_');
+    let has = |w: &str| words().any(|x| x == w);
+    match lang {
+        "go" => name.chars().next().map(char::is_uppercase),
+        "python" => Some(!name.starts_with('_')),
+        "rust" => Some(has("pub")),
+        "javascript" | "typescript" | "tsx" => Some(has("export")),
+        "java" | "csharp" | "php" => Some(has("public")),
+        "kotlin" | "scala" | "swift" | "dart" => {
+            let hidden =
+                has("private") || has("fileprivate") || has("protected") || has("internal");
+            let dart_private = lang == "dart" && name.starts_with('_');
+            Some(!hidden && !dart_private)
+        }
+        _ => None,
+    }
 }
 
 /// Walks the tree without recursion and returns every definition plus the top-level ones.
@@ -321,6 +393,11 @@ fn make_def(
         kind = "method".into();
     }
     let (range_start, mut docs) = leading_attachments(text, lang, outer);
+    let name_start = name_node(node, rule).map_or(node.start_byte(), |n| n.start_byte());
+    let header = text
+        .get(outer.start_byte()..name_start.max(outer.start_byte()))
+        .unwrap_or("");
+    let exported = exported(&lang.def.id, header, &name);
     if lang.def.docstrings
         && let Some(d) = docstring(text, node)
     {
@@ -335,6 +412,8 @@ fn make_def(
         signature: signature(text, outer, node),
         docs,
         children: Vec::new(),
+        node_start: node.start_byte(),
+        exported,
     }
 }
 

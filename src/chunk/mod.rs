@@ -44,11 +44,41 @@ pub struct Chunk {
     pub content: String,
 }
 
+/// A definition found by the syntax chunker: what `symbols.parquet` holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symbol {
+    /// function, method, class, struct, ... (the language file's kinds).
+    pub kind: String,
+    /// Its own name.
+    pub name: String,
+    /// Enclosing names and its own, joined by ` > `.
+    pub symbol_path: String,
+    /// Start of the definition node (attached doc comments and attributes excluded).
+    pub start_byte: usize,
+    /// End of the definition (exclusive).
+    pub end_byte: usize,
+    /// 1-based line of `start_byte`.
+    pub start_line: usize,
+    /// 1-based line of its last byte.
+    pub end_line: usize,
+    /// Header up to the body, whitespace collapsed.
+    pub signature: Option<String>,
+    /// Doc comment or docstring, markers stripped.
+    pub docs: Option<String>,
+    /// Index of the enclosing definition in the file's list.
+    pub parent: Option<usize>,
+    /// Whether the language marks it visible outside its module (`pub`, `export`, `public`, a
+    /// capital first letter in Go, no leading `_` in Python); `None` where the language does not say.
+    pub exported: Option<bool>,
+}
+
 /// A file's chunks and how they were made.
 #[derive(Debug, Default)]
 pub struct ChunkedFile {
     /// Chunks in source order.
     pub chunks: Vec<Chunk>,
+    /// Definitions in source order (syntax-chunked files only).
+    pub symbols: Vec<Symbol>,
     /// True when the AST chunker gave up (parse time bound) and line windows were used instead.
     pub parse_fallback: bool,
 }
@@ -61,6 +91,7 @@ pub fn chunk_file(text: &str, lang: Option<&Language>, cfg: &ChunkConfig) -> Chu
         idx: &idx,
         cfg,
         out: Vec::new(),
+        symbols: Vec::new(),
     };
     let mut parse_fallback = false;
     let chunker = if cfg.chunker == "lines" {
@@ -85,6 +116,7 @@ pub fn chunk_file(text: &str, lang: Option<&Language>, cfg: &ChunkConfig) -> Chu
     }
     ChunkedFile {
         chunks: b.out,
+        symbols: b.symbols,
         parse_fallback,
     }
 }
@@ -156,6 +188,7 @@ pub(crate) struct Builder<'a> {
     idx: &'a LineIndex,
     pub cfg: &'a ChunkConfig,
     out: Vec<Chunk>,
+    symbols: Vec<Symbol>,
 }
 
 impl Builder<'_> {
@@ -350,6 +383,7 @@ mod tests {
                 idx: &idx,
                 cfg: &c,
                 out: Vec::new(),
+                symbols: Vec::new(),
             };
             b.paragraphs();
             b.out

@@ -8,6 +8,7 @@ pub mod merge;
 pub mod pack;
 pub mod query;
 pub mod sql;
+pub mod structure;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
@@ -34,6 +35,8 @@ pub enum Command {
     Merge(merge::MergeArgs),
     Pack(pack::PackArgs),
     Unpack(pack::UnpackArgs),
+    Symbols(structure::SymbolsArgs),
+    Deps(structure::DepsArgs),
 }
 
 /// Output formats shared by the subcommands.
@@ -58,6 +61,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Merge(a) => merge::run(a).map(|()| 0),
         Command::Pack(a) => pack::run_pack(a).map(|()| 0),
         Command::Unpack(a) => pack::run_unpack(a).map(|()| 0),
+        Command::Symbols(a) => structure::run_symbols(a),
+        Command::Deps(a) => structure::run_deps(a),
     }
 }
 

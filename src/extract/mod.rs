@@ -1,9 +1,11 @@
-//! Extract stage: the code-aware BM25 tokenizer.
+//! Extract stage: the code-aware BM25 tokenizer, and ([`deps`]) dependencies from package manifests.
 //!
 //! Input: text (a chunk at index time, the query at query time — the same function, so both sides
 //! agree). Output: lower-cased tokens. An identifier is kept whole and also split on `_` and case
 //! changes: `parseHTTPRequest` → `parsehttprequest`, `parse`, `http`, `request`. Invariants: tokens are
 //! non-empty, at most `max_len` bytes, and deterministic.
+
+pub mod deps;
 
 /// Tokenizer name and version, stamped into the manifest; a change here changes it.
 pub const TOKENIZER: &str = "code-v1";

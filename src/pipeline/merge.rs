@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::bundle::reader::{ChunkStream, FileRow, PostingStream, read_files, read_skipped};
+use crate::bundle::reader::{FileRow, FileRows, PostingStream, read_files, read_skipped};
 use crate::bundle::{self, BundleWriter, GroupSource, Manifest};
 use crate::{Error, Result};
 
@@ -108,23 +108,11 @@ fn write_merged(
     }
     let mut streams = inputs
         .iter()
-        .map(|p| ChunkStream::open(p, dim))
+        .map(|p| FileRows::open(p, dim))
         .collect::<Result<Vec<_>>>()?;
     let mut writer = BundleWriter::create(tmp, dim)?;
     for (row, i) in rows {
-        let chunks = streams[i].take(&row.path)?;
-        if chunks.len() != row.chunks as usize {
-            return Err(Error::bundle(
-                &inputs[i],
-                format!(
-                    "{} has {} chunk rows, files.parquet says {}",
-                    row.path,
-                    chunks.len(),
-                    row.chunks
-                ),
-            ));
-        }
-        writer.add_file(row.into_record(chunks))?;
+        writer.add_file(streams[i].take(row)?)?;
     }
     drop(streams);
     let mut skipped = Vec::new();

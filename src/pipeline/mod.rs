@@ -25,8 +25,10 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::bundle::reader::{ChunkStream, PostingStream};
-use crate::bundle::{self, BundleWriter, ChunkRecord, FileRecord, GroupSource, Manifest, Shard};
+use crate::bundle::reader::{FileRows, PostingStream};
+use crate::bundle::{
+    self, BundleWriter, ChunkRecord, FileRecord, GroupSource, Manifest, Shard, SymbolRecord,
+};
 use crate::chunk::chunk_file;
 use crate::config::PipelineConfig;
 use crate::embed::{Counting, Embedder, HashEmbedder, embed_text};
@@ -244,7 +246,7 @@ fn build_into(
     // Carried files' rows stream from the base bundle in path order; the ids of the chunks
     // carried select which of its postings are carried too.
     let mut base_chunks = match reuse {
-        Some(r) => Some(ChunkStream::open(&r.dir, r.dim)?),
+        Some(r) => Some(FileRows::open(&r.dir, r.dim)?),
         None => None,
     };
     let mut carried_ids: FxHashSet<i64> = FxHashSet::default();
@@ -511,6 +513,17 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
             embedding,
         });
     }
+    // Definitions are code's: a config file's keys and a document's headings are not symbols.
+    let symbols = if matches!(source_type.as_str(), "code" | "test") {
+        symbol_records(&c.rel, chunked.symbols, &chunks)
+    } else {
+        Vec::new()
+    };
+    let deps = if extract::deps::is_manifest(&c.rel) {
+        extract::deps::dependencies(&c.rel, &text)
+    } else {
+        Vec::new()
+    };
     FileResult::Indexed(FileRecord {
         path: c.rel.clone(),
         language: lang.map(|l| l.def.id.clone()),
@@ -520,14 +533,72 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         sha256,
         parse_fallback: chunked.parse_fallback,
         chunks,
+        symbols,
+        deps,
     })
 }
 
-/// The base bundle's record of `path` with its chunks (and their embeddings), for the writer.
+/// A file's definitions with their ids: stable symbol ids, the parent's id, and the chunk that
+/// holds each definition's start.
+fn symbol_records(
+    rel: &str,
+    symbols: Vec<crate::chunk::Symbol>,
+    chunks: &[ChunkRecord],
+) -> Vec<SymbolRecord> {
+    let ids: Vec<i64> = symbols
+        .iter()
+        .map(|s| {
+            stable_id(&[
+                rel.as_bytes(),
+                s.kind.as_bytes(),
+                s.symbol_path.as_bytes(),
+                s.start_byte.to_string().as_bytes(),
+            ])
+        })
+        .collect();
+    // A definition outside its type's body (a Go method, `void Matrix::multiply()`) has the type
+    // as its parent when the file defines it.
+    let by_path: FxHashMap<&str, i64> = symbols
+        .iter()
+        .zip(&ids)
+        .map(|(s, &id)| (s.symbol_path.as_str(), id))
+        .collect();
+    let parents: Vec<Option<i64>> = symbols
+        .iter()
+        .map(|s| match s.parent {
+            Some(p) => Some(ids[p]),
+            None => s
+                .symbol_path
+                .rsplit_once(" > ")
+                .and_then(|(prefix, _)| by_path.get(prefix).copied()),
+        })
+        .collect();
+    drop(by_path);
+    symbols
+        .into_iter()
+        .zip(&ids)
+        .zip(parents)
+        .map(|((s, &id), parent_id)| {
+            let chunk_id = chunks
+                .iter()
+                .rev()
+                .find(|c| c.chunk.start_byte <= s.start_byte && s.start_byte < c.chunk.end_byte)
+                .map(|c| c.chunk_id);
+            SymbolRecord {
+                parent_id,
+                symbol_id: id,
+                chunk_id,
+                symbol: s,
+            }
+        })
+        .collect()
+}
+
+/// The base bundle's record of `path` with its chunks (embeddings included), symbols and deps.
 fn carry(
     path: &str,
     reuse: Option<&incremental::Reuse>,
-    stream: Option<&mut ChunkStream>,
+    stream: Option<&mut FileRows>,
     ids: &mut FxHashSet<i64>,
 ) -> Result<FileRecord> {
     let (Some(r), Some(stream)) = (reuse, stream) else {
@@ -540,19 +611,9 @@ fn carry(
         .get(path)
         .cloned()
         .ok_or_else(|| Error::bundle(&r.dir, format!("files.parquet has no row for {path}")))?;
-    let chunks = stream.take(path)?;
-    if chunks.len() != row.chunks as usize {
-        return Err(Error::bundle(
-            &r.dir,
-            format!(
-                "{path} has {} chunk rows, files.parquet says {}",
-                chunks.len(),
-                row.chunks
-            ),
-        ));
-    }
-    ids.extend(chunks.iter().map(|c| c.chunk_id));
-    Ok(row.into_record(chunks))
+    let rec = stream.take(row)?;
+    ids.extend(rec.chunks.iter().map(|c| c.chunk_id));
+    Ok(rec)
 }
 
 /// RFC 3339 UTC; `SOURCE_DATE_EPOCH` (reproducible builds) wins over the clock.

@@ -141,7 +141,7 @@ pub struct Bundle {
 }
 
 /// SQL string literal.
-pub(crate) fn lit(s: &str) -> String {
+pub fn lit(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 

@@ -1,0 +1,183 @@
+//! `trove symbols BUNDLE NAME` and `trove deps BUNDLE`: the structural tables, queried in the
+//! bundle's DuckDB.
+use clap::Args;
+use std::io::Write;
+use std::path::PathBuf;
+
+use trove::query::sql::to_json;
+use trove::query::{Bundle, lit};
+
+use super::query::OutFormat;
+
+/// Find definitions by name: where a function, method, class, struct, ... is defined, with its
+/// kind, signature, parent and doc comment.
+///
+/// NAME matches a symbol's name exactly, then case-insensitively, then the end of its symbol path
+/// (`UserService.processPayment`, `UserService::processPayment` and `UserService > processPayment`
+/// all work). Exact matches come first, then exported ones. Exit codes: 0 found, 1 none, 2 bad input.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  trove symbols app.bundle processPayment\n  trove symbols app.bundle UserService --kind class --format json"
+)]
+pub struct SymbolsArgs {
+    /// The bundle (directory or packed .trove file).
+    pub bundle: PathBuf,
+    /// The name (or the end of a symbol path) to look up.
+    pub name: String,
+    /// Only these kinds (function, method, class, struct, ...); repeatable.
+    #[arg(long = "kind", value_name = "KIND")]
+    pub kinds: Vec<String>,
+    /// At most this many definitions.
+    #[arg(short, default_value_t = 20)]
+    pub k: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutFormat::Text)]
+    pub format: OutFormat,
+}
+
+/// Runs `trove symbols`.
+pub fn run_symbols(a: SymbolsArgs) -> anyhow::Result<i32> {
+    let b = Bundle::open(&a.bundle)?;
+    let name = a.name.trim();
+    if name.is_empty() {
+        anyhow::bail!("the name is empty: trove symbols BUNDLE NAME");
+    }
+    // `A.b`, `A::b`, `A > b` all mean the symbol path `A > b`.
+    let path: String = name
+        .replace("::", " > ")
+        .split(['.', '>'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" > ");
+    let kinds = if a.kinds.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = a.kinds.iter().map(|k| lit(k)).collect();
+        format!("AND s.kind IN ({})", list.join(", "))
+    };
+    let sql = format!(
+        "SELECT s.path, s.start_line, s.end_line, s.kind, s.name, s.symbol_path, s.signature, \
+                s.docs, p.symbol_path AS parent, s.exported, s.language, s.symbol_id \
+         FROM symbols s LEFT JOIN symbols p ON p.symbol_id = s.parent_id \
+         WHERE (s.name = {n} OR lower(s.name) = lower({n}) OR s.symbol_path = {p} \
+                OR s.symbol_path LIKE '%> ' || {p}) {kinds} \
+         ORDER BY s.name = {n} DESC, s.symbol_path = {p} DESC, coalesce(s.exported, false) DESC, \
+                  s.path, s.start_line \
+         LIMIT {k}",
+        n = lit(name),
+        p = lit(&path),
+        k = a.k.max(1),
+    );
+    let (names, rows) = b.run_sql(&sql)?;
+    let mut out = std::io::stdout().lock();
+    print(&mut out, a.format, &names, &rows, |r| {
+        let t = |i: usize| {
+            let v = to_json(&r[i]);
+            v.as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string())
+        };
+        let mut line = format!("{}:{}-{}  {} {}", t(0), t(1), t(2), t(3), t(5));
+        if to_json(&r[6]).is_string() {
+            line.push_str(&format!("\n    {}", t(6)));
+        }
+        if let Some(d) = to_json(&r[7]).as_str() {
+            let first = d.lines().next().unwrap_or("");
+            line.push_str(&format!("\n    {first}"));
+        }
+        line
+    })?;
+    Ok(if rows.is_empty() { 1 } else { 0 })
+}
+
+/// List the dependencies the bundle's package manifests declare: package.json, composer.json,
+/// Cargo.toml, go.mod, requirements*.txt, pyproject.toml, pom.xml, build.gradle(.kts), Gemfile —
+/// each with its manifest path (a monorepo has many), ecosystem, version spec and scope.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  trove deps app.bundle\n  trove deps app.bundle --ecosystem npm --scope dev --format jsonl"
+)]
+pub struct DepsArgs {
+    /// The bundle (directory or packed .trove file).
+    pub bundle: PathBuf,
+    /// Only this ecosystem (npm, composer, cargo, go, pypi, maven, rubygems); repeatable.
+    #[arg(long = "ecosystem", value_name = "E")]
+    pub ecosystems: Vec<String>,
+    /// Only this scope (runtime, dev, build, peer, optional, indirect); repeatable.
+    #[arg(long = "scope", value_name = "S")]
+    pub scopes: Vec<String>,
+    /// Only packages whose name contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub name: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutFormat::Text)]
+    pub format: OutFormat,
+}
+
+/// Runs `trove deps`.
+pub fn run_deps(a: DepsArgs) -> anyhow::Result<i32> {
+    let b = Bundle::open(&a.bundle)?;
+    let mut filters = vec!["true".to_string()];
+    let any_of = |col: &str, vals: &[String]| {
+        let list: Vec<String> = vals.iter().map(|v| lit(v)).collect();
+        format!("{col} IN ({})", list.join(", "))
+    };
+    if !a.ecosystems.is_empty() {
+        filters.push(any_of("ecosystem", &a.ecosystems));
+    }
+    if !a.scopes.is_empty() {
+        filters.push(any_of("scope", &a.scopes));
+    }
+    if let Some(n) = &a.name {
+        filters.push(format!("contains(lower(name), lower({}))", lit(n)));
+    }
+    let sql = format!(
+        "SELECT path, ecosystem, name, version, scope FROM deps WHERE {} ORDER BY path, ecosystem, scope, name",
+        filters.join(" AND ")
+    );
+    let (names, rows) = b.run_sql(&sql)?;
+    let mut out = std::io::stdout().lock();
+    let mut last = String::new();
+    print(&mut out, a.format, &names, &rows, |r| {
+        let s = |i: usize| to_json(&r[i]).as_str().unwrap_or("").to_string();
+        let mut line = String::new();
+        if s(0) != last {
+            last = s(0);
+            line.push_str(&format!("{}\n", last));
+        }
+        line.push_str(&format!("  {:<8} {:<8} {} {}", s(1), s(4), s(2), s(3)));
+        line.trim_end().to_string()
+    })?;
+    Ok(if rows.is_empty() { 1 } else { 0 })
+}
+
+/// Prints rows as text (one `text(row)` each), a JSON array, or JSON lines.
+fn print(
+    out: &mut impl Write,
+    format: OutFormat,
+    names: &[String],
+    rows: &[Vec<duckdb::types::Value>],
+    mut text: impl FnMut(&[duckdb::types::Value]) -> String,
+) -> anyhow::Result<()> {
+    let obj = |r: &[duckdb::types::Value]| {
+        serde_json::Value::Object(names.iter().cloned().zip(r.iter().map(to_json)).collect())
+    };
+    match format {
+        OutFormat::Text => {
+            for r in rows {
+                writeln!(out, "{}", text(r))?;
+            }
+        }
+        OutFormat::Json => {
+            let all: Vec<serde_json::Value> = rows.iter().map(|r| obj(r)).collect();
+            writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
+        }
+        OutFormat::Jsonl => {
+            for r in rows {
+                writeln!(out, "{}", obj(r))?;
+            }
+        }
+    }
+    Ok(())
+}
