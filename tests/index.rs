@@ -31,7 +31,7 @@ fn index_verify_inspect_and_counts() {
         .arg(&b)
         .assert()
         .success()
-        .stdout(predicates::str::contains("ok: 8 files"));
+        .stdout(predicates::str::contains("ok: 9 files"));
     let inspect = trove()
         .arg("inspect")
         .arg(&b)
@@ -155,7 +155,7 @@ fn same_input_gives_identical_parquet_bytes_at_any_thread_count() {
     index(repo.path(), &b2, &["--threads", "1"]);
     index(repo.path(), &b3, &["--threads", "7"]);
     let (p1, p2, p3) = (parquet_bytes(&b1), parquet_bytes(&b2), parquet_bytes(&b3));
-    assert_eq!(p1.len(), 8);
+    assert_eq!(p1.len(), 9);
     assert!(p1 == p2 && p2 == p3, "parquet bytes differ between runs");
 }
 

@@ -59,5 +59,5 @@ fn pyarrow_reads_every_file() {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(String::from_utf8_lossy(&o.stdout).contains("ok: 8 tables"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ok: 9 tables"));
 }

@@ -94,6 +94,36 @@ flask==3.0.0  # web
 "#
         .as_bytes(),
     );
+    write(
+        root,
+        "app/run.py",
+        r#"from app.main import Cart
+
+
+def checkout(items):
+    cart = Cart()
+    for i in items:
+        cart.add(i)
+    return _helper()
+
+
+def _helper():
+    return 0
+"#
+        .as_bytes(),
+    );
+    write(
+        root,
+        "web/calls.ts",
+        r#"import { Store } from "./util";
+
+export function main(): void {
+  new Store().get("k");
+  _helper();
+}
+"#
+        .as_bytes(),
+    );
     git(root, &["init", "-q"]);
     git(root, &["add", "-A"]);
     git(root, &["commit", "-q", "-m", "structure"]);
@@ -121,6 +151,8 @@ fn symbols_and_deps_tables_hold_exactly_what_the_code_declares() {
             "app/main.py | class | Cart | 4 | 6 | true | NULL",
             "app/main.py | method | Cart > add | 5 | 6 | true | Cart",
             "app/main.py | function | _helper | 9 | 10 | false | NULL",
+            "app/run.py | function | checkout | 4 | 8 | true | NULL",
+            "app/run.py | function | _helper | 11 | 12 | false | NULL",
             "shop/order.go | struct | Order | 3 | 3 | true | NULL",
             "shop/order.go | method | Order > Total | 5 | 5 | true | Order",
             "shop/order.go | function | helper | 7 | 7 | false | NULL",
@@ -129,6 +161,7 @@ fn symbols_and_deps_tables_hold_exactly_what_the_code_declares() {
             "src/lib.rs | method | Circle > area | 8 | 10 | true | Circle",
             "src/lib.rs | method | Circle > secret | 11 | 11 | false | Circle",
             "src/lib.rs | function | make | 14 | 16 | true | NULL",
+            "web/calls.ts | function | main | 3 | 6 | true | NULL",
             "web/util.ts | class | Store | 1 | 6 | true | NULL",
             "web/util.ts | method | Store > get | 2 | 4 | true | Store",
             "web/util.ts | method | Store > drop | 5 | 5 | false | Store",
@@ -158,9 +191,92 @@ fn symbols_and_deps_tables_hold_exactly_what_the_code_declares() {
         ]
     );
     let m = crate::util::manifest(&b);
-    assert_eq!(m["counts"]["symbols"], 15);
+    assert_eq!(m["counts"]["symbols"], 18);
     assert_eq!(m["counts"]["deps"], 5);
     trove().arg("verify").arg(&b).assert().success();
+}
+
+/// Calls resolve to the one definition of their name (in the file first, then the repository);
+/// a name defined twice elsewhere stays unresolved.
+#[test]
+fn refs_resolve_calls_without_guessing() {
+    let t = repo();
+    let scratch = tempfile::tempdir().unwrap();
+    let b = scratch.path().join("b");
+    index(t.path(), &b, &[]);
+    let got = rows(&format!(
+        "SELECT r.path, r.line, r.kind, r.target, coalesce(f.symbol_path, '-'), \
+                coalesce(t.path || ':' || t.symbol_path, '-'), coalesce(r.resolution, '-') \
+         FROM {r} r LEFT JOIN {s} f ON f.symbol_id = r.from_symbol_id \
+         LEFT JOIN {s} t ON t.symbol_id = r.target_symbol_id ORDER BY r.path, r.line, r.target",
+        r = pq(&b, "refs"),
+        s = pq(&b, "symbols")
+    ));
+    assert_eq!(
+        got,
+        [
+            "app/run.py | 1 | import | from app.main import Cart | - | - | -",
+            "app/run.py | 5 | call | Cart | checkout | app/main.py:Cart | repo",
+            "app/run.py | 7 | call | add | checkout | app/main.py:Cart > add | repo",
+            "app/run.py | 8 | call | _helper | checkout | app/run.py:_helper | file",
+            "web/calls.ts | 1 | import | import { Store } from \"./util\"; | - | - | -",
+            "web/calls.ts | 4 | call | Store | main | web/util.ts:Store | repo",
+            "web/calls.ts | 4 | call | get | main | web/util.ts:Store > get | repo",
+            "web/calls.ts | 5 | call | _helper | main | - | -",
+        ]
+    );
+    let m = crate::util::manifest(&b);
+    assert_eq!(m["counts"]["refs"], 8);
+    assert_eq!(m["counts"]["refs_resolved"], 5);
+    let bo = b.as_os_str();
+    assert_eq!(
+        stdout(&["refs".as_ref(), bo, "_helper".as_ref()], 0),
+        "app/run.py:8  checkout  call _helper  -> app/run.py:11 _helper\n\
+         web/calls.ts:5  main  call _helper  -> unresolved\n"
+    );
+    assert_eq!(
+        stdout(
+            &[
+                "refs".as_ref(),
+                bo,
+                "checkout".as_ref(),
+                "--callees".as_ref()
+            ],
+            0
+        ),
+        "app/run.py:5  checkout  call Cart  -> app/main.py:4 Cart\n\
+         app/run.py:7  checkout  call add  -> app/main.py:5 Cart > add\n\
+         app/run.py:8  checkout  call _helper  -> app/run.py:11 _helper\n"
+    );
+    let j = stdout(
+        &[
+            "refs".as_ref(),
+            bo,
+            "Store".as_ref(),
+            "--imports".as_ref(),
+            "--format".as_ref(),
+            "jsonl".as_ref(),
+        ],
+        0,
+    );
+    let v: serde_json::Value = serde_json::from_str(j.trim()).unwrap();
+    assert_eq!(v["path"], "web/calls.ts");
+    assert_eq!(v["kind"], "import");
+    assert_eq!(stdout(&["refs".as_ref(), bo, "nobody".as_ref()], 1), "");
+
+    // Resolution is over the whole bundle, so an incremental run that adds a second `Cart`
+    // un-resolves the calls in files it carried over: the result still equals a full build.
+    write(t.path(), "web/cart.py", b"class Cart:\n    pass\n");
+    git(t.path(), &["add", "-A"]);
+    git(t.path(), &["commit", "-q", "-m", "second Cart"]);
+    index(t.path(), &b, &["--since", "auto"]);
+    let full = scratch.path().join("full");
+    index(t.path(), &full, &[]);
+    assert_eq!(
+        crate::util::manifest(&b)["files"],
+        crate::util::manifest(&full)["files"]
+    );
+    assert_eq!(crate::util::manifest(&b)["counts"]["refs_resolved"], 4);
 }
 
 fn stdout(args: &[&std::ffi::OsStr], code: i32) -> String {

@@ -165,6 +165,12 @@ pub struct Counts {
     /// Declared dependencies (`deps.parquet` rows).
     #[serde(default)]
     pub deps: u64,
+    /// Imports and calls (`refs.parquet` rows).
+    #[serde(default)]
+    pub refs: u64,
+    /// Of those, calls resolved to a definition in the repository.
+    #[serde(default)]
+    pub refs_resolved: u64,
 }
 
 /// Per-language totals.

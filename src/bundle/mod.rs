@@ -18,8 +18,8 @@ pub use manifest::{
 pub use schema::{TABLES, expected_schema};
 pub use verify::{VerifyReport, verify};
 pub use writer::{
-    BundleWriter, ChunkRecord, FileRecord, Finished, Group, GroupSource, Posting, SymbolRecord,
-    build_beside, check_replaceable, swap_into_place, temp_beside,
+    BundleWriter, CALLABLE_KINDS, ChunkRecord, FileRecord, Finished, Group, GroupSource, Posting,
+    RefRecord, SymbolRecord, build_beside, check_replaceable, swap_into_place, temp_beside,
 };
 
 /// The format name in every manifest.

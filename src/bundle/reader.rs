@@ -14,7 +14,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::writer::{ChunkRecord, FileRecord, Group, SymbolRecord};
+use super::writer::{ChunkRecord, FileRecord, Group, RefRecord, SymbolRecord};
 use crate::chunk::{Chunk, Symbol};
 use crate::extract::deps::Dep;
 use crate::{Error, Result};
@@ -49,6 +49,7 @@ pub struct FileRows {
     dir: PathBuf,
     chunks: ChunkStream,
     symbols: RowStream<SymbolRecord>,
+    refs: RowStream<RefRecord>,
     deps: RowStream<Dep>,
 }
 
@@ -59,6 +60,7 @@ impl FileRows {
             dir: dir.to_path_buf(),
             chunks: ChunkStream::open(dir, dim)?,
             symbols: RowStream::open(dir, "symbols", symbol_row)?,
+            refs: RowStream::open(dir, "refs", |b, i, d| ref_row(b, i, d).map(|(_, r)| r))?,
             deps: RowStream::open(dir, "deps", dep_row)?,
         })
     }
@@ -80,6 +82,7 @@ impl FileRows {
         }
         let symbols = self.symbols.take(&row.path)?;
         let deps = self.deps.take(&row.path)?;
+        let refs = self.refs.take(&row.path)?;
         Ok(FileRecord {
             path: row.path,
             language: row.language,
@@ -91,6 +94,7 @@ impl FileRows {
             chunks,
             symbols,
             deps,
+            refs,
         })
     }
 }
@@ -181,6 +185,29 @@ fn symbol_row(b: &RecordBatch, i: usize, d: &Path) -> Result<SymbolRecord> {
         parent_id: opt_i64(i64c("parent_id")?, i),
         chunk_id: opt_i64(i64c("chunk_id")?, i),
     })
+}
+
+/// Row `i` of a refs table: its path and record.
+fn ref_row(b: &RecordBatch, i: usize, d: &Path) -> Result<(Arc<str>, RefRecord)> {
+    let s = |n: &str| col::<StringArray>(b, n, d);
+    let i64c = |n: &str| col::<Int64Array>(b, n, d);
+    Ok((
+        Arc::from(s("path")?.value(i)),
+        RefRecord {
+            line: usize_of(i64::from(col::<Int32Array>(b, "line", d)?.value(i))),
+            kind: s("kind")?.value(i).to_string(),
+            target: s("target")?.value(i).to_string(),
+            from_symbol_id: opt_i64(i64c("from_symbol_id")?, i),
+            chunk_id: opt_i64(i64c("chunk_id")?, i),
+            target_symbol_id: opt_i64(i64c("target_symbol_id")?, i),
+            resolution: opt_str(s("resolution")?, i),
+        },
+    ))
+}
+
+/// Every row of a batch of a refs table.
+pub(crate) fn ref_rows(b: &RecordBatch, d: &Path) -> Result<Vec<(Arc<str>, RefRecord)>> {
+    (0..b.num_rows()).map(|i| ref_row(b, i, d)).collect()
 }
 
 fn dep_row(b: &RecordBatch, i: usize, d: &Path) -> Result<Dep> {

@@ -10,6 +10,7 @@ pub const TABLES: &[&str] = &[
     "terms",
     "postings",
     "symbols",
+    "refs",
     "deps",
     "skipped",
 ];
@@ -89,6 +90,16 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
             Field::new("parent_id", DataType::Int64, true),
             Field::new("exported", DataType::Boolean, true),
             Field::new("chunk_id", DataType::Int64, true),
+        ],
+        "refs" | "refs-raw" => vec![
+            utf8("path", false),
+            i32f("line"),
+            utf8("kind", false),
+            utf8("target", false),
+            Field::new("from_symbol_id", DataType::Int64, true),
+            Field::new("chunk_id", DataType::Int64, true),
+            Field::new("target_symbol_id", DataType::Int64, true),
+            utf8("resolution", true),
         ],
         "deps" => vec![
             utf8("path", false),

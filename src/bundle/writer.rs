@@ -70,6 +70,38 @@ pub struct FileRecord {
     pub symbols: Vec<SymbolRecord>,
     /// Dependencies it declares (package manifests).
     pub deps: Vec<crate::extract::deps::Dep>,
+    /// Imports and calls in source order.
+    pub refs: Vec<RefRecord>,
+}
+
+/// Kinds a call can land on: a call's target resolves to a definition of one of these.
+pub const CALLABLE_KINDS: &[&str] = &[
+    "function",
+    "method",
+    "macro",
+    "constructor",
+    "class",
+    "struct",
+];
+
+/// One import or call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefRecord {
+    /// 1-based line.
+    pub line: usize,
+    /// `import` or `call`.
+    pub kind: String,
+    /// The called name, or the import statement.
+    pub target: String,
+    /// The innermost definition it occurs in.
+    pub from_symbol_id: Option<i64>,
+    /// The chunk it occurs in.
+    pub chunk_id: Option<i64>,
+    /// The definition a call resolves to: the one callable of that name in the same file, else
+    /// the one in the repository; none when there are none or several (never a guess).
+    pub target_symbol_id: Option<i64>,
+    /// `file` or `repo`: how `target_symbol_id` was found.
+    pub resolution: Option<String>,
 }
 
 /// One definition with its ids.
@@ -235,6 +267,11 @@ pub struct BundleWriter {
     deps: Table,
     symbol_rows: Vec<(Arc<str>, Option<Arc<str>>, SymbolRecord)>,
     dep_rows: Vec<(Arc<str>, crate::extract::deps::Dep)>,
+    /// Refs as files arrive, unresolved across files: resolved into `refs.parquet` at the end.
+    refs_raw: Option<Table>,
+    ref_rows: Vec<(Arc<str>, RefRecord)>,
+    /// Callable definitions by name over the whole bundle: (how many, the id of one).
+    callables: FxHashMap<String, (u32, i64)>,
     file_rows: Vec<(FileRecord, usize)>,
     chunk_rows: Vec<ChunkRow>,
     postings: Spill,
@@ -261,6 +298,9 @@ impl BundleWriter {
             deps: Table::create(dir, "deps", dim)?,
             symbol_rows: Vec::new(),
             dep_rows: Vec::new(),
+            refs_raw: Some(Table::create(dir, "refs-raw", dim)?),
+            ref_rows: Vec::new(),
+            callables: FxHashMap::default(),
             file_rows: Vec::new(),
             chunk_rows: Vec::new(),
             postings: Spill::new(dir.join(".postings-runs"), POSTINGS_SPILL_BYTES),
@@ -305,7 +345,22 @@ impl BundleWriter {
             }
         }
         for sym in std::mem::take(&mut f.symbols) {
+            if CALLABLE_KINDS.contains(&sym.symbol.kind.as_str()) {
+                let e = self
+                    .callables
+                    .entry(sym.symbol.name.clone())
+                    .or_insert((0, sym.symbol_id));
+                e.0 += 1;
+            }
             self.symbol_rows.push((path.clone(), language.clone(), sym));
+        }
+        for r in std::mem::take(&mut f.refs) {
+            self.ref_rows.push((path.clone(), r));
+        }
+        if self.ref_rows.len() >= BATCH_ROWS
+            && let Some(raw) = self.refs_raw.as_mut()
+        {
+            write_refs(raw, &std::mem::take(&mut self.ref_rows))?;
         }
         if self.symbol_rows.len() >= BATCH_ROWS {
             self.flush_symbols()?;
@@ -347,6 +402,45 @@ impl BundleWriter {
             )),
             Arc::new(Int64Array::from_iter(r.iter().map(|x| x.2.chunk_id))),
         ])
+    }
+
+    /// Reads the raw refs back in order and writes `refs.parquet`, resolving every call not
+    /// resolved within its file against the callables of the whole bundle.
+    fn finish_refs(&mut self) -> Result<(FileEntry, u64)> {
+        let mut raw = self
+            .refs_raw
+            .take()
+            .ok_or_else(|| Error::Other("refs finished twice".into()))?;
+        write_refs(&mut raw, &std::mem::take(&mut self.ref_rows))?;
+        let raw_path = raw.path.clone();
+        raw.finish()?;
+        let mut out = Table::create(&self.dir, "refs", self.dim)?;
+        let mut resolved = 0u64;
+        let mut buf: Vec<(Arc<str>, RefRecord)> = Vec::new();
+        let f = File::open(&raw_path).map_err(|e| Error::io(&raw_path, e))?;
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)?
+            .with_batch_size(BATCH_ROWS)
+            .build()?;
+        for batch in reader {
+            for (path, mut r) in super::reader::ref_rows(&batch?, &raw_path)? {
+                if r.resolution.as_deref() != Some("file") {
+                    let unique = (r.kind == "call")
+                        .then(|| self.callables.get(&r.target))
+                        .flatten()
+                        .filter(|(n, _)| *n == 1);
+                    r.target_symbol_id = unique.map(|(_, id)| *id);
+                    r.resolution = unique.map(|_| "repo".to_string());
+                }
+                resolved += u64::from(r.target_symbol_id.is_some());
+                buf.push((path, r));
+                if buf.len() >= BATCH_ROWS {
+                    write_refs(&mut out, &std::mem::take(&mut buf))?;
+                }
+            }
+        }
+        write_refs(&mut out, &buf)?;
+        std::fs::remove_file(&raw_path).map_err(|e| Error::io(&raw_path, e))?;
+        Ok((out.finish()?, resolved))
     }
 
     fn flush_deps(&mut self) -> Result<()> {
@@ -444,6 +538,7 @@ impl BundleWriter {
         self.flush_chunks()?;
         self.flush_symbols()?;
         self.flush_deps()?;
+        let (refs, refs_resolved) = self.finish_refs()?;
         let files = self.files.finish()?;
         let chunks = self.chunks.finish()?;
         let embeddings = self.embeddings.finish()?;
@@ -468,6 +563,8 @@ impl BundleWriter {
         self.counts.skipped = skipped.len() as u64;
         self.counts.symbols = symbols.rows;
         self.counts.deps = deps.rows;
+        self.counts.refs = refs.rows;
+        self.counts.refs_resolved = refs_resolved;
         self.counts.terms = n_terms;
         self.counts.postings = n_postings;
         let avgdl = if self.counts.chunks == 0 {
@@ -477,13 +574,32 @@ impl BundleWriter {
         };
         Ok(Finished {
             entries: vec![
-                files, chunks, embeddings, terms, postings, symbols, deps, sk,
+                files, chunks, embeddings, terms, postings, symbols, refs, deps, sk,
             ],
             counts: self.counts,
             languages: self.languages,
             avgdl,
         })
     }
+}
+
+/// Writes ref rows (path, record) to `t`.
+fn write_refs(t: &mut Table, r: &[(Arc<str>, RefRecord)]) -> Result<()> {
+    if r.is_empty() {
+        return Ok(());
+    }
+    t.write(vec![
+        strings(r.iter().map(|x| x.0.as_ref())),
+        i32s(r.iter().map(|x| i32c(x.1.line))),
+        strings(r.iter().map(|x| x.1.kind.as_str())),
+        strings(r.iter().map(|x| x.1.target.as_str())),
+        Arc::new(Int64Array::from_iter(r.iter().map(|x| x.1.from_symbol_id))),
+        Arc::new(Int64Array::from_iter(r.iter().map(|x| x.1.chunk_id))),
+        Arc::new(Int64Array::from_iter(
+            r.iter().map(|x| x.1.target_symbol_id),
+        )),
+        opt_strings(r.iter().map(|x| x.1.resolution.as_deref())),
+    ])
 }
 
 /// What a finished writer reports for the manifest.

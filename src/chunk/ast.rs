@@ -93,6 +93,7 @@ pub(super) fn chunk(b: &mut Builder<'_>, lang: &Language) -> bool {
     let (defs, top) = collect(b.text, lang, tree.root_node());
     emit_region(b, &defs, &top, 0, b.text.len(), &[]);
     b.symbols = symbols(b, &defs, &lang.def.id);
+    b.refs = crate::lang::refs::references_in(lang, b.text, tree.root_node());
     true
 }
 

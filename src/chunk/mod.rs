@@ -79,6 +79,8 @@ pub struct ChunkedFile {
     pub chunks: Vec<Chunk>,
     /// Definitions in source order (syntax-chunked files only).
     pub symbols: Vec<Symbol>,
+    /// Imports and calls in source order (syntax-chunked files only).
+    pub refs: Vec<crate::lang::refs::Reference>,
     /// True when the AST chunker gave up (parse time bound) and line windows were used instead.
     pub parse_fallback: bool,
 }
@@ -92,6 +94,7 @@ pub fn chunk_file(text: &str, lang: Option<&Language>, cfg: &ChunkConfig) -> Chu
         cfg,
         out: Vec::new(),
         symbols: Vec::new(),
+        refs: Vec::new(),
     };
     let mut parse_fallback = false;
     let chunker = if cfg.chunker == "lines" {
@@ -117,6 +120,7 @@ pub fn chunk_file(text: &str, lang: Option<&Language>, cfg: &ChunkConfig) -> Chu
     ChunkedFile {
         chunks: b.out,
         symbols: b.symbols,
+        refs: b.refs,
         parse_fallback,
     }
 }
@@ -189,6 +193,7 @@ pub(crate) struct Builder<'a> {
     pub cfg: &'a ChunkConfig,
     out: Vec<Chunk>,
     symbols: Vec<Symbol>,
+    refs: Vec<crate::lang::refs::Reference>,
 }
 
 impl Builder<'_> {
@@ -384,6 +389,7 @@ mod tests {
                 cfg: &c,
                 out: Vec::new(),
                 symbols: Vec::new(),
+                refs: Vec::new(),
             };
             b.paragraphs();
             b.out

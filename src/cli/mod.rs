@@ -36,6 +36,7 @@ pub enum Command {
     Pack(pack::PackArgs),
     Unpack(pack::UnpackArgs),
     Symbols(structure::SymbolsArgs),
+    Refs(structure::RefsArgs),
     Deps(structure::DepsArgs),
 }
 
@@ -62,6 +63,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Pack(a) => pack::run_pack(a).map(|()| 0),
         Command::Unpack(a) => pack::run_unpack(a).map(|()| 0),
         Command::Symbols(a) => structure::run_symbols(a),
+        Command::Refs(a) => structure::run_refs(a),
         Command::Deps(a) => structure::run_deps(a),
     }
 }

@@ -47,8 +47,18 @@ pub fn references(lang: &Language, text: &str) -> Vec<Reference> {
     let Some(tree) = parser.parse(text, None) else {
         return Vec::new();
     };
+    references_in(lang, text, tree.root_node())
+}
+
+/// The imports and calls under `root` (a tree already parsed with `lang`'s grammar), in source
+/// order; iterative, so a deep tree cannot overflow the stack.
+pub fn references_in(lang: &Language, text: &str, root: Node<'_>) -> Vec<Reference> {
+    let d = &lang.def;
+    if d.import_nodes.is_empty() && d.call_nodes.is_empty() {
+        return Vec::new();
+    }
     let mut out = Vec::new();
-    let mut stack = vec![tree.root_node()];
+    let mut stack = vec![root];
     while let Some(n) = stack.pop() {
         let kind = n.kind();
         if d.import_nodes.iter().any(|k| k == kind) {
@@ -92,8 +102,25 @@ fn callee(text: &str, n: Node<'_>) -> Option<String> {
         .find_map(|f| n.child_by_field_name(f))
         .or_else(|| n.named_children(&mut c).next())?;
     let t = node_text(text, f);
-    // `a.b.c`, `a::b`, `a->b`, `a:b` → the last segment, without generic arguments.
-    let head = t.split(['(', '<', '[', '{', '!']).next().unwrap_or(t);
+    // `a.b.c`, `a::b`, `a->b`, `a:b` → the last segment, without generic arguments; in a chain
+    // (`env::args().skip(1).collect`) the groups of the earlier calls are dropped first, so the
+    // callee is `collect`, not `args`.
+    let mut head = String::with_capacity(t.len());
+    let mut depth = 0usize;
+    let mut prev = ' ';
+    for ch in t.chars() {
+        match ch {
+            '(' | '[' | '{' => depth += 1,
+            '<' if prev != '<' => depth += 1,
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            // `->` is an arrow, not the end of generic arguments.
+            '>' if prev != '-' && depth > 0 => depth -= 1,
+            '!' => {}
+            _ if depth == 0 => head.push(ch),
+            _ => {}
+        }
+        prev = ch;
+    }
     let last = head
         .rsplit(['.', ':', '>', '-', ' ', '\n', '\t'])
         .find(|s| !s.is_empty())?;
@@ -129,11 +156,22 @@ mod tests {
         let rs = reg.get("rust").unwrap();
         let got: Vec<String> = references(
             rs,
-            "use std::fmt;\nfn f() { a::b::<u8>(); v.push(1); println!(\"x\"); }",
+            "use std::fmt;\nfn f() { a::b::<u8>(); v.push(1); println!(\"x\"); env::args().skip(1).collect(); }",
         )
         .into_iter()
         .map(|r| r.target)
         .collect();
-        assert_eq!(got, ["use std::fmt;", "b", "push", "println"]);
+        assert_eq!(
+            got,
+            [
+                "use std::fmt;",
+                "b",
+                "push",
+                "println",
+                "collect",
+                "skip",
+                "args"
+            ]
+        );
     }
 }

@@ -27,7 +27,8 @@ use std::time::Instant;
 
 use crate::bundle::reader::{FileRows, PostingStream};
 use crate::bundle::{
-    self, BundleWriter, ChunkRecord, FileRecord, GroupSource, Manifest, Shard, SymbolRecord,
+    self, BundleWriter, ChunkRecord, FileRecord, GroupSource, Manifest, RefRecord, Shard,
+    SymbolRecord,
 };
 use crate::chunk::chunk_file;
 use crate::config::PipelineConfig;
@@ -514,10 +515,12 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         });
     }
     // Definitions are code's: a config file's keys and a document's headings are not symbols.
-    let symbols = if matches!(source_type.as_str(), "code" | "test") {
-        symbol_records(&c.rel, chunked.symbols, &chunks)
+    let (symbols, refs) = if matches!(source_type.as_str(), "code" | "test") {
+        let symbols = symbol_records(&c.rel, chunked.symbols, &chunks);
+        let refs = ref_records(chunked.refs, &symbols, &chunks);
+        (symbols, refs)
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let deps = if extract::deps::is_manifest(&c.rel) {
         extract::deps::dependencies(&c.rel, &text)
@@ -535,7 +538,50 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         chunks,
         symbols,
         deps,
+        refs,
     })
+}
+
+/// A file's imports and calls with the definition and chunk each occurs in; a call whose name
+/// is one callable definition of this file resolves to it here (`file`), the rest are resolved
+/// against the whole bundle when it is written.
+fn ref_records(
+    refs: Vec<crate::lang::refs::Reference>,
+    symbols: &[SymbolRecord],
+    chunks: &[ChunkRecord],
+) -> Vec<RefRecord> {
+    refs.into_iter()
+        .map(|r| {
+            let at = r.start_byte;
+            let from = symbols
+                .iter()
+                .filter(|s| s.symbol.start_byte <= at && at < s.symbol.end_byte)
+                .max_by_key(|s| s.symbol.start_byte)
+                .map(|s| s.symbol_id);
+            let chunk_id = chunks
+                .iter()
+                .find(|c| c.chunk.start_byte <= at && at < c.chunk.end_byte)
+                .map(|c| c.chunk_id);
+            let mut here = symbols.iter().filter(|s| {
+                r.kind == "call"
+                    && s.symbol.name == r.target
+                    && bundle::CALLABLE_KINDS.contains(&s.symbol.kind.as_str())
+            });
+            let (target_symbol_id, resolution) = match (here.next(), here.next()) {
+                (Some(one), None) => (Some(one.symbol_id), Some("file".to_string())),
+                _ => (None, None),
+            };
+            RefRecord {
+                line: r.line,
+                kind: r.kind.to_string(),
+                target: r.target,
+                from_symbol_id: from,
+                chunk_id,
+                target_symbol_id,
+                resolution,
+            }
+        })
+        .collect()
 }
 
 /// A file's definitions with their ids: stable symbol ids, the parent's id, and the chunk that
