@@ -379,3 +379,122 @@ fn symbols_and_deps_commands() {
     );
     assert!(n.contains('0'));
 }
+
+#[test]
+fn summaries_map_and_sql_macros() {
+    let t = repo();
+    let scratch = tempfile::tempdir().unwrap();
+    let b = scratch.path().join("b");
+    index(t.path(), &b, &[]);
+    let files = rows(&format!(
+        "SELECT path, summary FROM {} ORDER BY path",
+        pq(&b, "files")
+    ));
+    assert_eq!(
+        files,
+        [
+            "app/main.py | App module.",
+            "app/requirements.txt | requests>=2.31",
+            "app/run.py | Defines function checkout, function _helper.",
+            "shop/go.mod | module example.com/shop",
+            "shop/order.go | Defines struct Order, method Total, function helper.",
+            // `/// A shape.` documents the struct under it, not the file.
+            "src/lib.rs | Defines struct Circle, impl Circle, function make.",
+            "web/calls.ts | Defines function main.",
+            "web/package.json | Configures dependencies, devDependencies.",
+            "web/util.ts | Defines class Store, function local.",
+        ]
+    );
+    let chunks = rows(&format!(
+        "SELECT symbol_path, summary FROM {} WHERE path IN ('src/lib.rs', 'app/run.py', 'shop/order.go') \
+         AND symbol_path IS NOT NULL ORDER BY path, start_line",
+        pq(&b, "chunks")
+    ));
+    assert_eq!(
+        chunks,
+        [
+            "checkout | Function checkout; calls Cart, add, _helper.",
+            "_helper | Function _helper.",
+            "Order | Struct Order.",
+            "Order > Total | Method Total of Order.",
+            "helper | Function helper.",
+            "Circle | A shape.",
+            "Circle | Impl Circle.",
+            "make | Function make.",
+        ]
+    );
+
+    let bo = b.as_os_str();
+    let name = t.path().file_name().unwrap().to_string_lossy().into_owned();
+    let map = stdout(&["map".as_ref(), bo, "--depth".as_ref(), "1".as_ref()], 0);
+    assert_eq!(
+        map,
+        format!(
+            "{name}/  9 files · 18 symbols · python 2, typescript 2, go 1\n\
+             ├── web/  3 files · 5 symbols · typescript 2, json 1\n\
+             ├── app/  3 files · 5 symbols · python 2, text 1\n\
+             ├── src/  1 files · 5 symbols · rust 1\n\
+             └── shop/  2 files · 3 symbols · go 1\n"
+        )
+    );
+    // Drilling in shows files with their summaries; without --depth it fits the screen budget.
+    let web = stdout(&["map".as_ref(), bo, "web".as_ref()], 0);
+    assert!(web.starts_with("web/  3 files"), "{web}");
+    assert!(
+        web.contains("├── util.ts  Defines class Store, function local.\n"),
+        "{web}"
+    );
+    let small = stdout(&["map".as_ref(), bo, "--lines".as_ref(), "6".as_ref()], 0);
+    assert!(small.lines().count() <= 6, "{small}");
+    let j = stdout(
+        &["map".as_ref(), bo, "--format".as_ref(), "json".as_ref()],
+        0,
+    );
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    assert_eq!(v["files"], 9);
+    assert_eq!(v["symbols"], 18);
+    stdout(&["map".as_ref(), bo, "nowhere".as_ref()], 1);
+
+    let callers = stdout(
+        &[
+            "sql".as_ref(),
+            bo,
+            "SELECT path, line, caller FROM callers('_helper')".as_ref(),
+            "--format".as_ref(),
+            "csv".as_ref(),
+        ],
+        0,
+    );
+    assert_eq!(
+        callers,
+        "path,line,caller\napp/run.py,8,checkout\nweb/calls.ts,5,main\n"
+    );
+    let defs = stdout(
+        &[
+            "sql".as_ref(),
+            bo,
+            "SELECT path, kind FROM definitions('_helper')".as_ref(),
+            "--format".as_ref(),
+            "csv".as_ref(),
+        ],
+        0,
+    );
+    assert_eq!(
+        defs,
+        "path,kind\napp/main.py,function\napp/run.py,function\n"
+    );
+    let callees = stdout(
+        &[
+            "sql".as_ref(),
+            bo,
+            "SELECT target, target_path FROM callees('main')".as_ref(),
+            "--format".as_ref(),
+            "csv".as_ref(),
+        ],
+        0,
+    );
+    assert_eq!(
+        callees,
+        "target,target_path\nStore,web/util.ts\nget,web/util.ts\n_helper,NULL\n"
+    );
+}

@@ -53,6 +53,9 @@ pub struct Tool {
     pub name: String,
     /// Crate version.
     pub version: String,
+    /// Hash of the sources it was built from: rows are reused only between equal builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
 }
 
 /// The indexed tree.
@@ -240,6 +243,7 @@ pub fn manifest_tool() -> Tool {
     Tool {
         name: "trove".into(),
         version: env!("CARGO_PKG_VERSION").into(),
+        build: Some(env!("TROVE_SOURCE_HASH").into()),
     }
 }
 

@@ -41,6 +41,8 @@ pub struct FileRow {
     pub chunks: u32,
     /// Whether the AST chunker fell back to line windows.
     pub parse_fallback: bool,
+    /// One-sentence summary.
+    pub summary: Option<String>,
 }
 
 /// A bundle's per-file rows (chunks with embeddings, symbols, deps), streamed in path order: what
@@ -91,6 +93,7 @@ impl FileRows {
             lines: row.lines,
             sha256: row.sha256,
             parse_fallback: row.parse_fallback,
+            summary: row.summary,
             chunks,
             symbols,
             deps,
@@ -255,6 +258,7 @@ pub fn read_files(dir: &Path) -> Result<Vec<FileRow>> {
         let sha = col::<StringArray>(&b, "sha256", dir)?;
         let chunks = col::<Int32Array>(&b, "chunks", dir)?;
         let fallback = col::<BooleanArray>(&b, "parse_fallback", dir)?;
+        let summary = col::<StringArray>(&b, "summary", dir)?;
         for i in 0..b.num_rows() {
             out.push(FileRow {
                 path: path.value(i).to_string(),
@@ -265,6 +269,7 @@ pub fn read_files(dir: &Path) -> Result<Vec<FileRow>> {
                 sha256: sha.value(i).to_string(),
                 chunks: chunks.value(i).max(0) as u32,
                 parse_fallback: fallback.value(i),
+                summary: opt_str(summary, i),
             });
         }
     }
@@ -421,6 +426,7 @@ impl ChunkStream {
             token_len,
             terms: Vec::new(),
             embedding,
+            summary: opt_str(s("summary")?, i),
         })
     }
 }

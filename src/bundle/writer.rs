@@ -64,6 +64,8 @@ pub struct FileRecord {
     pub sha256: String,
     /// Whether the AST chunker fell back to line windows.
     pub parse_fallback: bool,
+    /// One-sentence summary (header comment, else what it defines).
+    pub summary: Option<String>,
     /// Chunks in source order.
     pub chunks: Vec<ChunkRecord>,
     /// Definitions in source order.
@@ -130,6 +132,8 @@ pub struct ChunkRecord {
     pub terms: Vec<(String, u32)>,
     /// The embedding.
     pub embedding: Vec<f32>,
+    /// One-sentence summary (doc comment, else built from what it is and calls).
+    pub summary: Option<String>,
 }
 
 fn props(table: &str) -> Result<WriterProperties> {
@@ -150,6 +154,7 @@ fn props(table: &str) -> Result<WriterProperties> {
         "signature",
         "embedding.list.item",
         "sha256",
+        "summary",
     ] {
         b = b.set_column_dictionary_enabled(ColumnPath::from(col), false);
     }
@@ -469,6 +474,7 @@ impl BundleWriter {
             i64s(r.iter().map(|(f, _)| f.bytes as i64)),
             i64s(r.iter().map(|(f, _)| f.lines as i64)),
             strings(r.iter().map(|(f, _)| f.sha256.as_str())),
+            opt_strings(r.iter().map(|(f, _)| f.summary.as_deref())),
             i32s(r.iter().map(|(_, n)| i32c(*n))),
             Arc::new(BooleanArray::from(
                 r.iter().map(|(f, _)| f.parse_fallback).collect::<Vec<_>>(),
@@ -498,6 +504,7 @@ impl BundleWriter {
             })),
             opt_strings(r.iter().map(|x| c(x).signature.as_deref())),
             opt_strings(r.iter().map(|x| c(x).docs.as_deref())),
+            opt_strings(r.iter().map(|x| x.rec.summary.as_deref())),
             i32s(r.iter().map(|x| i32c(c(x).start_line))),
             i32s(r.iter().map(|x| i32c(c(x).start_col))),
             i32s(r.iter().map(|x| i32c(c(x).end_line))),

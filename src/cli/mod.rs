@@ -4,6 +4,7 @@ pub mod chunks;
 pub mod index;
 pub mod inspect;
 pub mod languages;
+pub mod map;
 pub mod merge;
 pub mod pack;
 pub mod query;
@@ -35,6 +36,7 @@ pub enum Command {
     Merge(merge::MergeArgs),
     Pack(pack::PackArgs),
     Unpack(pack::UnpackArgs),
+    Map(map::MapArgs),
     Symbols(structure::SymbolsArgs),
     Refs(structure::RefsArgs),
     Deps(structure::DepsArgs),
@@ -62,6 +64,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Merge(a) => merge::run(a).map(|()| 0),
         Command::Pack(a) => pack::run_pack(a).map(|()| 0),
         Command::Unpack(a) => pack::run_unpack(a).map(|()| 0),
+        Command::Map(a) => map::run(a),
         Command::Symbols(a) => structure::run_symbols(a),
         Command::Refs(a) => structure::run_refs(a),
         Command::Deps(a) => structure::run_deps(a),

@@ -91,6 +91,13 @@ fn incompatible(m: &Manifest, e: &Expect) -> Option<String> {
             env!("CARGO_PKG_VERSION")
         ));
     }
+    if m.tool.build.as_deref() != Some(env!("TROVE_SOURCE_HASH")) {
+        return Some(format!(
+            "another build of trove {} (sources {})",
+            m.tool.version,
+            m.tool.build.as_deref().unwrap_or("unknown")
+        ));
+    }
     if m.pipeline_hash != e.pipeline_hash {
         return Some("another pipeline config".into());
     }

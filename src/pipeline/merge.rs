@@ -35,7 +35,7 @@ pub struct MergeSummary {
 
 /// Why bundle `b` cannot be merged with `a` (the first input), if it cannot.
 fn mismatch(a: &Manifest, b: &Manifest) -> Option<&'static str> {
-    if a.format_version != b.format_version || a.tool.version != b.tool.version {
+    if a.format_version != b.format_version || a.tool != b.tool {
         Some("trove version or bundle format")
     } else if a.pipeline_hash != b.pipeline_hash {
         Some("pipeline config")

@@ -488,8 +488,36 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         Ok(v) => v,
         Err(_) => return skip("embed-failed", size),
     };
+    let is_code = matches!(source_type.as_str(), "code" | "test");
+    let no_symbols: &[crate::chunk::Symbol] = &[];
+    let summary = extract::summary::file_summary(
+        &text,
+        lang,
+        &source_type,
+        if source_type != "doc" {
+            &chunked.symbols
+        } else {
+            no_symbols
+        },
+        &chunked.chunks,
+    );
+    let summaries: Vec<Option<String>> = chunked
+        .chunks
+        .iter()
+        .map(|ch| {
+            let calls: Vec<&str> = chunked
+                .refs
+                .iter()
+                .filter(|r| {
+                    r.kind == "call" && ch.start_byte <= r.start_byte && r.start_byte < ch.end_byte
+                })
+                .map(|r| r.target.as_str())
+                .collect();
+            extract::summary::chunk_summary(ch, &calls)
+        })
+        .collect();
     let mut chunks = Vec::with_capacity(chunked.chunks.len());
-    for (ch, embedding) in chunked.chunks.into_iter().zip(vectors) {
+    for ((ch, embedding), summary) in chunked.chunks.into_iter().zip(vectors).zip(summaries) {
         let mut counts: FxHashMap<String, u32> = FxHashMap::default();
         extract::tokenize(&ch.content, max_len, |t| match counts.get_mut(t) {
             Some(n) => *n += 1,
@@ -512,10 +540,11 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
             token_len,
             terms: counts.into_iter().collect(),
             embedding,
+            summary,
         });
     }
     // Definitions are code's: a config file's keys and a document's headings are not symbols.
-    let (symbols, refs) = if matches!(source_type.as_str(), "code" | "test") {
+    let (symbols, refs) = if is_code {
         let symbols = symbol_records(&c.rel, chunked.symbols, &chunks);
         let refs = ref_records(chunked.refs, &symbols, &chunks);
         (symbols, refs)
@@ -535,6 +564,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         lines: text.lines().count() as u64,
         sha256,
         parse_fallback: chunked.parse_fallback,
+        summary,
         chunks,
         symbols,
         deps,

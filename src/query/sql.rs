@@ -65,6 +65,22 @@ impl VArrowScalar for TroveEmbed {
     }
 }
 
+/// Table macros over the structural tables: where a name is defined, who calls it, what it calls.
+const STRUCTURE_MACROS: &str = "
+CREATE MACRO definitions(n) AS TABLE
+  SELECT path, start_line, end_line, kind, symbol_path, signature, exported, symbol_id
+  FROM symbols WHERE name = n ORDER BY path, start_line;
+CREATE MACRO callers(n) AS TABLE
+  SELECT r.path, r.line, f.symbol_path AS caller, r.target_symbol_id, r.resolution
+  FROM refs r LEFT JOIN symbols f ON f.symbol_id = r.from_symbol_id
+  WHERE r.kind = 'call' AND r.target = n ORDER BY r.path, r.line;
+CREATE MACRO callees(n) AS TABLE
+  SELECT r.path, r.line, r.target, t.path AS target_path, t.start_line AS target_line, r.resolution
+  FROM refs r JOIN symbols f ON f.symbol_id = r.from_symbol_id
+  LEFT JOIN symbols t ON t.symbol_id = r.target_symbol_id
+  WHERE r.kind = 'call' AND f.name = n ORDER BY r.path, r.line;
+";
+
 impl Bundle {
     /// Creates the search macros on this bundle's connection.
     pub fn create_macros(&self) -> Result<()> {
@@ -109,6 +125,7 @@ impl Bundle {
             avgdl = b.avgdl.max(1e-9),
         );
         self.conn()?.execute_batch(&sql)?;
+        self.conn()?.execute_batch(STRUCTURE_MACROS)?;
         Ok(())
     }
 

@@ -1,0 +1,269 @@
+//! `trove map BUNDLE [PATH]`: the directory tree with counts and file summaries, sized for a screen.
+use clap::Args;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use trove::query::sql::to_json;
+use trove::query::{Bundle, lit};
+
+use super::Format;
+
+/// Show the repository as a map: directories with their file, symbol and language counts, files
+/// with their one-sentence summaries. The most important entries (most definitions, then most
+/// bytes) come first; the rest of a directory is folded into one line; chains of single
+/// directories are joined (`src/main/java/`).
+///
+/// Without --depth, the deepest map that fits in --lines lines is shown, so a large monorepo
+/// still fits on a screen; PATH drills into a subdirectory.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  trove map app.bundle\n  trove map app.bundle services/billing --depth 2\n  trove map app.bundle --format json"
+)]
+pub struct MapArgs {
+    /// The bundle (directory or packed .trove file).
+    pub bundle: PathBuf,
+    /// A directory of the repository to map (default: the whole tree).
+    pub path: Option<String>,
+    /// Directory levels to expand [default: as many as fit in --lines].
+    #[arg(long, value_name = "N")]
+    pub depth: Option<usize>,
+    /// Entries shown per directory before the rest is folded.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub entries: usize,
+    /// Screen budget used to choose the depth.
+    #[arg(long, default_value_t = 60, value_name = "N")]
+    pub lines: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(Default, serde::Serialize)]
+struct Node {
+    name: String,
+    files: u64,
+    bytes: u64,
+    symbols: u64,
+    languages: BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    children: Vec<Node>,
+    #[serde(skip)]
+    is_dir: bool,
+}
+
+impl Node {
+    fn rank(&self) -> (u64, u64) {
+        (self.symbols, self.bytes)
+    }
+
+    fn add(&mut self, parts: &[&str], file: &FileRow) {
+        self.files += 1;
+        self.bytes += file.bytes;
+        self.symbols += file.symbols;
+        if let Some(l) = &file.language {
+            *self.languages.entry(l.clone()).or_default() += 1;
+        }
+        match parts {
+            [] => {}
+            [name] => self.children.push(Node {
+                name: (*name).to_string(),
+                files: 1,
+                bytes: file.bytes,
+                symbols: file.symbols,
+                summary: file.summary.clone(),
+                ..Node::default()
+            }),
+            [dir, rest @ ..] => {
+                let i = match self
+                    .children
+                    .iter()
+                    .position(|c| c.is_dir && c.name == *dir)
+                {
+                    Some(i) => i,
+                    None => {
+                        self.children.push(Node {
+                            name: (*dir).to_string(),
+                            is_dir: true,
+                            ..Node::default()
+                        });
+                        self.children.len() - 1
+                    }
+                };
+                self.children[i].add(rest, file);
+            }
+        }
+    }
+
+    /// Joins chains of single directories and orders every level by importance.
+    fn settle(&mut self) {
+        for c in &mut self.children {
+            c.settle();
+        }
+        while self.is_dir && self.children.len() == 1 && self.children[0].is_dir {
+            let only = self.children.remove(0);
+            self.name = format!("{}/{}", self.name, only.name);
+            self.children = only.children;
+        }
+        self.children.sort_by(|a, b| {
+            b.is_dir
+                .cmp(&a.is_dir)
+                .then(b.rank().cmp(&a.rank()))
+                .then(a.name.cmp(&b.name))
+        });
+    }
+
+    fn languages_line(&self) -> String {
+        let mut l: Vec<(&String, &u64)> = self.languages.iter().collect();
+        l.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        l.iter()
+            .take(3)
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn render(&self, out: &mut Vec<String>, prefix: &str, depth: usize, entries: usize) {
+        let shown = self.children.len().min(entries);
+        for (i, c) in self.children.iter().take(shown).enumerate() {
+            let last = i + 1 == self.children.len();
+            let (branch, indent) = if last {
+                ("└── ", "    ")
+            } else {
+                ("├── ", "│   ")
+            };
+            if c.is_dir {
+                out.push(format!(
+                    "{prefix}{branch}{}/  {} files · {} symbols · {}",
+                    c.name,
+                    c.files,
+                    c.symbols,
+                    c.languages_line()
+                ));
+                if depth > 1 {
+                    c.render(out, &format!("{prefix}{indent}"), depth - 1, entries);
+                }
+            } else {
+                let s = c.summary.as_deref().unwrap_or("");
+                out.push(
+                    format!("{prefix}{branch}{}  {s}", c.name)
+                        .trim_end()
+                        .to_string(),
+                );
+            }
+        }
+        if self.children.len() > shown {
+            let rest = &self.children[shown..];
+            let files: u64 = rest.iter().map(|c| c.files).sum();
+            out.push(format!("{prefix}└── … {} more ({files} files)", rest.len()));
+        }
+    }
+}
+
+struct FileRow {
+    path: String,
+    language: Option<String>,
+    bytes: u64,
+    symbols: u64,
+    summary: Option<String>,
+}
+
+/// Runs `trove map`.
+pub fn run(a: MapArgs) -> anyhow::Result<i32> {
+    let b = Bundle::open(&a.bundle)?;
+    let prefix = a
+        .path
+        .as_deref()
+        .map(|p| p.trim_matches('/').to_string())
+        .filter(|p| !p.is_empty() && p != ".");
+    let filter = match &prefix {
+        Some(p) => format!(
+            "WHERE f.path LIKE {} ESCAPE '\\'",
+            lit(&format!("{}/%", like_escape(p)))
+        ),
+        None => String::new(),
+    };
+    let sql = format!(
+        "SELECT f.path, f.language, f.bytes, coalesce(s.n, 0) AS symbols, f.summary FROM files f \
+         LEFT JOIN (SELECT path, count(*) AS n FROM symbols GROUP BY path) s USING (path) {filter} \
+         ORDER BY f.path"
+    );
+    let (_, rows) = b.run_sql(&sql)?;
+    let files: Vec<FileRow> = rows
+        .iter()
+        .map(|r| {
+            let s = |i: usize| to_json(&r[i]).as_str().map(str::to_string);
+            let n = |i: usize| to_json(&r[i]).as_u64().unwrap_or(0);
+            FileRow {
+                path: s(0).unwrap_or_default(),
+                language: s(1),
+                bytes: n(2),
+                symbols: n(3),
+                summary: s(4),
+            }
+        })
+        .collect();
+    if files.is_empty() {
+        eprintln!(
+            "no indexed files under {}",
+            prefix.as_deref().unwrap_or("the root")
+        );
+        return Ok(1);
+    }
+    let mut root = Node {
+        name: prefix
+            .clone()
+            .unwrap_or_else(|| b.manifest.source.repo.clone()),
+        is_dir: true,
+        ..Node::default()
+    };
+    let cut = prefix.as_ref().map_or(0, |p| p.len() + 1);
+    for f in &files {
+        let rel = &f.path[cut..];
+        let parts: Vec<&str> = rel.split('/').collect();
+        root.add(&parts, f);
+    }
+    root.settle();
+    let mut out = std::io::stdout().lock();
+    if a.format == Format::Json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&root)?)?;
+        return Ok(0);
+    }
+    let render = |depth: usize| {
+        let mut lines = vec![format!(
+            "{}/  {} files · {} symbols · {}",
+            root.name,
+            root.files,
+            root.symbols,
+            root.languages_line()
+        )];
+        root.render(&mut lines, "", depth, a.entries.max(1));
+        lines
+    };
+    let lines = match a.depth {
+        Some(d) => render(d.max(1)),
+        None => {
+            let mut best = render(1);
+            for d in 2..=12 {
+                let l = render(d);
+                if l.len() > a.lines || l.len() == best.len() {
+                    break;
+                }
+                best = l;
+            }
+            best
+        }
+    };
+    for l in lines {
+        writeln!(out, "{l}")?;
+    }
+    Ok(0)
+}
+
+fn like_escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+}
