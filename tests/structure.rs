@@ -498,3 +498,25 @@ fn summaries_map_and_sql_macros() {
         "target,target_path\nStore,web/util.ts\nget,web/util.ts\n_helper,NULL\n"
     );
 }
+
+/// A C function's name line (below its return type, where ctags puts it), and a name taken out of a
+/// declarator the parser could not split (an attribute macro it does not know).
+#[test]
+fn c_names_and_name_lines() {
+    let t = tempfile::tempdir().unwrap();
+    write(
+        t.path(),
+        "lib/add.c",
+        b"static int\nadd(int a, int b)\n{\n    return a + b;\n}\n",
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    let b = scratch.path().join("b");
+    index(t.path(), &b, &[]);
+    assert_eq!(
+        rows(&format!(
+            "SELECT name, start_line, name_line, end_line FROM {}",
+            pq(&b, "symbols")
+        )),
+        ["add | 1 | 2 | 5"]
+    );
+}

@@ -179,6 +179,7 @@ fn symbol_row(b: &RecordBatch, i: usize, d: &Path) -> Result<SymbolRecord> {
             end_byte: usize_of(i64c("end_byte")?.value(i)),
             start_line: i32v("start_line")?,
             end_line: i32v("end_line")?,
+            name_line: i32v("name_line")?,
             signature: opt_str(s("signature")?, i),
             docs: opt_str(s("docs")?, i),
             parent: None,

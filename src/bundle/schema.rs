@@ -85,6 +85,7 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
             utf8("symbol_path", false),
             i32f("start_line"),
             i32f("end_line"),
+            i32f("name_line"),
             i64f("start_byte"),
             i64f("end_byte"),
             utf8("signature", true),

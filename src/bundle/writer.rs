@@ -397,6 +397,7 @@ impl BundleWriter {
             strings(r.iter().map(|x| x.2.symbol.symbol_path.as_str())),
             i32s(r.iter().map(|x| i32c(x.2.symbol.start_line))),
             i32s(r.iter().map(|x| i32c(x.2.symbol.end_line))),
+            i32s(r.iter().map(|x| i32c(x.2.symbol.name_line))),
             i64s(r.iter().map(|x| x.2.symbol.start_byte as i64)),
             i64s(r.iter().map(|x| x.2.symbol.end_byte as i64)),
             opt_strings(r.iter().map(|x| x.2.symbol.signature.as_deref())),

@@ -49,6 +49,8 @@ struct Def {
     children: Vec<usize>,
     /// Start of the definition node itself (without attached comments).
     node_start: usize,
+    /// Start of its name.
+    name_start: usize,
     exported: Option<bool>,
 }
 
@@ -135,6 +137,7 @@ fn symbols(b: &Builder<'_>, defs: &[Def], lang: &str) -> Vec<super::Symbol> {
                 end_byte: end,
                 start_line: b.idx.pos(d.node_start).0,
                 end_line: b.idx.pos(end.saturating_sub(1).max(d.node_start)).0,
+                name_line: b.idx.pos(d.name_start).0,
                 signature: d.signature.clone(),
                 docs: d.docs.clone(),
                 parent: parent[i],
@@ -366,7 +369,17 @@ fn make_def(
         .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
         .filter(|s| !s.is_empty())
         .collect();
-    let name = parts.pop().unwrap_or_else(|| raw_name.trim().to_string());
+    let mut name = parts.pop().unwrap_or_else(|| raw_name.trim().to_string());
+    // A declarator the parser could not take apart (a C function behind an unknown attribute
+    // macro) comes back whole: `utf8_int8_t *utf8chr(const char *s)` → `utf8chr`.
+    if rule.name_style != "whole"
+        && let Some((head, _)) = name.split_once('(')
+        && let Some(id) = head
+            .rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .find(|s| !s.is_empty())
+    {
+        name = id.to_string();
+    }
     if let Some(f) = &rule.parent_field
         && let Some(recv) = node.child_by_field_name(f)
         && let Some(t) = find_kind(recv, "type_identifier")
@@ -414,6 +427,7 @@ fn make_def(
         docs,
         children: Vec::new(),
         node_start: node.start_byte(),
+        name_start,
         exported,
     }
 }

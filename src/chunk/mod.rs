@@ -61,6 +61,9 @@ pub struct Symbol {
     pub start_line: usize,
     /// 1-based line of its last byte.
     pub end_line: usize,
+    /// 1-based line of its name (where ctags and editors put the definition: a C function's
+    /// name can sit a line below its return type).
+    pub name_line: usize,
     /// Header up to the body, whitespace collapsed.
     pub signature: Option<String>,
     /// Doc comment or docstring, markers stripped.

@@ -544,10 +544,18 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         });
     }
     // Definitions are code's: a config file's keys and a document's headings are not symbols.
+    // (A build file's functions and macros — CMake's — are definitions all the same.)
     let (symbols, refs) = if is_code {
         let symbols = symbol_records(&c.rel, chunked.symbols, &chunks);
         let refs = ref_records(chunked.refs, &symbols, &chunks);
         (symbols, refs)
+    } else if source_type == "config" {
+        let mut defs = chunked.symbols;
+        defs.retain(|s| matches!(s.kind.as_str(), "function" | "macro" | "method" | "class"));
+        for s in &mut defs {
+            s.parent = None;
+        }
+        (symbol_records(&c.rel, defs, &chunks), Vec::new())
     } else {
         (Vec::new(), Vec::new())
     };
