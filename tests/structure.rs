@@ -520,3 +520,76 @@ fn c_names_and_name_lines() {
         ["add | 1 | 2 | 5"]
     );
 }
+
+/// Base types: `inherits` / `implements` edges per language, resolved to the one type of that
+/// name in the file, else in the same language family — a Java class never lands on a Python one.
+#[test]
+fn inheritance_and_implementation_edges() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(
+        root,
+        "py/models.py",
+        b"class Base:\n    pass\n\n\nclass Child(Base, object):\n    pass\n",
+    );
+    write(
+        root,
+        "java/Circle.java",
+        b"interface Shape {}\nclass Circle extends Base implements Shape, Comparable<Circle> {}\n",
+    );
+    write(
+        root,
+        "ts/store.ts",
+        b"export interface Named { name: string }\nexport class Store implements Named {\n  name = \"s\";\n}\nclass Cache extends Store {}\n",
+    );
+    write(
+        root,
+        "ts/more.ts",
+        b"import { Store } from \"./store\";\nexport class Big extends Store {}\n",
+    );
+    write(
+        root,
+        "rs/lib.rs",
+        b"pub trait Draw {}\npub struct Dot;\nimpl Draw for Dot {}\nimpl std::fmt::Display for Dot {}\n",
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    let b = scratch.path().join("b");
+    index(root, &b, &[]);
+    let got = rows(&format!(
+        "SELECT r.path, r.line, r.kind, r.target, coalesce(f.symbol_path, '-'), \
+                coalesce(t.path || ':' || t.symbol_path, '-'), coalesce(r.resolution, '-') \
+         FROM {r} r LEFT JOIN {s} f ON f.symbol_id = r.from_symbol_id \
+         LEFT JOIN {s} t ON t.symbol_id = r.target_symbol_id \
+         WHERE r.kind IN ('inherits', 'implements') ORDER BY r.path, r.line, r.target",
+        r = pq(&b, "refs"),
+        s = pq(&b, "symbols")
+    ));
+    assert_eq!(
+        got,
+        [
+            "java/Circle.java | 2 | inherits | Base | Circle | - | -",
+            "java/Circle.java | 2 | implements | Comparable | Circle | - | -",
+            "java/Circle.java | 2 | implements | Shape | Circle | java/Circle.java:Shape | file",
+            "py/models.py | 5 | inherits | Base | Child | py/models.py:Base | file",
+            "py/models.py | 5 | inherits | object | Child | - | -",
+            "rs/lib.rs | 3 | implements | Draw | Dot | rs/lib.rs:Draw | file",
+            "rs/lib.rs | 4 | implements | Display | Dot | - | -",
+            "ts/more.ts | 2 | inherits | Store | Big | ts/store.ts:Store | repo",
+            "ts/store.ts | 2 | implements | Named | Store | ts/store.ts:Named | file",
+            "ts/store.ts | 5 | inherits | Store | Cache | ts/store.ts:Store | file",
+        ]
+    );
+    assert_eq!(
+        stdout(
+            &[
+                "refs".as_ref(),
+                b.as_os_str(),
+                "Store".as_ref(),
+                "--subtypes".as_ref()
+            ],
+            0
+        ),
+        "ts/more.ts:2  Big  inherits Store  -> ts/store.ts:2 Store\n\
+         ts/store.ts:5  Cache  inherits Store  -> ts/store.ts:2 Store\n"
+    );
+}

@@ -19,7 +19,8 @@ pub use schema::{TABLES, expected_schema};
 pub use verify::{VerifyReport, verify};
 pub use writer::{
     BundleWriter, CALLABLE_KINDS, ChunkRecord, FileRecord, Finished, Group, GroupSource, Posting,
-    RefRecord, SymbolRecord, build_beside, check_replaceable, swap_into_place, temp_beside,
+    RefRecord, SymbolRecord, TYPE_KINDS, build_beside, check_replaceable, swap_into_place,
+    target_kinds, temp_beside,
 };
 
 /// The format name in every manifest.

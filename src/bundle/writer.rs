@@ -86,14 +86,44 @@ pub const CALLABLE_KINDS: &[&str] = &[
     "struct",
 ];
 
-/// One import or call.
+/// Separates a language family from a name in the writer's resolution keys.
+const SCOPE_SEP: char = '\u{1f}';
+
+/// References resolve within a language family (a TypeScript call can land on a JavaScript
+/// function, never on a Python one).
+fn language_family(lang: Option<&str>) -> &str {
+    match lang {
+        Some("javascript" | "typescript" | "tsx") => "js",
+        Some("c" | "cpp") => "c",
+        Some(l) => l,
+        None => "",
+    }
+}
+
+fn scoped_name(family: &str, name: &str) -> String {
+    format!("{family}{SCOPE_SEP}{name}")
+}
+
+/// Kinds an `inherits`/`implements` reference can land on.
+pub const TYPE_KINDS: &[&str] = &["class", "struct", "interface", "trait", "enum", "type"];
+
+/// The kinds a reference of `kind` resolves to (none for imports).
+pub fn target_kinds(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "call" => CALLABLE_KINDS,
+        "inherits" | "implements" => TYPE_KINDS,
+        _ => &[],
+    }
+}
+
+/// One import, call, or base type (`inherits` / `implements`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefRecord {
     /// 1-based line.
     pub line: usize,
-    /// `import` or `call`.
+    /// `import`, `call`, `inherits` or `implements`.
     pub kind: String,
-    /// The called name, or the import statement.
+    /// The called name or base type, or the import statement.
     pub target: String,
     /// The innermost definition it occurs in.
     pub from_symbol_id: Option<i64>,
@@ -277,6 +307,8 @@ pub struct BundleWriter {
     ref_rows: Vec<(Arc<str>, RefRecord)>,
     /// Callable definitions by name over the whole bundle: (how many, the id of one).
     callables: FxHashMap<String, (u32, i64)>,
+    /// Type definitions (class, struct, interface, trait, ...) by name, likewise.
+    types: FxHashMap<String, (u32, i64)>,
     file_rows: Vec<(FileRecord, usize)>,
     chunk_rows: Vec<ChunkRow>,
     postings: Spill,
@@ -306,6 +338,7 @@ impl BundleWriter {
             refs_raw: Some(Table::create(dir, "refs-raw", dim)?),
             ref_rows: Vec::new(),
             callables: FxHashMap::default(),
+            types: FxHashMap::default(),
             file_rows: Vec::new(),
             chunk_rows: Vec::new(),
             postings: Spill::new(dir.join(".postings-runs"), POSTINGS_SPILL_BYTES),
@@ -321,6 +354,7 @@ impl BundleWriter {
         let language: Option<Arc<str>> = f.language.as_deref().map(Arc::from);
         let source_type: Arc<str> = Arc::from(f.source_type.as_str());
         let total = f.chunks.len();
+        let family = language_family(f.language.as_deref());
         let lang = self
             .languages
             .entry(f.language.clone().unwrap_or_else(|| "(none)".into()))
@@ -350,16 +384,24 @@ impl BundleWriter {
             }
         }
         for sym in std::mem::take(&mut f.symbols) {
-            if CALLABLE_KINDS.contains(&sym.symbol.kind.as_str()) {
-                let e = self
-                    .callables
-                    .entry(sym.symbol.name.clone())
-                    .or_insert((0, sym.symbol_id));
-                e.0 += 1;
+            for (kinds, map) in [
+                (CALLABLE_KINDS, &mut self.callables),
+                (TYPE_KINDS, &mut self.types),
+            ] {
+                if kinds.contains(&sym.symbol.kind.as_str()) {
+                    map.entry(scoped_name(family, &sym.symbol.name))
+                        .or_insert((0, sym.symbol_id))
+                        .0 += 1;
+                }
             }
             self.symbol_rows.push((path.clone(), language.clone(), sym));
         }
-        for r in std::mem::take(&mut f.refs) {
+        for mut r in std::mem::take(&mut f.refs) {
+            // Resolved across the bundle at the end, within the file's language family only:
+            // the raw row carries the family with the name.
+            if r.resolution.as_deref() != Some("file") && !target_kinds(&r.kind).is_empty() {
+                r.target = scoped_name(family, &r.target);
+            }
             self.ref_rows.push((path.clone(), r));
         }
         if self.ref_rows.len() >= BATCH_ROWS
@@ -429,11 +471,15 @@ impl BundleWriter {
             .build()?;
         for batch in reader {
             for (path, mut r) in super::reader::ref_rows(&batch?, &raw_path)? {
-                if r.resolution.as_deref() != Some("file") {
-                    let unique = (r.kind == "call")
-                        .then(|| self.callables.get(&r.target))
-                        .flatten()
-                        .filter(|(n, _)| *n == 1);
+                let scoped = r.target.split_once(SCOPE_SEP).map(|(_, n)| n.to_string());
+                if let Some(name) = scoped {
+                    let key = std::mem::replace(&mut r.target, name);
+                    let names = match r.kind.as_str() {
+                        "call" => Some(&self.callables),
+                        "inherits" | "implements" => Some(&self.types),
+                        _ => None,
+                    };
+                    let unique = names.and_then(|m| m.get(&key)).filter(|(n, _)| *n == 1);
                     r.target_symbol_id = unique.map(|(_, id)| *id);
                     r.resolution = unique.map(|_| "repo".to_string());
                 }

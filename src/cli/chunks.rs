@@ -96,6 +96,7 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
                     "symbol": c.symbol, "symbol_path": c.symbol_path, "signature": c.signature,
                     "docs": c.docs, "chars": nonws_chars(&c.content),
                     "imports": refs_of(c, "import"), "calls": refs_of(c, "call"),
+                    "inherits": refs_of(c, "inherits"), "implements": refs_of(c, "implements"),
                 })
             })
             .collect();
@@ -150,9 +151,12 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
             for i in refs_of(c, "import") {
                 writeln!(out, "            import: {i}")?;
             }
-            let calls = refs_of(c, "call");
-            if !calls.is_empty() {
-                writeln!(out, "            calls: {}", calls.join(", "))?;
+            for kind in ["call", "inherits", "implements"] {
+                let names = refs_of(c, kind);
+                if !names.is_empty() {
+                    let label = if kind == "call" { "calls" } else { kind };
+                    writeln!(out, "            {label}: {}", names.join(", "))?;
+                }
             }
         }
     }

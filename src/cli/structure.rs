@@ -92,7 +92,8 @@ pub fn run_symbols(a: SymbolsArgs) -> anyhow::Result<i32> {
 }
 
 /// Follow references: who calls NAME (`--callers`, the default), what NAME calls (`--callees`),
-/// or which import statements name it (`--imports`).
+/// which import statements name it (`--imports`), or which types extend or implement it
+/// (`--subtypes`).
 ///
 /// Calls are resolved to definitions where the repository defines the name once (in the calling
 /// file first, then anywhere); a name defined several times stays unresolved rather than guessed,
@@ -113,8 +114,11 @@ pub struct RefsArgs {
     #[arg(long, conflicts_with = "imports")]
     pub callees: bool,
     /// Import statements that mention NAME.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "subtypes")]
     pub imports: bool,
+    /// Types that extend or implement NAME (`inherits` / `implements` references).
+    #[arg(long, conflicts_with_all = ["callers", "callees"])]
+    pub subtypes: bool,
     /// At most this many references.
     #[arg(short, default_value_t = 100)]
     pub k: usize,
@@ -140,7 +144,9 @@ pub fn run_refs(a: RefsArgs) -> anyhow::Result<i32> {
                 r.resolution";
     let joins = "FROM refs r LEFT JOIN symbols f ON f.symbol_id = r.from_symbol_id \
                  LEFT JOIN symbols t ON t.symbol_id = r.target_symbol_id";
-    let filter = if a.imports {
+    let filter = if a.subtypes {
+        format!("r.kind IN ('inherits', 'implements') AND r.target = {n}")
+    } else if a.imports {
         format!("r.kind = 'import' AND contains(r.target, {n})")
     } else if a.callees {
         format!(
@@ -168,7 +174,7 @@ pub fn run_refs(a: RefsArgs) -> anyhow::Result<i32> {
             t(4)
         };
         let target = if to_json(&r[5]).is_null() {
-            if t(2) == "call" {
+            if t(2) != "import" {
                 "unresolved".to_string()
             } else {
                 String::new()

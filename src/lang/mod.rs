@@ -75,6 +75,14 @@ pub struct LanguageFile {
     /// Grammar node kinds that call a function or method (`call_expression` ...).
     #[serde(default)]
     pub call_nodes: Vec<String>,
+    /// Where a type names the types it extends: `KIND` (the node holds the base names),
+    /// `PARENT>KIND` (only under that parent: Python's `class_definition>argument_list`) or
+    /// `KIND.field` (a field of KIND holds them). Each base becomes an `inherits` reference.
+    #[serde(default)]
+    pub inherit_nodes: Vec<String>,
+    /// The same for the interfaces or traits a type implements (`implements` references).
+    #[serde(default)]
+    pub implement_nodes: Vec<String>,
     /// Block rules of the `rules` chunker (languages without a grammar).
     #[serde(default)]
     pub blocks: Vec<BlockRuleDef>,
@@ -227,7 +235,33 @@ impl Language {
                     )));
                 }
             }
-        } else if !(def.import_nodes.is_empty() && def.call_nodes.is_empty()) {
+            for spec in def.inherit_nodes.iter().chain(&def.implement_nodes) {
+                let (kinds, field) = match spec.split_once('.') {
+                    Some((k, f)) => (k, Some(f)),
+                    None => (spec.as_str(), None),
+                };
+                for k in kinds.split('>') {
+                    if g.id_for_node_kind(k, true) == 0 {
+                        return Err(bad(format!(
+                            "inherit/implement node kind {k:?} (in {spec:?}) is not in grammar {:?}",
+                            def.grammar
+                        )));
+                    }
+                }
+                if let Some(f) = field
+                    && g.field_id_for_name(f).is_none()
+                {
+                    return Err(bad(format!(
+                        "inherit/implement field {f:?} (in {spec:?}) is not in grammar {:?}",
+                        def.grammar
+                    )));
+                }
+            }
+        } else if !(def.import_nodes.is_empty()
+            && def.call_nodes.is_empty()
+            && def.inherit_nodes.is_empty()
+            && def.implement_nodes.is_empty())
+        {
             return Err(bad("import_nodes/call_nodes need a grammar".into()));
         }
         let mut tb = GlobSetBuilder::new();

@@ -54,13 +54,34 @@ pub fn references(lang: &Language, text: &str) -> Vec<Reference> {
 /// order; iterative, so a deep tree cannot overflow the stack.
 pub fn references_in(lang: &Language, text: &str, root: Node<'_>) -> Vec<Reference> {
     let d = &lang.def;
-    if d.import_nodes.is_empty() && d.call_nodes.is_empty() {
+    if d.import_nodes.is_empty()
+        && d.call_nodes.is_empty()
+        && d.inherit_nodes.is_empty()
+        && d.implement_nodes.is_empty()
+    {
         return Vec::new();
     }
     let mut out = Vec::new();
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
         let kind = n.kind();
+        for (specs, rel) in [
+            (&d.inherit_nodes, "inherits"),
+            (&d.implement_nodes, "implements"),
+        ] {
+            for spec in specs {
+                if let Some(holder) = heritage(n, spec) {
+                    for (name, at) in base_names(text, holder) {
+                        out.push(Reference {
+                            kind: rel,
+                            target: name,
+                            start_byte: at.start_byte(),
+                            line: at.start_position().row + 1,
+                        });
+                    }
+                }
+            }
+        }
         if d.import_nodes.iter().any(|k| k == kind) {
             let t = collapse(node_text(text, n));
             let t: String = t.chars().take(MAX_IMPORT).collect();
@@ -78,6 +99,72 @@ pub fn references_in(lang: &Language, text: &str, root: Node<'_>) -> Vec<Referen
         stack.extend(children.into_iter().rev());
     }
     out.sort_by_key(|r| r.start_byte);
+    out
+}
+
+/// The node holding base-type names when `n` matches `spec` (`KIND`, `PARENT>KIND`, `KIND.field`).
+fn heritage<'t>(n: Node<'t>, spec: &str) -> Option<Node<'t>> {
+    let (kinds, field) = match spec.split_once('.') {
+        Some((k, f)) => (k, Some(f)),
+        None => (spec, None),
+    };
+    let (parent, kind) = match kinds.split_once('>') {
+        Some((p, k)) => (Some(p), k),
+        None => (None, kinds),
+    };
+    if n.kind() != kind || parent.is_some_and(|p| n.parent().is_none_or(|x| x.kind() != p)) {
+        return None;
+    }
+    match field {
+        Some(f) => n.child_by_field_name(f),
+        None => Some(n),
+    }
+}
+
+/// Kinds whose text is a dotted or scoped name: the base is its last segment.
+const SCOPED: &[&str] = &[
+    "attribute",
+    "member_expression",
+    "scoped_identifier",
+    "scoped_type_identifier",
+    "qualified_identifier",
+    "qualified_name",
+    "nested_type_identifier",
+    "scoped_type",
+];
+/// Subtrees that are not base names (type arguments, `metaclass=` keywords, `public`).
+const NOT_BASES: &[&str] = &[
+    "type_arguments",
+    "type_parameters",
+    "keyword_argument",
+    "access_specifier",
+    "comment",
+];
+
+/// The base-type names under `holder`, each with the node it is read from, in source order.
+fn base_names<'t>(text: &str, holder: Node<'t>) -> Vec<(String, Node<'t>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![holder];
+    while let Some(n) = stack.pop() {
+        let k = n.kind();
+        if NOT_BASES.contains(&k) {
+            continue;
+        }
+        let leaf = k.contains("identifier") || k == "constant" || k == "name";
+        if SCOPED.contains(&k)
+            || (leaf && n.id() != holder.id())
+            || (leaf && n.named_child_count() == 0)
+        {
+            let t = node_text(text, n);
+            if let Some(last) = t.rsplit(['.', ':', '\\']).find(|s| !s.is_empty()) {
+                out.push((last.trim().to_string(), n));
+            }
+            continue;
+        }
+        let mut c = n.walk();
+        let children: Vec<Node<'_>> = n.named_children(&mut c).collect();
+        stack.extend(children.into_iter().rev());
+    }
     out
 }
 

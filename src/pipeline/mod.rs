@@ -580,9 +580,9 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     })
 }
 
-/// A file's imports and calls with the definition and chunk each occurs in; a call whose name
-/// is one callable definition of this file resolves to it here (`file`), the rest are resolved
-/// against the whole bundle when it is written.
+/// A file's imports, calls and base types with the definition and chunk each occurs in; a call
+/// (base type) whose name is one callable (type) definition of this file resolves to it here
+/// (`file`), the rest are resolved against the whole bundle when it is written.
 fn ref_records(
     refs: Vec<crate::lang::refs::Reference>,
     symbols: &[SymbolRecord],
@@ -600,11 +600,10 @@ fn ref_records(
                 .iter()
                 .find(|c| c.chunk.start_byte <= at && at < c.chunk.end_byte)
                 .map(|c| c.chunk_id);
-            let mut here = symbols.iter().filter(|s| {
-                r.kind == "call"
-                    && s.symbol.name == r.target
-                    && bundle::CALLABLE_KINDS.contains(&s.symbol.kind.as_str())
-            });
+            let kinds = bundle::target_kinds(r.kind);
+            let mut here = symbols
+                .iter()
+                .filter(|s| s.symbol.name == r.target && kinds.contains(&s.symbol.kind.as_str()));
             let (target_symbol_id, resolution) = match (here.next(), here.next()) {
                 (Some(one), None) => (Some(one.symbol_id), Some("file".to_string())),
                 _ => (None, None),
