@@ -476,24 +476,67 @@ fn shebang_interpreter(head: &[u8]) -> Option<&str> {
 /// C++-only constructs in the first bytes of a header.
 fn looks_like_cpp(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(&head[..head.len().min(16 * 1024)]);
-    [
-        "namespace ",
-        "class ",
-        "template<",
-        "template <",
-        "std::",
-        "public:",
-        "private:",
-        "#include <iostream>",
-        "constexpr ",
-    ]
-    .iter()
-    .any(|m| text.contains(m))
+    if text.contains("#include <iostream>") {
+        return true;
+    }
+    // Only code counts: C headers say `class` in comments and `#define x constexpr` behind
+    // `__cplusplus` guards.
+    let mut in_comment = false;
+    text.lines().any(|line| {
+        let mut l = line.trim_start();
+        if in_comment {
+            match l.find("*/") {
+                Some(i) => {
+                    in_comment = false;
+                    l = &l[i + 2..];
+                }
+                None => return false,
+            }
+        }
+        // Drop `/* .. */` spans on the line; an unclosed one runs on to later lines.
+        let mut code = String::new();
+        while let Some(i) = l.find("/*") {
+            code.push_str(&l[..i]);
+            match l[i + 2..].find("*/") {
+                Some(j) => l = &l[i + 2 + j + 2..],
+                None => {
+                    in_comment = true;
+                    l = "";
+                }
+            }
+        }
+        code.push_str(l);
+        let code = code.split("//").next().unwrap_or("");
+        if code.trim_start().starts_with('#') {
+            return false;
+        }
+        [
+            "namespace ",
+            "class ",
+            "template<",
+            "template <",
+            "std::",
+            "public:",
+            "private:",
+            "constexpr ",
+        ]
+        .iter()
+        .any(|m| code.contains(m))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpp_headers_by_code_not_comments() {
+        let c = b"/* a character class */\n#ifdef __cplusplus\n#define k constexpr\n#endif\n/* constexpr and weak */ int f(void);\n// class of errors\nint g(void);\n";
+        assert!(!looks_like_cpp(c));
+        assert!(looks_like_cpp(b"/* x */\nnamespace a { int f(); }\n"));
+        assert!(looks_like_cpp(b"class A { public: int x; };\n"));
+        assert!(looks_like_cpp(b"/* open\n still a comment */ template <typename T> T id(T);\n"));
+    }
 
     #[test]
     fn every_builtin_language_loads() {
