@@ -453,6 +453,21 @@ fn summaries_map_and_sql_macros() {
     let v: serde_json::Value = serde_json::from_str(&j).unwrap();
     assert_eq!(v["files"], 9);
     assert_eq!(v["symbols"], 18);
+    let jl = stdout(
+        &["map".as_ref(), bo, "--format".as_ref(), "jsonl".as_ref()],
+        0,
+    );
+    let lines: Vec<serde_json::Value> = jl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1 + 4 + 9, "root, 4 directories, 9 files");
+    let util = lines
+        .iter()
+        .find(|v| v["path"].as_str().unwrap().ends_with("/web/util.ts"))
+        .unwrap();
+    assert_eq!(util["type"], "file");
+    assert_eq!(util["summary"], "Defines class Store, function local.");
     stdout(&["map".as_ref(), bo, "nowhere".as_ref()], 1);
 
     let callers = stdout(

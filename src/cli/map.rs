@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use trove::query::sql::to_json;
 use trove::query::{Bundle, lit};
 
-use super::Format;
+use super::query::OutFormat;
 
 /// Show the repository as a map: directories with their file, symbol and language counts, files
 /// with their one-sentence summaries. The most important entries (most definitions, then most
@@ -34,9 +34,10 @@ pub struct MapArgs {
     /// Screen budget used to choose the depth.
     #[arg(long, default_value_t = 60, value_name = "N")]
     pub lines: usize,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// Output format: text (the tree), json (the tree as nested objects), jsonl (one object per
+    /// directory and file, with its path).
+    #[arg(long, value_enum, default_value_t = OutFormat::Text)]
+    pub format: OutFormat,
 }
 
 #[derive(Default, serde::Serialize)]
@@ -227,9 +228,37 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
     }
     root.settle();
     let mut out = std::io::stdout().lock();
-    if a.format == Format::Json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&root)?)?;
-        return Ok(0);
+    match a.format {
+        OutFormat::Json => {
+            writeln!(out, "{}", serde_json::to_string_pretty(&root)?)?;
+            return Ok(0);
+        }
+        OutFormat::Jsonl => {
+            let mut stack = vec![(String::new(), &root)];
+            while let Some((parent, n)) = stack.pop() {
+                let path = if parent.is_empty() {
+                    n.name.clone()
+                } else {
+                    format!("{parent}/{}", n.name)
+                };
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({
+                        "path": path,
+                        "type": if n.is_dir { "dir" } else { "file" },
+                        "files": n.files,
+                        "bytes": n.bytes,
+                        "symbols": n.symbols,
+                        "languages": n.languages,
+                        "summary": n.summary,
+                    })
+                )?;
+                stack.extend(n.children.iter().rev().map(|c| (path.clone(), c)));
+            }
+            return Ok(0);
+        }
+        OutFormat::Text => {}
     }
     let render = |depth: usize| {
         let mut lines = vec![format!(

@@ -535,7 +535,9 @@ mod tests {
         assert!(!looks_like_cpp(c));
         assert!(looks_like_cpp(b"/* x */\nnamespace a { int f(); }\n"));
         assert!(looks_like_cpp(b"class A { public: int x; };\n"));
-        assert!(looks_like_cpp(b"/* open\n still a comment */ template <typename T> T id(T);\n"));
+        assert!(looks_like_cpp(
+            b"/* open\n still a comment */ template <typename T> T id(T);\n"
+        ));
     }
 
     #[test]
