@@ -608,3 +608,30 @@ fn inheritance_and_implementation_edges() {
          ts/store.ts:5  Cache  inherits Store  -> ts/store.ts:2 Store\n"
     );
 }
+
+/// A query that is a definition's name ranks the chunk defining it first, in every mode — even
+/// a method inside a class chunk whose text says the name less often than a doc does.
+#[test]
+fn name_queries_rank_the_definition_first() {
+    let t = crate::util::sample_repo();
+    let scratch = tempfile::tempdir().unwrap();
+    let b = scratch.path().join("b");
+    index(t.path(), &b, &[]);
+    for (q, path, symbol) in [
+        ("processPayment", "web/src/users.ts", "UserService"),
+        (
+            "UserService.processPayment",
+            "web/src/users.ts",
+            "UserService",
+        ),
+        ("process_payment", "billing/billing.py", "PaymentService"),
+        ("NewServer", "api/server.go", "NewServer"),
+    ] {
+        for mode in ["hybrid", "bm25", "vector"] {
+            let hits =
+                crate::util::query_jsonl(&[b.to_str().unwrap(), q, "--mode", mode, "-k", "3"]);
+            assert_eq!(hits[0]["path"], path, "{q} ({mode})");
+            assert_eq!(hits[0]["symbol_path"], symbol, "{q} ({mode})");
+        }
+    }
+}

@@ -391,6 +391,49 @@ impl Bundle {
         Ok(())
     }
 
+    /// The chunks holding the definitions of `query` when it is a name or a dotted/scoped path
+    /// (exact name; a path must match the end of the symbol path), exported ones first.
+    fn definition_chunks(&self, query: &str) -> Result<Vec<i64>> {
+        let q = query.trim();
+        let parts: Vec<&str> = q
+            .split(['.', ':', '>', ' '])
+            .filter(|p| !p.is_empty())
+            .collect();
+        let ident = |p: &str| {
+            p.chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+                && p.chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+        };
+        let joined_ok = q
+            .chars()
+            .all(|c| c.is_alphanumeric() || "_$.:> ".contains(c));
+        if parts.is_empty() || parts.len() > 4 || !joined_ok || !parts.iter().all(|p| ident(p)) {
+            return Ok(Vec::new());
+        }
+        // A multi-word query is text, not a name (`retry backoff`), unless joined by `>`.
+        if q.contains(' ') && !q.contains('>') {
+            return Ok(Vec::new());
+        }
+        let name = parts[parts.len() - 1];
+        let path = parts.join(" > ");
+        let sql = format!(
+            "SELECT chunk_id FROM symbols WHERE name = {n} AND chunk_id IS NOT NULL \
+             AND (symbol_path = {p} OR symbol_path LIKE '%> ' || {p} OR {single}) \
+             ORDER BY symbol_path = {p} DESC, coalesce(exported, true) DESC, path, start_line LIMIT 10",
+            n = lit(name),
+            p = lit(&path),
+            single = parts.len() == 1,
+        );
+        let mut stmt = self.conn()?.prepare(&sql)?;
+        let ids: Vec<i64> = stmt
+            .query_map([], |r| r.get::<_, i64>(0))?
+            .collect::<std::result::Result<_, _>>()?;
+        let mut seen = FxHashSet::default();
+        Ok(ids.into_iter().filter(|id| seen.insert(*id)).collect())
+    }
+
     /// Runs the query against this bundle: up to `o.k` hits, best first (ranks not yet assigned).
     pub fn search(&self, query: &str, o: &QueryOptions) -> Result<Vec<Hit>> {
         let terms = query_terms(query, self.manifest.bm25.max_token_len);
@@ -459,6 +502,35 @@ impl Bundle {
                     .unwrap_or_else(|| default_vector_weight(&self.manifest.embedder.backend));
                 rrf(&[(&bm25, 1.0), (&vector, wv)])
             }
+        };
+        // A query that is a name (`processPayment`, `UserService.processPayment`) puts the chunks
+        // defining it first: the symbols table knows where it is defined, whatever the text says.
+        let defs = self.definition_chunks(query)?;
+        let fused = if defs.is_empty() {
+            fused
+        } else {
+            let present: FxHashSet<i64> = fused.iter().map(|(id, _)| *id).collect();
+            // With filters, only definitions the filtered arms kept may be promoted.
+            let defs: Vec<i64> = defs
+                .into_iter()
+                .filter(|id| !Self::has_filters(o) || present.contains(id))
+                .collect();
+            let missing: Vec<i64> = defs
+                .iter()
+                .copied()
+                .filter(|id| !rows.contains_key(id))
+                .collect();
+            rows.extend(self.rows(&missing)?);
+            let top = fused.first().map_or(1.0, |(_, s)| *s).max(1e-9);
+            let n = defs.len() as f64;
+            let mut out: Vec<(i64, f64)> = defs
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (*id, top * (1.0 + 0.01 * (n - i as f64))))
+                .collect();
+            let promoted: FxHashSet<i64> = defs.into_iter().collect();
+            out.extend(fused.into_iter().filter(|(id, _)| !promoted.contains(id)));
+            out
         };
         let mut hits = Vec::new();
         for (id, score) in fused.into_iter().take(o.k) {
