@@ -219,6 +219,11 @@ fn refs_resolve_calls_without_guessing() {
             "app/run.py | 5 | call | Cart | checkout | app/main.py:Cart | repo",
             "app/run.py | 7 | call | add | checkout | app/main.py:Cart > add | repo",
             "app/run.py | 8 | call | _helper | checkout | app/run.py:_helper | file",
+            // Types named where they are used (Go's builtin `int` has no definition here).
+            "shop/order.go | 5 | references | Order | Order > Total | shop/order.go:Order | file",
+            "shop/order.go | 5 | references | int | Order > Total | - | -",
+            "src/lib.rs | 6 | references | Circle | Circle | src/lib.rs:Circle | file",
+            "src/lib.rs | 14 | references | Circle | make | src/lib.rs:Circle | file",
             "web/calls.ts | 1 | import | import { Store } from \"./util\"; | - | - | -",
             "web/calls.ts | 4 | call | Store | main | web/util.ts:Store | repo",
             "web/calls.ts | 4 | call | get | main | web/util.ts:Store > get | repo",
@@ -226,8 +231,8 @@ fn refs_resolve_calls_without_guessing() {
         ]
     );
     let m = crate::util::manifest(&b);
-    assert_eq!(m["counts"]["refs"], 8);
-    assert_eq!(m["counts"]["refs_resolved"], 5);
+    assert_eq!(m["counts"]["refs"], 12);
+    assert_eq!(m["counts"]["refs_resolved"], 8);
     let bo = b.as_os_str();
     assert_eq!(
         stdout(&["refs".as_ref(), bo, "_helper".as_ref()], 0),
@@ -263,6 +268,14 @@ fn refs_resolve_calls_without_guessing() {
     assert_eq!(v["path"], "web/calls.ts");
     assert_eq!(v["kind"], "import");
     assert_eq!(stdout(&["refs".as_ref(), bo, "nobody".as_ref()], 1), "");
+    assert_eq!(
+        stdout(
+            &["refs".as_ref(), bo, "Circle".as_ref(), "--uses".as_ref()],
+            0
+        ),
+        "src/lib.rs:6  Circle  references Circle  -> src/lib.rs:2 Circle\n\
+         src/lib.rs:14  make  references Circle  -> src/lib.rs:2 Circle\n"
+    );
 
     // Resolution is over the whole bundle, so an incremental run that adds a second `Cart`
     // un-resolves the calls in files it carried over: the result still equals a full build.
@@ -276,7 +289,7 @@ fn refs_resolve_calls_without_guessing() {
         crate::util::manifest(&b)["files"],
         crate::util::manifest(&full)["files"]
     );
-    assert_eq!(crate::util::manifest(&b)["counts"]["refs_resolved"], 4);
+    assert_eq!(crate::util::manifest(&b)["counts"]["refs_resolved"], 7);
 }
 
 fn stdout(args: &[&std::ffi::OsStr], code: i32) -> String {

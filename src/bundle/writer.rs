@@ -111,7 +111,7 @@ pub const TYPE_KINDS: &[&str] = &["class", "struct", "interface", "trait", "enum
 pub fn target_kinds(kind: &str) -> &'static [&'static str] {
     match kind {
         "call" => CALLABLE_KINDS,
-        "inherits" | "implements" => TYPE_KINDS,
+        "inherits" | "implements" | "references" => TYPE_KINDS,
         _ => &[],
     }
 }
@@ -476,7 +476,7 @@ impl BundleWriter {
                     let key = std::mem::replace(&mut r.target, name);
                     let names = match r.kind.as_str() {
                         "call" => Some(&self.callables),
-                        "inherits" | "implements" => Some(&self.types),
+                        "inherits" | "implements" | "references" => Some(&self.types),
                         _ => None,
                     };
                     let unique = names.and_then(|m| m.get(&key)).filter(|(n, _)| *n == 1);

@@ -97,6 +97,7 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
                     "docs": c.docs, "chars": nonws_chars(&c.content),
                     "imports": refs_of(c, "import"), "calls": refs_of(c, "call"),
                     "inherits": refs_of(c, "inherits"), "implements": refs_of(c, "implements"),
+                    "types": refs_of(c, "references"),
                 })
             })
             .collect();
@@ -151,10 +152,14 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
             for i in refs_of(c, "import") {
                 writeln!(out, "            import: {i}")?;
             }
-            for kind in ["call", "inherits", "implements"] {
+            for kind in ["call", "inherits", "implements", "references"] {
                 let names = refs_of(c, kind);
                 if !names.is_empty() {
-                    let label = if kind == "call" { "calls" } else { kind };
+                    let label = match kind {
+                        "call" => "calls",
+                        "references" => "types",
+                        k => k,
+                    };
                     writeln!(out, "            {label}: {}", names.join(", "))?;
                 }
             }

@@ -92,8 +92,8 @@ pub fn run_symbols(a: SymbolsArgs) -> anyhow::Result<i32> {
 }
 
 /// Follow references: who calls NAME (`--callers`, the default), what NAME calls (`--callees`),
-/// which import statements name it (`--imports`), or which types extend or implement it
-/// (`--subtypes`).
+/// which import statements name it (`--imports`), which types extend or implement it
+/// (`--subtypes`), or where a type is used by name (`--uses`).
 ///
 /// Calls are resolved to definitions where the repository defines the name once (in the calling
 /// file first, then anywhere); a name defined several times stays unresolved rather than guessed,
@@ -119,6 +119,9 @@ pub struct RefsArgs {
     /// Types that extend or implement NAME (`inherits` / `implements` references).
     #[arg(long, conflicts_with_all = ["callers", "callees"])]
     pub subtypes: bool,
+    /// Where the type NAME is named (annotations, fields, `impl NAME`): `references` rows.
+    #[arg(long, conflicts_with_all = ["callers", "callees", "imports", "subtypes"])]
+    pub uses: bool,
     /// At most this many references.
     #[arg(short, default_value_t = 100)]
     pub k: usize,
@@ -144,7 +147,9 @@ pub fn run_refs(a: RefsArgs) -> anyhow::Result<i32> {
                 r.resolution";
     let joins = "FROM refs r LEFT JOIN symbols f ON f.symbol_id = r.from_symbol_id \
                  LEFT JOIN symbols t ON t.symbol_id = r.target_symbol_id";
-    let filter = if a.subtypes {
+    let filter = if a.uses {
+        format!("r.kind = 'references' AND r.target = {n}")
+    } else if a.subtypes {
         format!("r.kind IN ('inherits', 'implements') AND r.target = {n}")
     } else if a.imports {
         format!("r.kind = 'import' AND contains(r.target, {n})")

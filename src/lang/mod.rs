@@ -83,6 +83,9 @@ pub struct LanguageFile {
     /// The same for the interfaces or traits a type implements (`implements` references).
     #[serde(default)]
     pub implement_nodes: Vec<String>,
+    /// Node kinds that name a type where it is used (`type_identifier`): `references` to types.
+    #[serde(default)]
+    pub type_ref_nodes: Vec<String>,
     /// Block rules of the `rules` chunker (languages without a grammar).
     #[serde(default)]
     pub blocks: Vec<BlockRuleDef>,
@@ -227,7 +230,12 @@ impl Language {
             }
         }
         if let Some(g) = &grammar {
-            for n in def.import_nodes.iter().chain(&def.call_nodes) {
+            for n in def
+                .import_nodes
+                .iter()
+                .chain(&def.call_nodes)
+                .chain(&def.type_ref_nodes)
+            {
                 if g.id_for_node_kind(n, true) == 0 {
                     return Err(bad(format!(
                         "import/call node kind {n:?} is not in grammar {:?}",
@@ -260,7 +268,8 @@ impl Language {
         } else if !(def.import_nodes.is_empty()
             && def.call_nodes.is_empty()
             && def.inherit_nodes.is_empty()
-            && def.implement_nodes.is_empty())
+            && def.implement_nodes.is_empty()
+            && def.type_ref_nodes.is_empty())
         {
             return Err(bad("import_nodes/call_nodes need a grammar".into()));
         }

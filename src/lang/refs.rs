@@ -7,7 +7,7 @@ use super::{Language, node_text};
 /// An import or a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reference {
-    /// `import` or `call`.
+    /// `import`, `call`, `inherits`, `implements` or `references` (a type used by name).
     pub kind: &'static str,
     /// For a call, the called name (last segment: `self.gateway.charge(..)` → `charge`); for an
     /// import, the statement's text with whitespace collapsed.
@@ -58,19 +58,23 @@ pub fn references_in(lang: &Language, text: &str, root: Node<'_>) -> Vec<Referen
         && d.call_nodes.is_empty()
         && d.inherit_nodes.is_empty()
         && d.implement_nodes.is_empty()
+        && d.type_ref_nodes.is_empty()
     {
         return Vec::new();
     }
     let mut out = Vec::new();
-    let mut stack = vec![root];
-    while let Some(n) = stack.pop() {
+    // (node, inside a base-type list: its names are `inherits`/`implements`, not `references`)
+    let mut stack = vec![(root, false)];
+    while let Some((n, in_heritage)) = stack.pop() {
         let kind = n.kind();
+        let mut heritage_here = in_heritage;
         for (specs, rel) in [
             (&d.inherit_nodes, "inherits"),
             (&d.implement_nodes, "implements"),
         ] {
             for spec in specs {
                 if let Some(holder) = heritage(n, spec) {
+                    heritage_here = true;
                     for (name, at) in base_names(text, holder) {
                         out.push(Reference {
                             kind: rel,
@@ -94,9 +98,20 @@ pub fn references_in(lang: &Language, text: &str, root: Node<'_>) -> Vec<Referen
         {
             out.push(reference("call", name, n));
         }
+        // A type named where it is used (not where it is defined: a definition's own name).
+        let is_definition_name = n
+            .parent()
+            .and_then(|p| p.child_by_field_name("name"))
+            .is_some_and(|name| name.id() == n.id());
+        if !heritage_here && !is_definition_name && d.type_ref_nodes.iter().any(|k| k == kind) {
+            let t = node_text(text, n).trim();
+            if !t.is_empty() {
+                out.push(reference("references", t.to_string(), n));
+            }
+        }
         let mut c = n.walk();
         let children: Vec<Node<'_>> = n.named_children(&mut c).collect();
-        stack.extend(children.into_iter().rev());
+        stack.extend(children.into_iter().rev().map(|ch| (ch, heritage_here)));
     }
     out.sort_by_key(|r| r.start_byte);
     out
