@@ -216,7 +216,7 @@ fn refs_resolve_calls_without_guessing() {
         got,
         [
             "app/run.py | 1 | import | from app.main import Cart | - | - | -",
-            "app/run.py | 5 | call | Cart | checkout | app/main.py:Cart | repo",
+            "app/run.py | 5 | call | Cart | checkout | app/main.py:Cart | import",
             "app/run.py | 7 | call | add | checkout | app/main.py:Cart > add | repo",
             "app/run.py | 8 | call | _helper | checkout | app/run.py:_helper | file",
             // Types named where they are used (Go's builtin `int` has no definition here).
@@ -225,7 +225,7 @@ fn refs_resolve_calls_without_guessing() {
             "src/lib.rs | 6 | references | Circle | Circle | src/lib.rs:Circle | file",
             "src/lib.rs | 14 | references | Circle | make | src/lib.rs:Circle | file",
             "web/calls.ts | 1 | import | import { Store } from \"./util\"; | - | - | -",
-            "web/calls.ts | 4 | call | Store | main | web/util.ts:Store | repo",
+            "web/calls.ts | 4 | call | Store | main | web/util.ts:Store | import",
             "web/calls.ts | 4 | call | get | main | web/util.ts:Store > get | repo",
             "web/calls.ts | 5 | call | _helper | main | - | -",
         ]
@@ -277,11 +277,12 @@ fn refs_resolve_calls_without_guessing() {
          src/lib.rs:14  make  references Circle  -> src/lib.rs:2 Circle\n"
     );
 
-    // Resolution is over the whole bundle, so an incremental run that adds a second `Cart`
-    // un-resolves the calls in files it carried over: the result still equals a full build.
-    write(t.path(), "web/cart.py", b"class Cart:\n    pass\n");
+    // Resolution is over the whole bundle, so an incremental run that adds a second `add`
+    // un-resolves the call in a file it carried over (the imported `Cart` stays resolved through
+    // its import): the result still equals a full build.
+    write(t.path(), "web/cart.py", b"class Cart:\n    def add(self, x):\n        pass\n");
     git(t.path(), &["add", "-A"]);
-    git(t.path(), &["commit", "-q", "-m", "second Cart"]);
+    git(t.path(), &["commit", "-q", "-m", "second Cart and add"]);
     index(t.path(), &b, &["--since", "auto"]);
     let full = scratch.path().join("full");
     index(t.path(), &full, &[]);
@@ -550,7 +551,8 @@ fn c_names_and_name_lines() {
 }
 
 /// Base types: `inherits` / `implements` edges per language, resolved to the one type of that
-/// name in the file, else in the same language family — a Java class never lands on a Python one.
+/// name in the file, else through the file's imports, else in the same language family — a Java
+/// class never lands on a Python one.
 #[test]
 fn inheritance_and_implementation_edges() {
     let t = tempfile::tempdir().unwrap();
@@ -602,7 +604,7 @@ fn inheritance_and_implementation_edges() {
             "py/models.py | 5 | inherits | object | Child | - | -",
             "rs/lib.rs | 3 | implements | Draw | Dot | rs/lib.rs:Draw | file",
             "rs/lib.rs | 4 | implements | Display | Dot | - | -",
-            "ts/more.ts | 2 | inherits | Store | Big | ts/store.ts:Store | repo",
+            "ts/more.ts | 2 | inherits | Store | Big | ts/store.ts:Store | import",
             "ts/store.ts | 2 | implements | Named | Store | ts/store.ts:Named | file",
             "ts/store.ts | 5 | inherits | Store | Cache | ts/store.ts:Store | file",
         ]

@@ -107,6 +107,11 @@ fn scoped_name(family: &str, name: &str) -> String {
     format!("{family}{SCOPE_SEP}{name}")
 }
 
+/// Key of `defs_in_file`: class (`c` callable, `t` type), file, name.
+fn file_key(class: char, path: &str, name: &str) -> String {
+    format!("{class}{SCOPE_SEP}{path}{SCOPE_SEP}{name}")
+}
+
 /// Kinds an `inherits`/`implements` reference can land on.
 pub const TYPE_KINDS: &[&str] = &["class", "struct", "interface", "trait", "enum", "type"];
 
@@ -313,6 +318,8 @@ pub struct BundleWriter {
     callables: FxHashMap<String, (u32, i64)>,
     /// Type definitions (class, struct, interface, trait, ...) by name, likewise.
     types: FxHashMap<String, (u32, i64)>,
+    /// Callable (`c`) and type (`t`) definitions by file and name, for references through imports.
+    defs_in_file: FxHashMap<String, (u32, i64)>,
     file_rows: Vec<(FileRecord, usize)>,
     chunk_rows: Vec<ChunkRow>,
     postings: Spill,
@@ -343,6 +350,7 @@ impl BundleWriter {
             ref_rows: Vec::new(),
             callables: FxHashMap::default(),
             types: FxHashMap::default(),
+            defs_in_file: FxHashMap::default(),
             file_rows: Vec::new(),
             chunk_rows: Vec::new(),
             postings: Spill::new(dir.join(".postings-runs"), POSTINGS_SPILL_BYTES),
@@ -388,23 +396,43 @@ impl BundleWriter {
             }
         }
         for sym in std::mem::take(&mut f.symbols) {
-            for (kinds, map) in [
-                (CALLABLE_KINDS, &mut self.callables),
-                (TYPE_KINDS, &mut self.types),
+            for (class, kinds, map) in [
+                ('c', CALLABLE_KINDS, &mut self.callables),
+                ('t', TYPE_KINDS, &mut self.types),
             ] {
                 if kinds.contains(&sym.symbol.kind.as_str()) {
                     map.entry(scoped_name(family, &sym.symbol.name))
+                        .or_insert((0, sym.symbol_id))
+                        .0 += 1;
+                    self.defs_in_file
+                        .entry(file_key(class, &f.path, &sym.symbol.name))
                         .or_insert((0, sym.symbol_id))
                         .0 += 1;
                 }
             }
             self.symbol_rows.push((path.clone(), language.clone(), sym));
         }
+        let statements: Vec<&str> = f
+            .refs
+            .iter()
+            .filter(|r| r.kind == "import")
+            .map(|r| r.target.as_str())
+            .collect();
+        let imports =
+            crate::extract::imports::import_map(&f.path, f.language.as_deref(), &statements);
         for mut r in std::mem::take(&mut f.refs) {
-            // Resolved across the bundle at the end, within the file's language family only:
-            // the raw row carries the family with the name.
+            // Resolved across the bundle at the end — through the file's imports, else within
+            // its language family — so the raw row carries the family, the name and where an
+            // import says the name comes from.
             if r.resolution.as_deref() != Some("file") && !target_kinds(&r.kind).is_empty() {
-                r.target = scoped_name(family, &r.target);
+                let mut t = scoped_name(family, &r.target);
+                if let Some((name, files)) = imports.get(&r.target) {
+                    t.push(SCOPE_SEP);
+                    t.push_str(name);
+                    t.push(SCOPE_SEP);
+                    t.push_str(&files.join("\u{1e}"));
+                }
+                r.target = t;
             }
             self.ref_rows.push((path.clone(), r));
         }
@@ -475,17 +503,33 @@ impl BundleWriter {
             .build()?;
         for batch in reader {
             for (path, mut r) in super::reader::ref_rows(&batch?, &raw_path)? {
-                let scoped = r.target.split_once(SCOPE_SEP).map(|(_, n)| n.to_string());
-                if let Some(name) = scoped {
-                    let key = std::mem::replace(&mut r.target, name);
-                    let names = match r.kind.as_str() {
-                        "call" => Some(&self.callables),
-                        "inherits" | "implements" | "references" => Some(&self.types),
+                let parts: Vec<String> = r.target.split(SCOPE_SEP).map(str::to_string).collect();
+                if let [family, name, rest @ ..] = parts.as_slice() {
+                    let key = scoped_name(family, name);
+                    r.target = name.clone();
+                    let class = if r.kind == "call" { 'c' } else { 't' };
+                    // Through an import: the first candidate file that defines the name decides
+                    // (two definitions there: unresolved); else the one definition in the family.
+                    let via_import = match rest {
+                        [imported, files] => files.split('\u{1e}').find_map(|file| {
+                            self.defs_in_file.get(&file_key(class, file, imported))
+                        }),
                         _ => None,
                     };
-                    let unique = names.and_then(|m| m.get(&key)).filter(|(n, _)| *n == 1);
-                    r.target_symbol_id = unique.map(|(_, id)| *id);
-                    r.resolution = unique.map(|_| "repo".to_string());
+                    let (id, how) = match via_import {
+                        Some(&(n, id)) => ((n == 1).then_some(id), "import"),
+                        None => {
+                            let names = if class == 'c' {
+                                &self.callables
+                            } else {
+                                &self.types
+                            };
+                            let unique = names.get(&key).filter(|(n, _)| *n == 1);
+                            (unique.map(|(_, id)| *id), "repo")
+                        }
+                    };
+                    r.target_symbol_id = id;
+                    r.resolution = id.map(|_| how.to_string());
                 }
                 resolved += u64::from(r.target_symbol_id.is_some());
                 buf.push((path, r));

@@ -6,6 +6,7 @@
 //! non-empty, at most `max_len` bytes, and deterministic.
 
 pub mod deps;
+pub mod imports;
 pub mod summary;
 
 /// Tokenizer name and version, stamped into the manifest; a change here changes it.

@@ -1,0 +1,177 @@
+//! Which file an imported name comes from, for resolving references through imports.
+//!
+//! Input: a file's path, language and import statements (as `refs` holds them). Output: each
+//! imported local name with the repo-relative files its module may be, most likely first. Covered:
+//! Python `from a.b import c as d` (absolute: `a/b.py`, `a/b/__init__.py`, the same under `src/`;
+//! relative: beside the importing file) and JavaScript/TypeScript `import { a, b as c } from
+//! "./mod"` (relative specifiers only: `mod.ts`, `.tsx`, `.js`, `.jsx`, `.mjs`, `mod/index.*`).
+//! Anything else gives nothing, and the reference falls back to name resolution.
+use regex::Regex;
+use rustc_hash::FxHashMap;
+use std::sync::LazyLock;
+
+static PY_FROM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^from\s+(\.*)([\w.]*)\s+import\s+\(?([^)]*)\)?\s*$").expect("valid regex")
+});
+static JS_NAMED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"^import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+["']([^"']+)["']"#)
+        .expect("valid regex")
+});
+
+/// `a/b/../c/./d` → `a/c/d`; `None` when it climbs out of the repository.
+fn normalise(path: &str) -> Option<String> {
+    let mut out: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                out.pop()?;
+            }
+            p => out.push(p),
+        }
+    }
+    Some(out.join("/"))
+}
+
+fn dir_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+/// `name` or `name as alias` → (local name, imported name).
+fn alias(item: &str) -> Option<(String, String)> {
+    let item = item.trim();
+    let (name, local) = match item.split_once(" as ") {
+        Some((n, l)) => (n.trim(), l.trim()),
+        None => (item, item),
+    };
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+    };
+    (ok(name) && ok(local)).then(|| (local.to_string(), name.to_string()))
+}
+
+/// Imported local name → (imported name, candidate files), for the file at `path`.
+pub fn import_map(
+    path: &str,
+    language: Option<&str>,
+    statements: &[&str],
+) -> FxHashMap<String, (String, Vec<String>)> {
+    let mut out = FxHashMap::default();
+    let dir = dir_of(path);
+    for st in statements {
+        let st = st.trim().trim_end_matches(';');
+        match language {
+            Some("python") => {
+                let Some(c) = PY_FROM.captures(st) else {
+                    continue;
+                };
+                let dots = c[1].len();
+                let module = c[2].replace('.', "/");
+                let bases: Vec<String> = if dots == 0 {
+                    vec![module.clone(), format!("src/{module}")]
+                } else {
+                    let mut base = dir.to_string();
+                    for _ in 1..dots {
+                        base = dir_of(&base).to_string();
+                    }
+                    let joined = if module.is_empty() {
+                        base
+                    } else {
+                        format!("{base}/{module}")
+                    };
+                    normalise(&joined).into_iter().collect()
+                };
+                let files: Vec<String> = bases
+                    .iter()
+                    .filter(|b| !b.is_empty())
+                    .flat_map(|b| [format!("{b}.py"), format!("{b}/__init__.py")])
+                    .collect();
+                for item in c[3].split(',') {
+                    if let Some((local, name)) = alias(item) {
+                        out.insert(local, (name, files.clone()));
+                    }
+                }
+            }
+            Some("javascript" | "typescript" | "tsx") => {
+                let Some(c) = JS_NAMED.captures(st) else {
+                    continue;
+                };
+                let spec = &c[2];
+                if !spec.starts_with('.') {
+                    continue;
+                }
+                let Some(base) = normalise(&format!("{dir}/{spec}")) else {
+                    continue;
+                };
+                let mut files: Vec<String> = Vec::new();
+                for ext in ["ts", "tsx", "js", "jsx", "mjs"] {
+                    files.push(format!("{base}.{ext}"));
+                }
+                for ext in ["ts", "tsx", "js"] {
+                    files.push(format!("{base}/index.{ext}"));
+                }
+                for item in c[1].split(',') {
+                    if let Some((local, name)) = alias(item.trim().trim_start_matches("type ")) {
+                        out.insert(local, (name, files.clone()));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_and_javascript_imports() {
+        let m = import_map(
+            "app/run.py",
+            Some("python"),
+            &[
+                "from app.main import Cart, helper as h",
+                "from .util import (fmt)",
+                "import os",
+            ],
+        );
+        assert_eq!(
+            m["Cart"],
+            (
+                "Cart".into(),
+                vec![
+                    "app/main.py".into(),
+                    "app/main/__init__.py".into(),
+                    "src/app/main.py".into(),
+                    "src/app/main/__init__.py".into()
+                ]
+            )
+        );
+        assert_eq!(m["h"].0, "helper");
+        assert_eq!(m["fmt"].1[0], "app/util.py");
+        assert!(!m.contains_key("os"));
+        let m = import_map(
+            "web/src/a.ts",
+            Some("typescript"),
+            &[
+                "import { Store, type Named as N } from \"../lib/store\";",
+                "import React from \"react\";",
+            ],
+        );
+        assert_eq!(m["Store"].1[0], "web/lib/store.ts");
+        assert_eq!(m["N"].0, "Named");
+        assert!(!m.contains_key("React"));
+        assert!(
+            import_map(
+                "a.ts",
+                Some("typescript"),
+                &["import { x } from \"../../up\""]
+            )
+            .is_empty()
+        );
+    }
+}
