@@ -280,7 +280,11 @@ fn refs_resolve_calls_without_guessing() {
     // Resolution is over the whole bundle, so an incremental run that adds a second `add`
     // un-resolves the call in a file it carried over (the imported `Cart` stays resolved through
     // its import): the result still equals a full build.
-    write(t.path(), "web/cart.py", b"class Cart:\n    def add(self, x):\n        pass\n");
+    write(
+        t.path(),
+        "web/cart.py",
+        b"class Cart:\n    def add(self, x):\n        pass\n",
+    );
     git(t.path(), &["add", "-A"]);
     git(t.path(), &["commit", "-q", "-m", "second Cart and add"]);
     index(t.path(), &b, &["--since", "auto"]);

@@ -108,8 +108,11 @@ fn scoped_name(family: &str, name: &str) -> String {
 }
 
 /// Key of `defs_in_file`: class (`c` callable, `t` type), file, name.
-fn file_key(class: char, path: &str, name: &str) -> String {
-    format!("{class}{SCOPE_SEP}{path}{SCOPE_SEP}{name}")
+fn file_key(class: char, path: &str, name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    (class, path, name).hash(&mut h);
+    h.finish()
 }
 
 /// Kinds an `inherits`/`implements` reference can land on.
@@ -318,8 +321,9 @@ pub struct BundleWriter {
     callables: FxHashMap<String, (u32, i64)>,
     /// Type definitions (class, struct, interface, trait, ...) by name, likewise.
     types: FxHashMap<String, (u32, i64)>,
-    /// Callable (`c`) and type (`t`) definitions by file and name, for references through imports.
-    defs_in_file: FxHashMap<String, (u32, i64)>,
+    /// Callable (`c`) and type (`t`) definitions by a 64-bit hash of (class, file, name), for
+    /// references through imports (a hash, not the strings: this map holds every definition).
+    defs_in_file: FxHashMap<u64, (u32, i64)>,
     file_rows: Vec<(FileRecord, usize)>,
     chunk_rows: Vec<ChunkRow>,
     postings: Spill,
