@@ -517,3 +517,56 @@ fn submodules_are_skipped_and_their_moves_counted() {
     index(root, &full, &[]);
     assert_eq!(tables(&b), tables(&full));
 }
+
+/// A root whose name holds glob characters (`[locale]`) is diffed like any other: a same-size
+/// edit under it is re-processed, not carried stale.
+#[test]
+fn since_under_a_root_with_glob_characters() {
+    let t = tempfile::tempdir().unwrap();
+    let repo = t.path();
+    write(
+        repo,
+        "web/[locale]/page.ts",
+        b"export function title(): string {\n  return \"aaaa\";\n}\n",
+    );
+    write(repo, "web/other.ts", b"export const x = 1;\n");
+    git(repo, &["init", "-q"]);
+    commit(repo, "one");
+    let root = repo.join("web/[locale]");
+    let scratch = tempfile::tempdir().unwrap();
+    let b = scratch.path().join("b");
+    index(&root, &b, &[]);
+    write(
+        repo,
+        "web/[locale]/page.ts",
+        b"export function title(): string {\n  return \"bbbb\";\n}\n",
+    );
+    commit(repo, "two");
+    let s = index_json(&root, &b, &["--since", "auto"]);
+    assert_eq!(s["files_reused"], 0, "{s}");
+    let full = scratch.path().join("full");
+    index(&root, &full, &[]);
+    assert_eq!(tables(&b), tables(&full));
+}
+
+/// Bundles written by another build of trove are not merged into one stamped as this build's.
+#[test]
+fn merge_refuses_another_build() {
+    let t = sample_repo();
+    let scratch = tempfile::tempdir().unwrap();
+    let (a, b) = (scratch.path().join("a"), scratch.path().join("b"));
+    index(t.path(), &a, &["--shard", "1/2"]);
+    index(t.path(), &b, &["--shard", "2/2"]);
+    for m in [&a, &b] {
+        let mut v = manifest(m);
+        v["tool"]["build"] = "0123456789abcdef".into();
+        std::fs::write(m.join("manifest.json"), v.to_string()).unwrap();
+    }
+    let o = trove()
+        .arg("merge")
+        .arg(scratch.path().join("m"))
+        .args([&a, &b])
+        .assert()
+        .code(2);
+    assert!(String::from_utf8_lossy(&o.get_output().stderr).contains("another trove build"));
+}

@@ -654,3 +654,27 @@ fn name_queries_rank_the_definition_first() {
         }
     }
 }
+
+/// A name that came through an import is resolved by the import alone: a module outside the
+/// repository, or two candidate files that both define it, leave it unresolved.
+#[test]
+fn imports_decide_or_leave_unresolved() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(root, "lib/util.py", b"def join(a, b):\n    return a + b\n");
+    write(root, "pkg/__init__.py", b"class Cart:\n    pass\n");
+    write(root, "pkg.py", b"class Cart:\n    pass\n");
+    write(
+        root,
+        "app/run.py",
+        b"from os.path import join\nfrom pkg import Cart\n\n\ndef f():\n    return join(Cart(), 1)\n",
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    let b = scratch.path().join("b");
+    index(root, &b, &[]);
+    let got = rows(&format!(
+        "SELECT target, coalesce(resolution, '-') FROM {} WHERE path = 'app/run.py' AND kind = 'call' ORDER BY target",
+        pq(&b, "refs")
+    ));
+    assert_eq!(got, ["Cart | -", "join | -"]);
+}

@@ -507,21 +507,38 @@ impl BundleWriter {
             .build()?;
         for batch in reader {
             for (path, mut r) in super::reader::ref_rows(&batch?, &raw_path)? {
-                let parts: Vec<String> = r.target.split(SCOPE_SEP).map(str::to_string).collect();
+                let rewritten =
+                    r.resolution.as_deref() != Some("file") && !target_kinds(&r.kind).is_empty();
+                let parts: Vec<String> = if rewritten {
+                    r.target.split(SCOPE_SEP).map(str::to_string).collect()
+                } else {
+                    Vec::new()
+                };
                 if let [family, name, rest @ ..] = parts.as_slice() {
                     let key = scoped_name(family, name);
                     r.target = name.clone();
                     let class = if r.kind == "call" { 'c' } else { 't' };
-                    // Through an import: the first candidate file that defines the name decides
-                    // (two definitions there: unresolved); else the one definition in the family.
+                    // A name that came through an import is the import's business: resolved when
+                    // exactly one of the module's candidate files defines it, once; never by a
+                    // repo-wide name (`from os.path import join` is not the repo's `join`).
+                    // Otherwise the one definition in the family.
                     let via_import = match rest {
-                        [imported, files] => files.split('\u{1e}').find_map(|file| {
-                            self.defs_in_file.get(&file_key(class, file, imported))
-                        }),
+                        [imported, files] => {
+                            let found: Vec<&(u32, i64)> = files
+                                .split('\u{1e}')
+                                .filter_map(|file| {
+                                    self.defs_in_file.get(&file_key(class, file, imported))
+                                })
+                                .collect();
+                            Some(match found.as_slice() {
+                                [(1, id)] => Some(*id),
+                                _ => None,
+                            })
+                        }
                         _ => None,
                     };
                     let (id, how) = match via_import {
-                        Some(&(n, id)) => ((n == 1).then_some(id), "import"),
+                        Some(id) => (id, "import"),
                         None => {
                             let names = if class == 'c' {
                                 &self.callables

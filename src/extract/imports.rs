@@ -3,7 +3,7 @@
 //! Input: a file's path, language and import statements (as `refs` holds them). Output: each
 //! imported local name with the repo-relative files its module may be, most likely first. Covered:
 //! Python `from a.b import c as d` (absolute: `a/b.py`, `a/b/__init__.py`, the same under `src/`;
-//! relative: beside the importing file) and JavaScript/TypeScript `import { a, b as c } from
+//! relative: beside the importing file, the package `__init__.py` first) and JavaScript/TypeScript `import { a, b as c } from
 //! "./mod"` (relative specifiers only: `mod.ts`, `.tsx`, `.js`, `.jsx`, `.mjs`, `mod/index.*`).
 //! Anything else gives nothing, and the reference falls back to name resolution.
 use regex::Regex;
@@ -72,9 +72,17 @@ pub fn import_map(
                 let bases: Vec<String> = if dots == 0 {
                     vec![module.clone(), format!("src/{module}")]
                 } else {
+                    // Each dot past the first climbs a directory; above the root there is no module.
                     let mut base = dir.to_string();
+                    let mut above_root = false;
                     for _ in 1..dots {
+                        if base.is_empty() {
+                            above_root = true;
+                        }
                         base = dir_of(&base).to_string();
+                    }
+                    if above_root {
+                        continue;
                     }
                     let joined = if module.is_empty() {
                         base
@@ -86,7 +94,7 @@ pub fn import_map(
                 let files: Vec<String> = bases
                     .iter()
                     .filter(|b| !b.is_empty())
-                    .flat_map(|b| [format!("{b}.py"), format!("{b}/__init__.py")])
+                    .flat_map(|b| [format!("{b}/__init__.py"), format!("{b}.py")])
                     .collect();
                 for item in c[3].split(',') {
                     if let Some((local, name)) = alias(item) {
@@ -144,16 +152,19 @@ mod tests {
             (
                 "Cart".into(),
                 vec![
-                    "app/main.py".into(),
                     "app/main/__init__.py".into(),
-                    "src/app/main.py".into(),
-                    "src/app/main/__init__.py".into()
+                    "app/main.py".into(),
+                    "src/app/main/__init__.py".into(),
+                    "src/app/main.py".into()
                 ]
             )
         );
         assert_eq!(m["h"].0, "helper");
-        assert_eq!(m["fmt"].1[0], "app/util.py");
+        assert_eq!(m["fmt"].1[1], "app/util.py");
         assert!(!m.contains_key("os"));
+        // Three dots from `app/` climb above the root: no module to look in.
+        let up = import_map("app/run.py", Some("python"), &["from ...util import f"]);
+        assert!(up.is_empty());
         let m = import_map(
             "web/src/a.ts",
             Some("typescript"),

@@ -135,12 +135,12 @@ fn header_comment(text: &str, lang: &Language, first_def: Option<usize>) -> Opti
         {
             let mut lines = Vec::new();
             let mut consumed = 0;
-            for l in rest.lines() {
+            for l in rest.split_inclusive('\n') {
                 let t = l.trim();
                 match t.strip_prefix(marker.as_str()) {
                     Some(body) => {
                         lines.push(body.trim_start_matches(['/', '!', '#', '-', ';']).trim());
-                        consumed += l.len() + 1;
+                        consumed += l.len();
                     }
                     None => break,
                 }

@@ -234,13 +234,11 @@ pub(crate) fn plan(
     match &manifest.source.commit {
         Some(c) if *c == rev_commit.id().to_string() => {}
         Some(c) => {
+            let c: String = c.chars().take(12).collect();
             return Err(refuse(format!(
-                "--since {given}: {shown} was built from commit {}, not {} ({}): use --since {} \
-                 (or --since auto)",
-                &c[..c.len().min(12)],
-                given,
+                "--since {given}: {shown} was built from commit {c}, not {given} ({}): use \
+                 --since {c} (or --since auto)",
                 short(rev_commit.id()),
-                &c[..c.len().min(12)]
             )));
         }
         None => {
@@ -405,10 +403,9 @@ fn diff_paths(
     out: &mut FxHashSet<String>,
 ) -> Result<DiffStats> {
     let git = |e: git2::Error| refuse(format!("git diff failed: {}", e.message()));
+    // No pathspec: libgit2 reads `[`, `*`, `?` in a directory name as wildcards; `under_root`
+    // keeps what lies under the root instead.
     let mut o = git2::DiffOptions::new();
-    if !prefix.is_empty() {
-        o.pathspec(prefix);
-    }
     let mut diff = repo
         .diff_tree_to_tree(
             Some(&from.tree().map_err(git)?),
@@ -492,9 +489,6 @@ pub(crate) fn worktree_changes(
         .recurse_untracked_dirs(true)
         .include_ignored(false)
         .exclude_submodules(true);
-    if !prefix.is_empty() {
-        so.pathspec(prefix);
-    }
     let statuses = repo
         .statuses(Some(&mut so))
         .map_err(|e| refuse(format!("git status failed: {}", e.message())))?;

@@ -63,6 +63,21 @@ pub fn run_merge(out: &Path, inputs: &[PathBuf]) -> Result<(Manifest, MergeSumma
     let mut manifests = Vec::with_capacity(inputs.len());
     for p in inputs {
         let r = bundle::verify(p)?;
+        // The merged bundle is stamped as this build's: rows another build wrote cannot be.
+        if r.manifest.tool != bundle::manifest_tool()
+            || r.manifest.format_version != bundle::FORMAT_VERSION
+        {
+            return Err(Error::bundle(
+                p,
+                format!(
+                    "was built by another trove build ({} {}, format {}): re-index it with this one \
+                     before merging",
+                    r.manifest.tool.version,
+                    r.manifest.tool.build.as_deref().unwrap_or("unknown"),
+                    r.manifest.format_version
+                ),
+            ));
+        }
         if let Some((first, m0)) = inputs.first().zip(manifests.first())
             && let Some(what) = mismatch(m0, &r.manifest)
         {

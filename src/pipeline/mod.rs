@@ -282,7 +282,19 @@ fn build_into(
                 .name(format!("trove-worker-{i}"))
                 .spawn_scoped(s, move || {
                     for (i, c) in task_rx {
-                        if res_tx.send((i, process(ctx, c))).is_err() {
+                        // A panic on one file (a grammar or chunker bug) must not take the run
+                        // down, nor leave the in-order writer waiting for that file forever.
+                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            process(ctx, c)
+                        }))
+                        .unwrap_or_else(|_| {
+                            FileResult::Skipped(Skipped {
+                                path: c.rel.clone(),
+                                reason: "internal-error".into(),
+                                bytes: c.bytes,
+                            })
+                        });
+                        if res_tx.send((i, r)).is_err() {
                             break;
                         }
                     }
