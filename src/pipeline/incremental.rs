@@ -123,12 +123,14 @@ fn incompatible(m: &Manifest, e: &Expect) -> Option<String> {
     None
 }
 
-/// Decides how the run at `root` writing `out` reuses `out`'s current content.
+/// Decides how the run at `root` writing `out` reuses `out`'s current content. `uncommitted`: the
+/// root's uncommitted paths (bundle excluded), as `worktree_changes` read them.
 pub(crate) fn plan(
     root: &Path,
     out: &Path,
     since: Option<&Since>,
     include_uncommitted: bool,
+    uncommitted: Result<Vec<String>>,
     expect: &Expect,
 ) -> Result<Plan> {
     let shown = out.display();
@@ -136,7 +138,7 @@ pub(crate) fn plan(
     // so even when there is no bundle yet.
     let git = match since {
         Some(s) => {
-            let (repo, workdir) = open_repo(root)?;
+            let repo = open_repo(root)?;
             let given = match s {
                 Since::Auto => None,
                 Since::Rev(r) => {
@@ -145,7 +147,7 @@ pub(crate) fn plan(
                     Some((r.clone(), id))
                 }
             };
-            Some((repo, workdir, given))
+            Some((repo, given))
         }
         None => None,
     };
@@ -197,7 +199,7 @@ pub(crate) fn plan(
         files,
         unchanged,
     };
-    let Some((repo, workdir, given)) = git else {
+    let Some((repo, given)) = git else {
         base.insert("mode".into(), "content-hash".into());
         return Ok(Plan {
             reuse: Some(reuse(None)),
@@ -252,7 +254,7 @@ pub(crate) fn plan(
     let mut changed: FxHashSet<String> = FxHashSet::default();
     let stats = diff_paths(&repo, &rev_commit, &head, &prefix, &mut changed)?;
     base.insert("diff".into(), serde_json::to_value(&stats)?);
-    let uncommitted = worktree_changes(&repo, &workdir, &prefix, &[out.to_path_buf()])?;
+    let uncommitted = uncommitted?;
     if !uncommitted.is_empty() {
         if !include_uncommitted {
             let shown_paths: Vec<&str> = uncommitted.iter().take(5).map(String::as_str).collect();
@@ -308,8 +310,8 @@ fn short(id: git2::Oid) -> String {
     id.to_string()[..12].to_string()
 }
 
-/// The repository holding `root` and its work tree (canonical).
-fn open_repo(root: &Path) -> Result<(git2::Repository, PathBuf)> {
+/// The repository holding `root` (refused when there is none, or no work tree).
+fn open_repo(root: &Path) -> Result<git2::Repository> {
     let repo = git2::Repository::discover(root).map_err(|_| {
         refuse(format!(
             "--since needs git history, and {} is not in a git repository (run without --since: \
@@ -317,12 +319,12 @@ fn open_repo(root: &Path) -> Result<(git2::Repository, PathBuf)> {
             root.display()
         ))
     })?;
-    let workdir = repo
-        .workdir()
-        .ok_or_else(|| refuse("--since: the repository is bare (no work tree to index)".into()))?
-        .canonicalize()
-        .map_err(|e| Error::io(root, e))?;
-    Ok((repo, workdir))
+    if repo.workdir().is_none() {
+        return Err(refuse(
+            "--since: the repository is bare (no work tree to index)".into(),
+        ));
+    }
+    Ok(repo)
 }
 
 fn head_id(repo: &git2::Repository) -> Result<git2::Oid> {

@@ -158,7 +158,7 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         opts.config.embed.dim,
         opts.config.bm25.max_token_len,
     ));
-    let source = git_info(&root, &out);
+    let (source, uncommitted) = git_info(&root, &out);
     let expect = incremental::Expect {
         pipeline_hash: opts.config.hash(),
         embedder_fingerprint: embedder.fingerprint(),
@@ -171,6 +171,7 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         &out,
         opts.since.as_ref(),
         opts.include_uncommitted,
+        uncommitted,
         &expect,
     )?;
     let run = Run {
@@ -178,7 +179,6 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         embedder: &embedder,
         source,
         plan,
-        languages_hash: expect.languages_hash.clone(),
     };
     bundle::build_beside(&out, |tmp| build_into(opts, &root, &out, tmp, started, run))
 }
@@ -207,7 +207,6 @@ struct Run<'a> {
     embedder: &'a Counting<HashEmbedder>,
     source: bundle::SourceInfo,
     plan: incremental::Plan,
-    languages_hash: String,
 }
 
 fn build_into(
@@ -224,7 +223,6 @@ fn build_into(
         embedder,
         source,
         plan,
-        languages_hash,
     } = run;
     let mut walk_opts = opts.walk.clone();
     walk_opts.never_walk.push(out.to_path_buf());
@@ -246,7 +244,7 @@ fn build_into(
     };
     // Carried files' rows stream from the base bundle in path order; the ids of the chunks
     // carried select which of its postings are carried too.
-    let mut base_chunks = match reuse {
+    let mut base_rows = match reuse {
         Some(r) => Some(FileRows::open(&r.dir, r.dim)?),
         None => None,
     };
@@ -334,7 +332,7 @@ fn build_into(
                     FileResult::Carried => carry(
                         &files[next - 1].rel,
                         reuse,
-                        base_chunks.as_mut(),
+                        base_rows.as_mut(),
                         &mut carried_ids,
                     )
                     .map(|f| {
@@ -393,7 +391,7 @@ fn build_into(
             let keep = std::sync::Arc::new(std::mem::take(&mut carried_ids));
             carried.push(Box::new(PostingStream::open(&r.dir, Some(keep))?));
         }
-        drop(base_chunks);
+        drop(base_rows);
         writer.finish(&skipped, carried)?
     };
     let (calls, texts) = embedder.stats();
@@ -421,7 +419,7 @@ fn build_into(
         base,
         pipeline: serde_json::to_value(cfg)?,
         pipeline_hash: cfg.hash(),
-        languages_hash: Some(languages_hash),
+        languages_hash: Some(registry.fingerprint().to_string()),
         shard: opts.shard,
         embedder: bundle::EmbedderInfo {
             backend: embedder.backend().into(),
@@ -722,8 +720,9 @@ fn created_at() -> String {
 }
 
 /// Repo name, commit, branch and dirty flag (changes to the bundle `out` itself do not count);
-/// only the directory's name, never its absolute path.
-fn git_info(root: &Path, out: &Path) -> bundle::SourceInfo {
+/// only the directory's name, never its absolute path. Also the uncommitted paths the dirty flag
+/// comes from (git status is read once: `--since` planning needs the same list).
+fn git_info(root: &Path, out: &Path) -> (bundle::SourceInfo, Result<Vec<String>>) {
     let mut info = bundle::SourceInfo {
         repo: root
             .file_name()
@@ -732,10 +731,10 @@ fn git_info(root: &Path, out: &Path) -> bundle::SourceInfo {
         ..Default::default()
     };
     let Ok(repo) = git2::Repository::discover(root) else {
-        return info;
+        return (info, Ok(Vec::new()));
     };
     let Some(workdir) = repo.workdir().and_then(|w| w.canonicalize().ok()) else {
-        return info;
+        return (info, Ok(Vec::new()));
     };
     let sub = root
         .strip_prefix(&workdir)
@@ -748,15 +747,14 @@ fn git_info(root: &Path, out: &Path) -> bundle::SourceInfo {
             info.branch = head.shorthand().ok().map(str::to_string);
         }
     }
-    info.dirty = incremental::worktree_changes(
+    let uncommitted = incremental::worktree_changes(
         &repo,
         &workdir,
         info.subdir.as_deref().unwrap_or(""),
         &[out.to_path_buf()],
-    )
-    .map(|c| !c.is_empty())
-    .unwrap_or(false);
-    info
+    );
+    info.dirty = uncommitted.as_ref().is_ok_and(|c| !c.is_empty());
+    (info, uncommitted)
 }
 
 /// Whether stderr is a terminal (progress bars, colours).
