@@ -91,6 +91,17 @@ pub struct LanguageFile {
     pub blocks: Vec<BlockRuleDef>,
 }
 
+impl LanguageFile {
+    /// Whether the file declares any reference rule (imports, calls, base types, type uses).
+    pub fn has_references(&self) -> bool {
+        !(self.import_nodes.is_empty()
+            && self.call_nodes.is_empty()
+            && self.inherit_nodes.is_empty()
+            && self.implement_nodes.is_empty()
+            && self.type_ref_nodes.is_empty())
+    }
+}
+
 /// A block rule as written: `start`/`end` regexes (a `name` group names the block), and its kind.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -265,12 +276,7 @@ impl Language {
                     )));
                 }
             }
-        } else if !(def.import_nodes.is_empty()
-            && def.call_nodes.is_empty()
-            && def.inherit_nodes.is_empty()
-            && def.implement_nodes.is_empty()
-            && def.type_ref_nodes.is_empty())
-        {
+        } else if def.has_references() {
             return Err(bad("import_nodes/call_nodes need a grammar".into()));
         }
         let mut tb = GlobSetBuilder::new();

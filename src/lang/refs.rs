@@ -37,7 +37,7 @@ pub fn references(lang: &Language, text: &str) -> Vec<Reference> {
     let Some(g) = &lang.grammar else {
         return Vec::new();
     };
-    if d.import_nodes.is_empty() && d.call_nodes.is_empty() {
+    if !d.has_references() {
         return Vec::new();
     }
     let mut parser = Parser::new();
@@ -54,12 +54,7 @@ pub fn references(lang: &Language, text: &str) -> Vec<Reference> {
 /// order; iterative, so a deep tree cannot overflow the stack.
 pub fn references_in(lang: &Language, text: &str, root: Node<'_>) -> Vec<Reference> {
     let d = &lang.def;
-    if d.import_nodes.is_empty()
-        && d.call_nodes.is_empty()
-        && d.inherit_nodes.is_empty()
-        && d.implement_nodes.is_empty()
-        && d.type_ref_nodes.is_empty()
-    {
+    if !d.has_references() {
         return Vec::new();
     }
     let mut out = Vec::new();

@@ -515,12 +515,13 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         .chunks
         .iter()
         .map(|ch| {
-            let calls: Vec<&str> = chunked
-                .refs
+            // Refs are in source order: the chunk's are one run of them.
+            let refs = &chunked.refs;
+            let lo = refs.partition_point(|r| r.start_byte < ch.start_byte);
+            let hi = refs.partition_point(|r| r.start_byte < ch.end_byte);
+            let calls: Vec<&str> = refs[lo..hi.max(lo)]
                 .iter()
-                .filter(|r| {
-                    r.kind == "call" && ch.start_byte <= r.start_byte && r.start_byte < ch.end_byte
-                })
+                .filter(|r| r.kind == "call")
                 .map(|r| r.target.as_str())
                 .collect();
             extract::summary::chunk_summary(ch, &calls)
@@ -606,10 +607,7 @@ fn ref_records(
                 .filter(|s| s.symbol.start_byte <= at && at < s.symbol.end_byte)
                 .max_by_key(|s| s.symbol.start_byte)
                 .map(|s| s.symbol_id);
-            let chunk_id = chunks
-                .iter()
-                .find(|c| c.chunk.start_byte <= at && at < c.chunk.end_byte)
-                .map(|c| c.chunk_id);
+            let chunk_id = chunk_at(chunks, at);
             let kinds = bundle::target_kinds(r.kind);
             let mut here = symbols
                 .iter()
@@ -629,6 +627,16 @@ fn ref_records(
             }
         })
         .collect()
+}
+
+/// The chunk holding byte `at`: chunks are in source order and never overlap, so a binary search
+/// finds it (files with thousands of chunks, symbols and refs stay linear-logarithmic).
+fn chunk_at(chunks: &[ChunkRecord], at: usize) -> Option<i64> {
+    let i = chunks.partition_point(|c| c.chunk.start_byte <= at);
+    chunks[..i]
+        .last()
+        .filter(|c| at < c.chunk.end_byte)
+        .map(|c| c.chunk_id)
 }
 
 /// A file's definitions with their ids: stable symbol ids, the parent's id, and the chunk that
@@ -672,11 +680,7 @@ fn symbol_records(
         .zip(&ids)
         .zip(parents)
         .map(|((s, &id), parent_id)| {
-            let chunk_id = chunks
-                .iter()
-                .rev()
-                .find(|c| c.chunk.start_byte <= s.start_byte && s.start_byte < c.chunk.end_byte)
-                .map(|c| c.chunk_id);
+            let chunk_id = chunk_at(chunks, s.start_byte);
             SymbolRecord {
                 parent_id,
                 symbol_id: id,
