@@ -12,13 +12,8 @@
 set -euo pipefail
 
 src=${1:-$HOME/.cargo/registry/src}
-trove=${TROVE:-}
-if [ -z "$trove" ]; then
-  for c in "${CARGO_TARGET_DIR:-target}/release/trove" target/release/trove; do
-    [ -x "$c" ] && trove=$(realpath "$c") && break
-  done
-fi
-[ -x "${trove:-}" ] || { echo "build trove first (cargo build --release) or set TROVE" >&2; exit 2; }
+# shellcheck source=scripts/find-trove.sh
+source "$(dirname "$0")/find-trove.sh"
 command -v python3 >/dev/null || { echo "needs python3" >&2; exit 2; }
 work=$(mktemp -d)
 [ "${KEEP:-}" = 1 ] || trap 'rm -rf "$work"' EXIT

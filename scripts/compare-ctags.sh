@@ -19,13 +19,8 @@ if ! ctags --version 2>/dev/null | grep -q Universal; then
     echo "needs universal-ctags (apt-get install universal-ctags)" >&2; exit 2
   fi
 fi
-trove=${TROVE:-}
-if [ -z "$trove" ]; then
-  for c in "${CARGO_TARGET_DIR:-target}/release/trove" target/release/trove; do
-    [ -x "$c" ] && trove=$(realpath "$c") && break
-  done
-fi
-[ -x "${trove:-}" ] || { echo "build trove first (cargo build --release) or set TROVE" >&2; exit 2; }
+# shellcheck source=scripts/find-trove.sh
+source "$(dirname "$0")/find-trove.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -4,7 +4,7 @@ use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 
-use trove::query::sql::to_json;
+use trove::query::sql::{to_json, to_text};
 use trove::query::{Bundle, lit};
 
 use super::query::OutFormat;
@@ -72,12 +72,7 @@ pub fn run_symbols(a: SymbolsArgs) -> anyhow::Result<i32> {
     let (names, rows) = b.run_sql(&sql)?;
     let mut out = std::io::stdout().lock();
     print(&mut out, a.format, &names, &rows, |r| {
-        let t = |i: usize| {
-            let v = to_json(&r[i]);
-            v.as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| v.to_string())
-        };
+        let t = |i: usize| to_text(&r[i]);
         let mut line = format!("{}:{}-{}  {} {}", t(0), t(1), t(2), t(3), t(5));
         if to_json(&r[6]).is_string() {
             line.push_str(&format!("\n    {}", t(6)));
@@ -167,12 +162,7 @@ pub fn run_refs(a: RefsArgs) -> anyhow::Result<i32> {
     let (names, rows) = b.run_sql(&sql)?;
     let mut out = std::io::stdout().lock();
     print(&mut out, a.format, &names, &rows, |r| {
-        let t = |i: usize| {
-            let v = to_json(&r[i]);
-            v.as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| v.to_string())
-        };
+        let t = |i: usize| to_text(&r[i]);
         let inside = if to_json(&r[4]).is_null() {
             "(top level)".to_string()
         } else {
