@@ -20,6 +20,69 @@ pub struct PipelineConfig {
     pub bm25: Bm25Config,
     /// The embedding backend.
     pub embed: EmbedConfig,
+    /// The summarizer.
+    #[serde(default = "default_summary")]
+    pub summary: SummaryConfig,
+}
+
+/// `[summary]`: how files and chunks without docs get their one-sentence summary.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SummaryConfig {
+    /// "extractive" (from docs and the syntax tree) or "llm" (an OpenAI-compatible chat server,
+    /// for code without docs only).
+    pub backend: String,
+    /// `llm`: the server's base URL (`…/v1` or the full `…/v1/chat/completions`).
+    #[serde(default)]
+    pub url: String,
+    /// `llm`: the model name.
+    #[serde(default)]
+    pub model: String,
+    /// `llm`: the environment variable holding the API key.
+    #[serde(default = "default_api_key_env")]
+    pub api_key_env: String,
+    /// `llm`: most calls per run (cache hits are free); past it, extractive summaries (counted).
+    #[serde(default = "default_budget")]
+    pub budget: u64,
+    /// `llm`: calls in flight at once.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
+    /// `llm`: seconds per call.
+    #[serde(default = "default_timeout_secs")]
+    pub timeout_secs: u64,
+    /// `llm`: retries of a call that timed out or got 429/5xx.
+    #[serde(default = "default_summary_retries")]
+    pub retries: u32,
+    /// `llm`: code sent per call is cut to this many characters.
+    #[serde(default = "default_summary_input")]
+    pub max_input_chars: usize,
+    /// `llm`: a prompts file (TOML, as `pipelines/prompts/summary.toml`); empty = the built-in one.
+    #[serde(default)]
+    pub prompts: String,
+}
+
+fn default_summary() -> SummaryConfig {
+    SummaryConfig {
+        backend: "extractive".into(),
+        url: String::new(),
+        model: String::new(),
+        api_key_env: default_api_key_env(),
+        budget: default_budget(),
+        concurrency: default_concurrency(),
+        timeout_secs: default_timeout_secs(),
+        retries: default_summary_retries(),
+        max_input_chars: default_summary_input(),
+        prompts: String::new(),
+    }
+}
+fn default_budget() -> u64 {
+    2000
+}
+fn default_summary_retries() -> u32 {
+    2
+}
+fn default_summary_input() -> usize {
+    6000
 }
 
 /// `[source]`: the walk and the skip rules.
@@ -72,14 +135,77 @@ pub struct Bm25Config {
     pub max_token_len: usize,
 }
 
-/// `[embed]`.
+/// `[embed]`: which backend embeds chunks, and how it is driven. Only `backend`, `dim`, `model`,
+/// `dimensions` and `model_dir` decide the vectors (they make the embedder's fingerprint); the
+/// rest is how the work is done, and changing it never forces a rebuild.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct EmbedConfig {
-    /// Backend name ("hash").
+    /// Backend name: "hash", "openai" or "local".
     pub backend: String,
-    /// Vector dimension.
+    /// Vector dimension of the `hash` embedder.
     pub dim: usize,
+    /// `openai`: the model name sent to the server. `local`: a display name (default: the folder's).
+    #[serde(default)]
+    pub model: String,
+    /// `openai`: base URL of an OpenAI-compatible server (`…/v1`, or the full `…/v1/embeddings`).
+    #[serde(default)]
+    pub url: String,
+    /// `openai`: the environment variable holding the API key (the key itself is never stored).
+    #[serde(default = "default_api_key_env")]
+    pub api_key_env: String,
+    /// `openai`: the `dimensions` asked of the server (0 = the model's own).
+    #[serde(default)]
+    pub dimensions: usize,
+    /// `local`: a sentence-transformers model folder (config.json, tokenizer.json, model.safetensors).
+    #[serde(default)]
+    pub model_dir: String,
+    /// Most texts per call to the backend.
+    #[serde(default = "default_batch_size")]
+    pub batch_size: usize,
+    /// Most estimated tokens (characters / 4) per call to the backend.
+    #[serde(default = "default_batch_tokens")]
+    pub batch_tokens: usize,
+    /// Calls to the backend in flight at once.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
+    /// `openai`: inputs longer than this many characters are cut (counted in the summary).
+    #[serde(default = "default_max_input_chars")]
+    pub max_input_chars: usize,
+    /// `openai`: seconds before a call is abandoned (and retried).
+    #[serde(default = "default_timeout_secs")]
+    pub timeout_secs: u64,
+    /// `openai`: retries of a call that timed out or got 429/5xx, with exponential backoff.
+    #[serde(default = "default_retries")]
+    pub retries: u32,
+    /// Keep model vectors in the embedding cache, keyed by (model fingerprint, text hash).
+    #[serde(default = "default_true")]
+    pub cache: bool,
+}
+
+fn default_api_key_env() -> String {
+    "OPENAI_API_KEY".into()
+}
+fn default_batch_size() -> usize {
+    64
+}
+fn default_batch_tokens() -> usize {
+    32_000
+}
+fn default_concurrency() -> usize {
+    4
+}
+fn default_max_input_chars() -> usize {
+    20_000
+}
+fn default_timeout_secs() -> u64 {
+    60
+}
+fn default_retries() -> u32 {
+    5
+}
+fn default_true() -> bool {
+    true
 }
 
 impl PipelineConfig {
@@ -120,11 +246,55 @@ impl PipelineConfig {
         if self.chunk.window_lines == 0 {
             return bad("chunk.window_lines must be at least 1");
         }
-        if self.embed.backend != "hash" {
-            return bad("embed.backend: only \"hash\" is built in");
+        let e = &self.embed;
+        match e.backend.as_str() {
+            "hash" => {}
+            "openai" if e.url.trim().is_empty() => {
+                return bad("embed.backend openai needs embed.url (or --embed-url)");
+            }
+            "openai" if e.model.trim().is_empty() => {
+                return bad("embed.backend openai needs embed.model (or --embed-model)");
+            }
+            "local" if e.model_dir.trim().is_empty() => {
+                return bad("embed.backend local needs embed.model_dir (or --model-dir)");
+            }
+            "openai" | "local" => {}
+            other => {
+                return Err(Error::Config(format!(
+                    "embed.backend {other:?}: choose \"hash\", \"openai\" or \"local\""
+                )));
+            }
         }
-        if !(8..=4096).contains(&self.embed.dim) {
+        if !(8..=4096).contains(&e.dim) {
             return bad("embed.dim must be between 8 and 4096");
+        }
+        if e.batch_size == 0 || e.batch_tokens == 0 || e.concurrency == 0 {
+            return bad(
+                "embed.batch_size, embed.batch_tokens and embed.concurrency must be positive",
+            );
+        }
+        let sm = &self.summary;
+        match sm.backend.as_str() {
+            "extractive" => {}
+            "llm" if sm.url.trim().is_empty() || sm.model.trim().is_empty() => {
+                return bad(
+                    "summary.backend llm needs summary.url and summary.model (or --summary-url, --summary-model)",
+                );
+            }
+            "llm" => {}
+            other => {
+                return Err(Error::Config(format!(
+                    "summary.backend {other:?}: choose \"extractive\" or \"llm\""
+                )));
+            }
+        }
+        if sm.concurrency == 0 || sm.max_input_chars < 16 {
+            return bad(
+                "summary.concurrency must be positive and summary.max_input_chars at least 16",
+            );
+        }
+        if e.max_input_chars < 16 {
+            return bad("embed.max_input_chars must be at least 16");
         }
         if self.source.max_file_bytes == 0 {
             return bad("source.max_file_bytes must be positive");
@@ -134,8 +304,34 @@ impl PipelineConfig {
 
     /// sha256 of the canonical JSON of the resolved config: two bundles with the same hash were
     /// made by the same pipeline settings.
+    /// The embedder is left out: its fingerprint is compared on its own, and how it is driven
+    /// (batch sizes, concurrency, URL) does not change what is indexed.
     pub fn hash(&self) -> String {
-        let json = serde_json::to_vec(self).unwrap_or_default();
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("embed");
+            // What makes the summaries, not how the calls are driven.
+            if let Some(sm) = o.get_mut("summary").and_then(|x| x.as_object_mut()) {
+                for k in [
+                    "url",
+                    "api_key_env",
+                    "budget",
+                    "concurrency",
+                    "timeout_secs",
+                    "retries",
+                ] {
+                    sm.remove(k);
+                }
+                if self.summary.backend == "llm" {
+                    let prompts = crate::summarize::prompts_text(&self.summary).unwrap_or_default();
+                    sm.insert(
+                        "prompts_sha256".into(),
+                        crate::util::sha256_hex(prompts.as_bytes()).into(),
+                    );
+                }
+            }
+        }
+        let json = serde_json::to_vec(&v).unwrap_or_default();
         crate::util::sha256_hex(&json)
     }
 }

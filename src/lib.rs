@@ -15,10 +15,13 @@ pub mod embed;
 pub mod error;
 pub mod extract;
 pub mod highlight;
+#[cfg(feature = "openai")]
+pub mod http;
 pub mod lang;
 pub mod pipeline;
 pub mod query;
 pub mod source;
+pub mod summarize;
 pub(crate) mod util;
 
 pub use error::{Error, Result};

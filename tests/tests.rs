@@ -1,8 +1,10 @@
 //! Integration tests: one binary, one module per area. They run the real binary on real git
 //! repositories made in temp dirs and read the bundles back with DuckDB and pyarrow.
 mod chunking;
+mod embedders;
 mod incremental;
 mod index;
+mod openai_mock;
 mod pack;
 mod portability;
 mod query;

