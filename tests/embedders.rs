@@ -543,6 +543,29 @@ fn local_minilm_matches_the_reference_vectors_and_answers_queries() {
         .code(2);
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(err.contains("not the embedder that made it"), "{err}");
+    // Byte-identical vectors whatever the threads and batching (the cache off: computed again).
+    let b2 = w.path().join("b2");
+    let mut c = index_cmd(
+        r.path(),
+        &b2,
+        &[
+            "--quiet",
+            "--no-embed-cache",
+            "--threads",
+            "1",
+            "--embedder",
+            "local",
+            "--model-dir",
+        ],
+    );
+    c.arg(&model)
+        .env("TROVE_CACHE_DIR", cache.path())
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(b.join("embeddings.parquet")).unwrap(),
+        std::fs::read(b2.join("embeddings.parquet")).unwrap()
+    );
     // An incremental run with the same model carries everything over.
     let mut c = index_cmd(
         r.path(),

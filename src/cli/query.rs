@@ -35,8 +35,8 @@ pub struct QueryArgs {
     /// Only this chunk kind (function, method, class, struct, section, block ...); repeatable.
     #[arg(long = "kind", value_name = "KIND")]
     pub kinds: Vec<String>,
-    /// Weight of the vector arm in hybrid fusion (BM25's is 1) [default: 0.25 for the hash
-    /// embedder, 1 for model embedders].
+    /// Weight of the vector arm in hybrid fusion (BM25's is 1) [default: 0.25; a strong model
+    /// embedder may deserve more].
     #[arg(long, value_name = "W")]
     pub vector_weight: Option<f64>,
     /// Output format.

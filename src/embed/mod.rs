@@ -303,11 +303,21 @@ impl Embedder for HashEmbedder {
     }
 }
 
-/// The text embedded for a chunk: where it is and what it is named, then its content.
-pub fn embed_text(path: &str, symbol_path: Option<&str>, content: &str) -> String {
-    match symbol_path {
-        Some(s) => format!("{path} {s}\n{content}"),
-        None => format!("{path}\n{content}"),
+/// The text embedded for a chunk: where it is and what it is named, its summary when given, then
+/// its content.
+pub fn embed_text(
+    path: &str,
+    symbol_path: Option<&str>,
+    summary: Option<&str>,
+    content: &str,
+) -> String {
+    let head = match symbol_path {
+        Some(s) => format!("{path} {s}"),
+        None => path.to_string(),
+    };
+    match summary {
+        Some(sm) => format!("{head}\n{sm}\n{content}"),
+        None => format!("{head}\n{content}"),
     }
 }
 

@@ -536,16 +536,6 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     let chunked = chunk_file(&text, lang, &ctx.config.chunk);
     let max_len = ctx.config.bm25.max_token_len;
     let path_tokens = extract::tokens(&c.rel, max_len);
-    let texts: Vec<String> = chunked
-        .chunks
-        .iter()
-        .map(|ch| embed_text(&c.rel, ch.symbol_path.as_deref(), &ch.content))
-        .collect();
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let vectors = match ctx.embedder.embed(&refs) {
-        Ok(v) => v,
-        Err(e) => return FileResult::Failed(e.to_string()),
-    };
     let is_code = matches!(source_type.as_str(), "code" | "test");
     let no_symbols: &[crate::chunk::Symbol] = &[];
     let file_symbols = if source_type != "doc" {
@@ -605,6 +595,23 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
             .or_else(|| extract::summary::chunk_summary(ch, &calls))
         })
         .collect();
+    // A model reads the start of its input (MiniLM: 256 tokens): the chunk's one-sentence
+    // summary goes there, in words such a model knows. The hash embedder's text stays as it was.
+    let with_summary = ctx.embedder.backend().limits().is_some();
+    let texts: Vec<String> = chunked
+        .chunks
+        .iter()
+        .zip(&summaries)
+        .map(|(ch, sm)| {
+            let sm = sm.as_deref().filter(|_| with_summary);
+            embed_text(&c.rel, ch.symbol_path.as_deref(), sm, &ch.content)
+        })
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = match ctx.embedder.embed(&refs) {
+        Ok(v) => v,
+        Err(e) => return FileResult::Failed(e.to_string()),
+    };
     let mut chunks = Vec::with_capacity(chunked.chunks.len());
     for ((ch, embedding), summary) in chunked.chunks.into_iter().zip(vectors).zip(summaries) {
         let mut counts: FxHashMap<String, u32> = FxHashMap::default();
