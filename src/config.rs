@@ -105,6 +105,9 @@ pub struct SourceConfig {
     pub secret_files: Vec<String>,
     /// Regexes marking generated files (first 1 KiB).
     pub generated_markers: Vec<String>,
+    /// Replace high-confidence secrets in indexed text by `[REDACTED:<kind>]` (`--no-redact`).
+    #[serde(default = "default_true")]
+    pub redact_secrets: bool,
 }
 
 /// `[chunk]`: chunker choice and size budget.

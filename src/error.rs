@@ -5,12 +5,14 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// An I/O failure on a named path.
-    #[error("{path}: {source}")]
+    // The cause is part of the message, not a `source()`: chained error reports (`anyhow`'s
+    // `{:#}`) would print it twice.
+    #[error("{path}: {cause}")]
     Io {
         /// The file or directory involved.
         path: PathBuf,
         /// The underlying error.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A configuration or language file that does not parse or makes no sense.
     #[error("config: {0}")]
@@ -48,7 +50,7 @@ impl Error {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
-            source,
+            cause: source,
         }
     }
     /// A bundle error on `path`.

@@ -522,13 +522,46 @@ fn local_minilm_matches_the_reference_vectors_and_answers_queries() {
         assert!(c >= 0.999, "snippet {i}: cosine {c}");
     }
     // Semantic search: words that are not in the code still find it.
-    let hits = query_jsonl(&[
-        b.as_os_str(),
-        "sum the prices of everything in the shopping basket".as_ref(),
-        "--mode".as_ref(),
-        "vector".as_ref(),
-    ]);
+    // The bundle does not name the model folder; this machine remembers it (by fingerprint, in
+    // its cache), and --model-dir finds it anywhere.
+    let stamp = std::fs::read_to_string(b.join("manifest.json")).unwrap();
+    assert!(!stamp.contains(&*model.to_string_lossy()), "{stamp}");
+    let query = |cache: &Path, extra: &[&std::ffi::OsStr]| {
+        let out = trove()
+            .env("TROVE_CACHE_DIR", cache)
+            .arg("query")
+            .arg(&b)
+            .args([
+                "sum the prices of everything in the shopping basket",
+                "--mode",
+                "vector",
+                "--format",
+                "jsonl",
+            ])
+            .args(extra)
+            .assert()
+            .success();
+        String::from_utf8_lossy(&out.get_output().stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let hits = query(cache.path(), &[]);
     assert_eq!(hits[0]["path"], "web/cart.js", "{hits:?}");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let hits = query(
+        elsewhere.path(),
+        &["--model-dir".as_ref(), model.as_os_str()],
+    );
+    assert_eq!(hits[0]["path"], "web/cart.js", "{hits:?}");
+    trove()
+        .env("TROVE_CACHE_DIR", elsewhere.path())
+        .arg("query")
+        .arg(&b)
+        .arg("basket")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--model-dir"));
     // Another model folder (a changed tokenizer) is another embedder: refused at query time.
     let other = w.path().join("other-model");
     copy_dir(&model, &other);

@@ -147,7 +147,10 @@ fn exit_codes_and_clear_errors() {
     let n = copy("newer");
     let text = std::fs::read_to_string(n.join("manifest.json"))
         .unwrap()
-        .replace("\"format_version\": 2", "\"format_version\": 99");
+        .replace(
+            &format!("\"format_version\": {}", trove::bundle::FORMAT_VERSION),
+            "\"format_version\": 99",
+        );
     write(&n, "manifest.json", text.as_bytes());
     trove()
         .arg("query")

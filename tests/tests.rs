@@ -8,6 +8,7 @@ mod openai_mock;
 mod pack;
 mod portability;
 mod query;
+mod reliability;
 mod sql;
 mod structure;
 mod util;

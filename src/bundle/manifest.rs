@@ -174,6 +174,9 @@ pub struct Counts {
     /// Of those, calls resolved to a definition in the repository.
     #[serde(default)]
     pub refs_resolved: u64,
+    /// Secrets redacted in indexed text.
+    #[serde(default)]
+    pub redactions: u64,
 }
 
 /// Per-language totals.

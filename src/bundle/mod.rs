@@ -18,12 +18,12 @@ pub use manifest::{
 pub use schema::{TABLES, expected_schema};
 pub use verify::{VerifyReport, verify};
 pub use writer::{
-    BundleWriter, CALLABLE_KINDS, ChunkRecord, FileRecord, Finished, Group, GroupSource, Posting,
-    RefRecord, SymbolRecord, TYPE_KINDS, build_beside, check_replaceable, swap_into_place,
-    target_kinds, temp_beside,
+    BundleWriter, CALLABLE_KINDS, ChunkRecord, FileRecord, Finished, Group, GroupSource,
+    OutputLock, Posting, RefRecord, SymbolRecord, TYPE_KINDS, build_beside, check_replaceable,
+    lock_output, lock_path, swap_into_place, target_kinds, temp_beside,
 };
 
 /// The format name in every manifest.
 pub const FORMAT: &str = "trove-bundle";
 /// The newest bundle format this build reads and writes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;

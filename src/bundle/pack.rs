@@ -187,8 +187,9 @@ pub fn check(file: &Path) -> Result<Manifest> {
 
 /// Unpacks `file` to the bundle directory `out` (replaced atomically if it is a bundle already).
 pub fn unpack(file: &Path, out: &Path) -> Result<Manifest> {
-    super::check_replaceable(out)?;
     let out = std::path::absolute(out).map_err(|e| Error::io(out, e))?;
+    let _lock = super::lock_output(&out)?;
+    super::check_replaceable(&out)?;
     super::build_beside(&out, |tmp| extract(file, tmp))
 }
 

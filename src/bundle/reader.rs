@@ -41,6 +41,8 @@ pub struct FileRow {
     pub chunks: u32,
     /// Whether the AST chunker fell back to line windows.
     pub parse_fallback: bool,
+    /// Secrets redacted in its text.
+    pub redactions: u32,
     /// One-sentence summary.
     pub summary: Option<String>,
 }
@@ -93,6 +95,8 @@ impl FileRows {
             lines: row.lines,
             sha256: row.sha256,
             parse_fallback: row.parse_fallback,
+            redactions: row.redactions,
+            redacted_kinds: Vec::new(),
             summary: row.summary,
             chunks,
             symbols,
@@ -259,6 +263,7 @@ pub fn read_files(dir: &Path) -> Result<Vec<FileRow>> {
         let sha = col::<StringArray>(&b, "sha256", dir)?;
         let chunks = col::<Int32Array>(&b, "chunks", dir)?;
         let fallback = col::<BooleanArray>(&b, "parse_fallback", dir)?;
+        let redactions = col::<Int32Array>(&b, "redactions", dir)?;
         let summary = col::<StringArray>(&b, "summary", dir)?;
         for i in 0..b.num_rows() {
             out.push(FileRow {
@@ -270,6 +275,7 @@ pub fn read_files(dir: &Path) -> Result<Vec<FileRow>> {
                 sha256: sha.value(i).to_string(),
                 chunks: chunks.value(i).max(0) as u32,
                 parse_fallback: fallback.value(i),
+                redactions: redactions.value(i).max(0) as u32,
                 summary: opt_str(summary, i),
             });
         }

@@ -34,6 +34,7 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
             utf8("summary", true),
             i32f("chunks"),
             Field::new("parse_fallback", DataType::Boolean, false),
+            i32f("redactions"),
         ],
         "chunks" => vec![
             i64f("chunk_id"),

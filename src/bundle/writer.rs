@@ -67,6 +67,10 @@ pub struct FileRecord {
     pub sha256: String,
     /// Whether the AST chunker fell back to line windows.
     pub parse_fallback: bool,
+    /// Secrets replaced by `[REDACTED:<kind>]` in its text.
+    pub redactions: u32,
+    /// Their kinds (this run's processing only; not stored).
+    pub redacted_kinds: Vec<&'static str>,
     /// One-sentence summary (header comment, else what it defines).
     pub summary: Option<String>,
     /// Chunks in source order.
@@ -378,6 +382,7 @@ impl BundleWriter {
         lang.files += 1;
         lang.chunks += total as u64;
         self.counts.files += 1;
+        self.counts.redactions += u64::from(f.redactions);
         self.counts.chunks += total as u64;
         self.counts.source_bytes += f.bytes;
         for (index, mut rec) in std::mem::take(&mut f.chunks).into_iter().enumerate() {
@@ -595,6 +600,7 @@ impl BundleWriter {
             Arc::new(BooleanArray::from(
                 r.iter().map(|(f, _)| f.parse_fallback).collect::<Vec<_>>(),
             )),
+            i32s(r.iter().map(|(f, _)| i32c(f.redactions as usize))),
         ])
     }
 
@@ -988,6 +994,71 @@ impl Iterator for RunReader {
             .map_err(|e| Error::io(&self.path, e))
             .transpose()
     }
+}
+
+/// Held while a run writes a bundle: an exclusive `flock` on `<parent>/.<name>.lock`. The kernel
+/// drops it when the process ends, however it ends, so a killed run never leaves it stuck.
+#[derive(Debug)]
+pub struct OutputLock {
+    _file: std::fs::File,
+}
+
+/// `<parent>/.<name>.lock`: the output lock file of `out`.
+pub fn lock_path(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bundle".into());
+    out.with_file_name(format!(".{name}.lock"))
+}
+
+/// Takes the output lock of `out` (creating its parent), or refuses with the pid of the run that
+/// holds it. Holding it, removes what killed runs left beside `out` (`.<name>.tmp-<pid>`).
+pub fn lock_output(out: &Path) -> Result<OutputLock> {
+    use rustix::fs::{FlockOperation, flock};
+    use std::io::{Read, Seek, Write};
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bundle".into());
+    let parent = out.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    let path = lock_path(out);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+        let mut pid = String::new();
+        let _ = file.read_to_string(&mut pid);
+        let pid = pid.trim();
+        return Err(Error::Other(format!(
+            "another trove run{} is writing {}: wait for it to finish (lock {})",
+            if pid.is_empty() {
+                String::new()
+            } else {
+                format!(" (pid {pid})")
+            },
+            out.display(),
+            path.display()
+        )));
+    }
+    let _ = file.set_len(0);
+    let _ = file.rewind();
+    let _ = writeln!(file, "{}", std::process::id());
+    // No other run is writing `out`: temp directories beside it are leftovers of killed runs.
+    let prefix = format!(".{name}.tmp-");
+    if let Ok(entries) = std::fs::read_dir(parent) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    Ok(OutputLock { _file: file })
 }
 
 /// `<parent>/.<name>.tmp-<pid>`: beside the target, so the final rename stays on one filesystem.

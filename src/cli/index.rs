@@ -25,7 +25,7 @@ use super::human_bytes;
 /// A BUNDLE made with another config or embedder is rebuilt in full (the summary says why).
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  trove index . -o /tmp/repo.bundle\n  trove index ~/src/app -o app.bundle --exclude 'docs/**' --threads 4\n  trove index . -o b --chunker lines   # fixed line windows, the A/B baseline\n  trove index . -o app.bundle --since auto     # nightly: only what changed since the bundle's commit\n  trove index . -o shard2.bundle --shard 2/3   # one CI matrix job; then: trove merge app.bundle shard*.bundle\n  trove index . -o b --embedder local --model-dir ~/models/all-MiniLM-L6-v2\n  OPENAI_API_KEY=... trove index . -o b --embedder openai --embed-url https://api.openai.com/v1 --embed-model text-embedding-3-small\n\nExit codes: 0 done, 2 refused or failed (the bundle is left as it was)."
+    after_help = "Examples:\n  trove index . -o /tmp/repo.bundle\n  trove index ~/src/app -o app.bundle --exclude 'docs/**' --threads 4\n  trove index . -o b --chunker lines   # fixed line windows, the A/B baseline\n  trove index . -o app.bundle --since auto     # nightly: only what changed since the bundle's commit\n  trove index . -o shard2.bundle --shard 2/3   # one CI matrix job; then: trove merge app.bundle shard*.bundle\n  trove index . -o b --embedder local --model-dir ~/models/all-MiniLM-L6-v2\n  OPENAI_API_KEY=... trove index . -o b --embedder openai --embed-url https://api.openai.com/v1 --embed-model text-embedding-3-small\n\nExit codes: 0 done, 2 refused or failed (the bundle is left as it was), 3 done but a file hit an internal error (--strict only)."
 )]
 pub struct IndexArgs {
     /// Directory to index.
@@ -104,6 +104,13 @@ pub struct IndexArgs {
     /// llm: most calls this run [config default: 2000]; past it, extractive summaries (counted).
     #[arg(long, value_name = "N")]
     pub summary_budget: Option<u64>,
+    /// Do not redact secrets (private keys, cloud/API tokens, literal passwords) in indexed text.
+    #[arg(long)]
+    pub no_redact: bool,
+    /// Exit with code 3 when a file hit an internal error (a bug: a grammar or chunker panic).
+    /// The bundle is written either way, the file listed in skipped.parquet as `internal-error`.
+    #[arg(long)]
+    pub strict: bool,
     /// No progress and no summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -113,7 +120,7 @@ pub struct IndexArgs {
 }
 
 /// Runs `trove index`.
-pub fn run(a: IndexArgs) -> anyhow::Result<()> {
+pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
     let mut config = match &a.config {
         Some(p) => PipelineConfig::with_overlay_file(p)?,
@@ -140,6 +147,9 @@ pub fn run(a: IndexArgs) -> anyhow::Result<()> {
     if let Some(d) = &a.model_dir {
         let d = std::path::absolute(d).unwrap_or_else(|_| d.clone());
         config.embed.model_dir = d.to_string_lossy().into_owned();
+    }
+    if a.no_redact {
+        config.source.redact_secrets = false;
     }
     if a.no_embed_cache {
         config.embed.cache = false;
@@ -199,7 +209,21 @@ pub fn run(a: IndexArgs) -> anyhow::Result<()> {
     } else if !a.quiet {
         print_summary(&summary, &a.output);
     }
-    Ok(())
+    let internal = summary.skipped.get("internal-error").copied().unwrap_or(0);
+    if internal > 0 {
+        eprintln!(
+            "trove: {internal} file(s) hit an internal error and were skipped (reason internal-error in skipped.parquet){}",
+            if a.strict {
+                "; --strict: exit code 3"
+            } else {
+                ""
+            }
+        );
+        if a.strict {
+            return Ok(3);
+        }
+    }
+    Ok(0)
 }
 
 fn print_summary(s: &IndexSummary, out: &std::path::Path) {
@@ -256,6 +280,22 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
                 String::new()
             } else {
                 format!("; kept extractive: {}", fb.join(", "))
+            }
+        );
+    }
+    if s.redactions > 0 {
+        let kinds: Vec<String> = s
+            .redactions_by_kind
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        eprintln!(
+            "redacted {} secrets in indexed text{} (--no-redact to keep them)",
+            s.redactions,
+            if kinds.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", kinds.join(", "))
             }
         );
     }

@@ -54,7 +54,7 @@ pub enum Format {
 /// Runs the parsed command line; returns the exit code (0 ok, 1 no results from a query).
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        Command::Index(a) => index::run(*a).map(|()| 0),
+        Command::Index(a) => index::run(*a),
         Command::Inspect(a) => inspect::run(a).map(|()| 0),
         Command::Verify(a) => verify::run(a).map(|()| 0),
         Command::Languages(a) => languages::run(a).map(|()| 0),

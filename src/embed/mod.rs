@@ -19,7 +19,7 @@ pub use stage::{EmbedStage, EmbedStats};
 use crate::Result;
 use crate::config::EmbedConfig;
 use rustc_hash::FxHashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::extract;
@@ -144,6 +144,13 @@ pub fn for_manifest(m: &crate::bundle::Manifest) -> std::result::Result<Box<dyn 
             ));
         }
     };
+    // The bundle names no folder of the machine that made it: this machine remembers where the
+    // model of each fingerprint was (`remember_model_dir`); flags and the environment win.
+    if e.backend == "local"
+        && let Some(d) = remembered_model_dir(&e.fingerprint)
+    {
+        cfg.model_dir = d;
+    }
     if let Some(o) = OVERRIDES.get() {
         if let Some(d) = &o.model_dir {
             cfg.model_dir = d.to_string_lossy().into_owned();
@@ -181,6 +188,31 @@ pub fn for_manifest(m: &crate::bundle::Manifest) -> std::result::Result<Box<dyn 
         ));
     }
     Ok(ours)
+}
+
+/// Where this machine keeps the model folder of each local embedder it indexed with.
+fn model_dir_note(fingerprint: &str) -> Option<PathBuf> {
+    let name: String = fingerprint
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .collect();
+    crate::query::cache::cache_dir().map(|d| d.join("models").join(format!("{name}.path")))
+}
+
+/// Notes `dir` as the model folder of the local embedder `fingerprint` on this machine (best
+/// effort), so queries find it without `--model-dir`.
+pub fn remember_model_dir(fingerprint: &str, dir: &str) {
+    if let Some(p) = model_dir_note(fingerprint)
+        && let Some(parent) = p.parent()
+        && std::fs::create_dir_all(parent).is_ok()
+    {
+        let _ = std::fs::write(p, dir);
+    }
+}
+
+fn remembered_model_dir(fingerprint: &str) -> Option<String> {
+    let d = std::fs::read_to_string(model_dir_note(fingerprint)?).ok()?;
+    Path::new(d.trim()).is_dir().then(|| d.trim().to_string())
 }
 
 /// The built-in `[embed]` defaults.

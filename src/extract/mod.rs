@@ -7,6 +7,7 @@
 
 pub mod deps;
 pub mod imports;
+pub mod secrets;
 pub mod summary;
 
 /// Tokenizer name and version, stamped into the manifest; a change here changes it.

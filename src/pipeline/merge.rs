@@ -93,6 +93,7 @@ pub fn run_merge(out: &Path, inputs: &[PathBuf]) -> Result<(Manifest, MergeSumma
         manifests.push(r.manifest);
     }
     let out = super::absolute(out)?;
+    let _lock = bundle::lock_output(&out)?;
     bundle::check_replaceable(&out)?;
     bundle::build_beside(&out, |tmp| write_merged(tmp, inputs, &manifests, started))
 }

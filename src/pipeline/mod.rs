@@ -38,6 +38,10 @@ use crate::source::{self, Candidate, Rules, Skipped, WalkOptions};
 use crate::util::{sha256_hex, stable_id};
 use crate::{Error, Result, extract};
 
+/// Env var (tests only): a worker panics on the file with this repo-relative path, to prove a
+/// panic costs that file only.
+pub const PANIC_ON_ENV: &str = "TROVE_PANIC_ON";
+
 /// Files read, chunked or waiting for the writer at any one time: bounds memory (each holds one
 /// file's text and chunks; files are at most `max_file_bytes`) while keeping every core busy even
 /// when one large file holds up the in-order writer. 256 cost ~10% more peak memory than 64 on the
@@ -101,6 +105,10 @@ pub struct IndexSummary {
     pub chunks_by_language: BTreeMap<String, u64>,
     /// Files whose parse ran past its time bound (chunked by lines instead).
     pub parse_fallbacks: u64,
+    /// Secrets redacted in the indexed files (carried files included).
+    pub redactions: u64,
+    /// Of those, in files processed by this run, by kind.
+    pub redactions_by_kind: BTreeMap<String, u64>,
     /// Bytes of indexed source.
     pub source_bytes: u64,
     /// Bytes of the bundle.
@@ -116,6 +124,10 @@ impl IndexSummary {
     fn count(&mut self, f: &FileRecord) {
         self.files_indexed += 1;
         self.parse_fallbacks += u64::from(f.parse_fallback);
+        self.redactions += u64::from(f.redactions);
+        for k in &f.redacted_kinds {
+            *self.redactions_by_kind.entry(k.to_string()).or_default() += 1;
+        }
         *self
             .chunks_by_language
             .entry(f.language.clone().unwrap_or_else(|| "(none)".into()))
@@ -126,7 +138,7 @@ impl IndexSummary {
 
 /// A worker's answer for one file.
 enum FileResult {
-    Indexed(FileRecord),
+    Indexed(Box<FileRecord>),
     Skipped(Skipped),
     /// Unchanged since the base bundle: the writer copies its rows from there.
     Carried,
@@ -153,6 +165,11 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         .canonicalize()
         .map_err(|e| Error::io(&opts.root, e))?;
     let out = absolute(&opts.out)?;
+    if root.starts_with(&out) {
+        check_output(&out, &root)?;
+    }
+    // One run at a time writes a bundle; the lock is held until the new one is in place.
+    let _lock = bundle::lock_output(&out)?;
     check_output(&out, &root)?;
     let mut lang_dirs: Vec<PathBuf> = Vec::new();
     let repo_langs = root.join(".trove/languages");
@@ -169,6 +186,9 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         .cache
         .then(crate::query::cache::cache_dir)
         .flatten();
+    if opts.config.embed.backend == "local" {
+        crate::embed::remember_model_dir(&backend.fingerprint(), &opts.config.embed.model_dir);
+    }
     let embedder = EmbedStage::new(backend, cache_root.as_deref());
     let summarizer = crate::summarize::from_config(&opts.config.summary)?;
     let (source, uncommitted) = git_info(&root, &out);
@@ -195,6 +215,14 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         plan,
     };
     bundle::build_beside(&out, |tmp| build_into(opts, &root, &out, tmp, started, run))
+}
+
+/// The config as stamped in the manifest: without the local model folder's path (a bundle names
+/// nothing of the machine that made it; the query side finds the folder by fingerprint).
+fn stamped_config(cfg: &PipelineConfig) -> serde_json::Value {
+    let mut c = cfg.clone();
+    c.embed.model_dir = String::new();
+    serde_json::to_value(&c).unwrap_or_default()
 }
 
 /// The embedding part of a progress line (empty until something was embedded or cached).
@@ -257,6 +285,7 @@ fn build_into(
     let mut walk_opts = opts.walk.clone();
     walk_opts.never_walk.push(out.to_path_buf());
     walk_opts.never_walk.push(tmp.to_path_buf());
+    walk_opts.never_walk.push(bundle::lock_path(out));
     walk_opts.skip_nested_repos = source.commit.is_some();
     let rules = Rules::new(&cfg.source, &walk_opts)?;
     let mut walked = source::walk(root, &rules, &walk_opts)?;
@@ -363,7 +392,7 @@ fn build_into(
                 let bytes = files[next].bytes;
                 next += 1;
                 let record = match r {
-                    FileResult::Indexed(f) => Ok(Some(f)),
+                    FileResult::Indexed(f) => Ok(Some(*f)),
                     FileResult::Skipped(sk) => {
                         read_skips.push(sk);
                         Ok(None)
@@ -462,7 +491,7 @@ fn build_into(
         created_at: created_at(),
         source,
         base,
-        pipeline: serde_json::to_value(cfg)?,
+        pipeline: stamped_config(cfg),
         pipeline_hash: cfg.hash(),
         languages_hash: Some(registry.fingerprint().to_string()),
         shard: opts.shard,
@@ -495,6 +524,9 @@ fn build_into(
 
 /// Reads, classifies and chunks one file; never fails (problems become a skip reason).
 fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
+    if std::env::var_os(PANIC_ON_ENV).is_some_and(|p| p == c.rel.as_str()) {
+        panic!("{PANIC_ON_ENV}: panicking on {} on purpose", c.rel);
+    }
     let skip = |reason: &str, bytes: u64| {
         FileResult::Skipped(Skipped {
             path: c.rel.clone(),
@@ -529,6 +561,15 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     let text = match ctx.rules.classify(bytes) {
         Ok(t) => t,
         Err(reason) => return skip(reason, size),
+    };
+    // Secrets never reach a chunk, a term, a vector or a summary.
+    let (text, redacted) = if ctx.config.source.redact_secrets {
+        match extract::secrets::redact(&text) {
+            (std::borrow::Cow::Owned(t), found) => (t, found),
+            (std::borrow::Cow::Borrowed(_), found) => (text, found),
+        }
+    } else {
+        (text, Vec::new())
     };
     let head = &text.as_bytes()[..text.len().min(16 * 1024)];
     let lang = ctx.registry.detect(&c.rel, head);
@@ -660,7 +701,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     } else {
         Vec::new()
     };
-    FileResult::Indexed(FileRecord {
+    FileResult::Indexed(Box::new(FileRecord {
         path: c.rel.clone(),
         language: lang.map(|l| l.def.id.clone()),
         source_type,
@@ -668,12 +709,14 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         lines: text.lines().count() as u64,
         sha256,
         parse_fallback: chunked.parse_fallback,
+        redactions: redacted.len() as u32,
+        redacted_kinds: redacted,
         summary,
         chunks,
         symbols,
         deps,
         refs,
-    })
+    }))
 }
 
 /// A file's imports, calls and base types with the definition and chunk each occurs in; a call

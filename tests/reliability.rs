@@ -1,0 +1,291 @@
+//! Reliability and safety through the real binary: the output lock, SIGKILL mid-write, a write
+//! failure (file size limit), a panicking worker, secret redaction.
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::util::*;
+
+/// A repository big enough that an index run takes a while: `n` small Python files.
+fn many_files(n: usize) -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    for i in 0..n {
+        write(
+            t.path(),
+            &format!("pkg{}/mod_{i}.py", i % 20),
+            format!(
+                "def handler_{i}(request, retries={i}):\n    \"\"\"Handles request kind {i}.\"\"\"\n    total = sum(x * {i} for x in request.items)\n    return total + retries\n\n\nclass Service{i}:\n    def run(self, job):\n        return handler_{i}(job)\n"
+            )
+            .as_bytes(),
+        );
+    }
+    t
+}
+
+/// Every table's bytes, by name.
+fn tables(b: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(b)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn trove_path() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("trove")
+}
+
+#[test]
+fn a_second_run_on_the_same_output_is_refused_by_the_lock() {
+    use rustix::fs::{FlockOperation, flock};
+    use std::io::Write;
+    let (r, w) = (many_files(5), tempfile::tempdir().unwrap());
+    let b = w.path().join("b");
+    index(r.path(), &b, &[]);
+    let before = tables(&b);
+    // Another run holds the lock (the kernel's flock, as a running trove holds it).
+    let mut held = std::fs::File::create(w.path().join(".b.lock")).unwrap();
+    flock(&held, FlockOperation::NonBlockingLockExclusive).unwrap();
+    writeln!(held, "4242").unwrap();
+    for args in [
+        vec![
+            "index".to_string(),
+            r.path().display().to_string(),
+            "-o".into(),
+            b.display().to_string(),
+        ],
+        vec![
+            "merge".to_string(),
+            b.display().to_string(),
+            b.display().to_string(),
+        ],
+    ] {
+        trove()
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(
+                "another trove run (pid 4242) is writing",
+            ));
+    }
+    assert_eq!(tables(&b), before);
+    // Released: the next run goes ahead.
+    drop(held);
+    index(r.path(), &b, &[]);
+}
+
+#[test]
+fn sigkill_at_any_point_leaves_the_old_bundle_whole() {
+    let (r, w) = (many_files(1500), tempfile::tempdir().unwrap());
+    let b = w.path().join("b");
+    index(r.path(), &b, &["--threads", "2"]);
+    let old = tables(&b);
+    // Every file changes, so a finished run gives a different bundle.
+    for i in 0..1500 {
+        write(
+            r.path(),
+            &format!("pkg{}/mod_{i}.py", i % 20),
+            format!("def changed_{i}():\n    return {i}\n").as_bytes(),
+        );
+    }
+    // What a finished run writes (bundles are deterministic).
+    let fresh = w.path().join("fresh");
+    index(r.path(), &fresh, &[]);
+    let new = tables(&fresh);
+    assert_ne!(new, old);
+    let mut kills = 0;
+    for delay_ms in [0u64, 30, 80, 150, 250, 400, 600, 900] {
+        let mut child = Command::new(trove_path())
+            .args(["index"])
+            .arg(r.path())
+            .arg("-o")
+            .arg(&b)
+            .arg("--quiet")
+            .env("TROVE_CACHE_DIR", w.path().join("cache"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill(); // SIGKILL
+        let status = child.wait().unwrap();
+        kills += usize::from(!status.success());
+        // Whenever the kill came, the bundle is the old one or the whole new one, and verifies.
+        trove().arg("verify").arg(&b).assert().success();
+        let now = tables(&b);
+        assert!(
+            now == old || now == new,
+            "after a kill at {delay_ms} ms: a mixed bundle"
+        );
+        if now == new {
+            break;
+        }
+    }
+    assert!(kills > 0);
+    // The next run cleans up what the killed ones left beside the bundle.
+    index(r.path(), &b, &[]);
+    let mut left: Vec<String> = std::fs::read_dir(w.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".b.tmp-"))
+        .collect();
+    left.sort();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_write_failure_fails_cleanly_and_keeps_the_old_bundle() {
+    let (r, w) = (many_files(400), tempfile::tempdir().unwrap());
+    let b = w.path().join("b");
+    index(r.path(), &b, &[]);
+    let old = tables(&b);
+    write(r.path(), "pkg0/extra.py", b"def extra():\n    return 1\n");
+    // A file size limit of 32 KiB: the kernel fails the write that passes it (EFBIG), as a full
+    // disk would (SIGXFSZ ignored so the write returns the error).
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 32; exec \"$0\" index \"$1\" -o \"$2\" --quiet")
+        .arg(trove_path())
+        .arg(r.path())
+        .arg(&b)
+        .env("TROVE_CACHE_DIR", w.path().join("cache"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("left as it was"), "{err}");
+    // One line that names the file and the cause, once.
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(err.matches("File too large").count(), 1, "{err}");
+    assert_eq!(tables(&b), old);
+    trove().arg("verify").arg(&b).assert().success();
+    let left: Vec<String> = std::fs::read_dir(w.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".b.tmp-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_panicking_file_is_skipped_and_strict_makes_it_an_error() {
+    let (r, w) = (many_files(6), tempfile::tempdir().unwrap());
+    let b = w.path().join("b");
+    let out = index_cmd(r.path(), &b, &[])
+        .env("TROVE_PANIC_ON", "pkg3/mod_3.py")
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(err.contains("1 file(s) hit an internal error"), "{err}");
+    assert_eq!(
+        skipped_reasons(&b).get("pkg3/mod_3.py").map(String::as_str),
+        Some("internal-error")
+    );
+    assert_eq!(indexed_paths(&b).len(), 5);
+    index_cmd(r.path(), &w.path().join("b2"), &["--strict", "--quiet"])
+        .env("TROVE_PANIC_ON", "pkg3/mod_3.py")
+        .assert()
+        .code(3);
+    index_cmd(r.path(), &w.path().join("b3"), &["--strict", "--quiet"])
+        .assert()
+        .success();
+}
+
+/// Every cell of every table, as text.
+fn all_text(b: &Path) -> String {
+    let mut s = String::new();
+    for t in trove::bundle::TABLES {
+        for row in duck(&format!("SELECT * FROM {}", pq(b, t))) {
+            s.push_str(&row.join("\u{1}"));
+            s.push('\n');
+        }
+    }
+    s
+}
+
+#[test]
+fn secrets_are_redacted_everywhere_and_nothing_names_the_machine() {
+    let (r, w) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let secrets = [
+        "AKIAQWERTYUIOPASDFGH",
+        "ghp_Zx8Qp2Lm9Rt4Vw7Yb1Nc5Hd3Kf6Jg0aB1cD2",
+        "xoxb-2718281828-3141592653-AbCdEfGhIjKl",
+        "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2",
+        "Tr0ub4dor&3horse",
+        "q8Zr2LxP0vN7mK4tY1wB6sD9fH3jG5cE",
+    ];
+    write(
+        r.path(),
+        "src/settings.py",
+        format!(
+            "AWS_ACCESS_KEY_ID = \"{}\"\nGITHUB = \"{}\"\nSLACK_TOKEN = \"{}\"\nDB_PASSWORD = \"{}\"\napi_secret = \"{}\"\n\n\ndef connect():\n    return DB_PASSWORD\n",
+            secrets[0], secrets[1], secrets[2], secrets[4], secrets[5]
+        )
+        .as_bytes(),
+    );
+    write(
+        r.path(),
+        "deploy/README.md",
+        format!(
+            "# Deploy\n\nThe key:\n\n-----BEGIN RSA PRIVATE KEY-----\n{}\nAbCdEf0123456789\n-----END RSA PRIVATE KEY-----\n\nDone.\n",
+            secrets[3]
+        )
+        .as_bytes(),
+    );
+    let b = w.path().join("b");
+    let out = index_cmd(r.path(), &b, &["--json"]).assert().success();
+    let s: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(s["redactions"], 6, "{s}");
+    assert_eq!(manifest(&b)["counts"]["redactions"], 6);
+    let text = all_text(&b);
+    let mut raw = Vec::new();
+    for f in std::fs::read_dir(&b).unwrap() {
+        raw.extend(std::fs::read(f.unwrap().path()).unwrap());
+    }
+    let raw = String::from_utf8_lossy(&raw);
+    for secret in secrets {
+        assert!(!text.contains(secret), "{secret} is in a table");
+        assert!(!raw.contains(secret), "{secret} is in a file's bytes");
+    }
+    assert!(text.contains("[REDACTED:private-key]"));
+    assert!(text.contains("DB_PASSWORD = \"[REDACTED:password]\""));
+    // Line numbers stay right after a redacted key block.
+    let done = duck(&format!(
+        "SELECT start_line FROM {} WHERE content LIKE '%Done.%'",
+        pq(&b, "chunks")
+    ));
+    assert!(
+        done.iter().any(|r| r[0].parse::<i64>().unwrap() <= 11),
+        "{done:?}"
+    );
+    // Nothing names the machine: no absolute path of it, no user name, no host name.
+    let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+    let home = std::env::var("HOME").unwrap_or_default();
+    let everything = format!(
+        "{text}{}",
+        std::fs::read_to_string(b.join("manifest.json")).unwrap()
+    );
+    for name in [
+        r.path().to_string_lossy().to_string(),
+        w.path().to_string_lossy().to_string(),
+        home,
+        host.trim().to_string(),
+    ] {
+        if name.len() > 3 {
+            assert!(!everything.contains(&name), "the bundle names {name:?}");
+        }
+    }
+    // --no-redact keeps them (the scan above can see a secret when there is one).
+    let kept = w.path().join("kept");
+    index(r.path(), &kept, &["--no-redact"]);
+    let text = all_text(&kept);
+    assert!(secrets.iter().all(|s| text.contains(s)));
+}
