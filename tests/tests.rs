@@ -1,6 +1,7 @@
 //! Integration tests: one binary, one module per area. They run the real binary on real git
 //! repositories made in temp dirs and read the bundles back with DuckDB and pyarrow.
 mod chunking;
+mod corrupt;
 mod embedders;
 mod incremental;
 mod index;

@@ -238,7 +238,7 @@ pub fn open_path(p: &Path) -> Result<PathBuf> {
 
 /// The sha256 of the file at `p`, remembered under `root` by (path, size, mtime, inode) so a file
 /// that has not changed is hashed once.
-fn content_key(p: &Path, root: &Path) -> Result<String> {
+pub(crate) fn content_key(p: &Path, root: &Path) -> Result<String> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(p).map_err(|e| Error::io(p, e))?;
     let abs = p.canonicalize().map_err(|e| Error::io(p, e))?;

@@ -181,6 +181,27 @@ impl Bundle {
                 format!("{name} {problem} (run `trove verify` on it, or re-index)"),
             ));
         }
+        // Every table's sha256 against the manifest: hashed once per file version (remembered in
+        // the cache by path, size, mtime and inode), so damaged bytes are refused, not queried.
+        let memo = crate::query::cache::cache_dir()
+            .unwrap_or_else(|| std::env::temp_dir().join("trove-cache"))
+            .join("verified");
+        let _ = std::fs::create_dir_all(&memo);
+        for f in crate::bundle::TABLES.iter().filter_map(|t| {
+            let name = format!("{t}.parquet");
+            manifest.files.iter().find(|f| f.name == name)
+        }) {
+            let sha = crate::bundle::pack::content_key(&dir.join(&f.name), &memo)?;
+            if sha != f.sha256 {
+                return Err(Error::bundle(
+                    dir,
+                    format!(
+                        "{} does not match the sha256 its manifest records (damaged or changed since it was written): run `trove verify` on it, or re-index",
+                        f.name
+                    ),
+                ));
+            }
+        }
         Ok(Bundle {
             dir: dir.to_path_buf(),
             label,

@@ -1,0 +1,180 @@
+//! Corrupt and foreign bundles: every reading command refuses each kind of damage with exit code
+//! 2 and a one-line reason — no panic, no result from damaged bytes, nothing written outside.
+use std::path::Path;
+
+use crate::util::*;
+
+/// What is done to a copy of a bundle.
+type Damage = Box<dyn Fn(&Path)>;
+
+/// Each way a bundle is damaged: (name, what is done to a copy).
+fn damages() -> Vec<(&'static str, Damage)> {
+    let manifest_edit = |f: fn(&mut serde_json::Value)| {
+        Box::new(move |b: &Path| {
+            let mut m = manifest(b);
+            f(&mut m);
+            std::fs::write(
+                b.join("manifest.json"),
+                serde_json::to_vec_pretty(&m).unwrap(),
+            )
+            .unwrap();
+        }) as Damage
+    };
+    vec![
+        (
+            "truncated",
+            Box::new(|b: &Path| {
+                let p = b.join("chunks.parquet");
+                let len = std::fs::metadata(&p).unwrap().len();
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&p)
+                    .unwrap()
+                    .set_len(len / 2)
+                    .unwrap();
+            }),
+        ),
+        (
+            "flipped bytes",
+            Box::new(|b: &Path| {
+                let p = b.join("postings.parquet");
+                let mut bytes = std::fs::read(&p).unwrap();
+                let mid = bytes.len() / 2;
+                for x in &mut bytes[mid..mid + 16] {
+                    *x ^= 0x5a;
+                }
+                std::fs::write(&p, bytes).unwrap();
+            }),
+        ),
+        (
+            "missing file",
+            Box::new(|b: &Path| std::fs::remove_file(b.join("terms.parquet")).unwrap()),
+        ),
+        (
+            "newer format",
+            manifest_edit(|m| m["format_version"] = 99.into()),
+        ),
+        (
+            "sha256 mismatch",
+            manifest_edit(|m| {
+                let files = m["files"].as_array_mut().unwrap();
+                let f = files
+                    .iter_mut()
+                    .find(|f| f["name"] == "files.parquet")
+                    .unwrap();
+                f["sha256"] = "0".repeat(64).into();
+            }),
+        ),
+        (
+            "escaping path",
+            manifest_edit(|m| {
+                let files = m["files"].as_array_mut().unwrap();
+                let f = files
+                    .iter_mut()
+                    .find(|f| f["name"] == "skipped.parquet")
+                    .unwrap();
+                f["name"] = "../skipped.parquet".into();
+            }),
+        ),
+        (
+            "absolute path",
+            manifest_edit(|m| {
+                let files = m["files"].as_array_mut().unwrap();
+                let f = files
+                    .iter_mut()
+                    .find(|f| f["name"] == "deps.parquet")
+                    .unwrap();
+                f["name"] = "/etc/hostname".into();
+            }),
+        ),
+        (
+            "not json",
+            Box::new(|b: &Path| std::fs::write(b.join("manifest.json"), b"{\"format\": ").unwrap()),
+        ),
+    ]
+}
+
+#[test]
+fn every_command_refuses_every_damage_with_one_line_and_exit_2() {
+    let repo = sample_repo();
+    let w = tempfile::tempdir().unwrap();
+    let good = w.path().join("good");
+    index(repo.path(), &good, &[]);
+    let mut tried = 0;
+    for (what, damage) in damages() {
+        let b = w.path().join(what.replace(' ', "-"));
+        copy_dir(&good, &b);
+        damage(&b);
+        let out = w.path().join(format!("{}-out", what.replace(' ', "-")));
+        let runs: Vec<(&str, Vec<std::ffi::OsString>)> = vec![
+            (
+                "query",
+                vec!["query".into(), b.clone().into(), "invoice".into()],
+            ),
+            (
+                "sql",
+                vec![
+                    "sql".into(),
+                    b.clone().into(),
+                    "SELECT count(*) FROM chunks".into(),
+                ],
+            ),
+            ("verify", vec!["verify".into(), b.clone().into()]),
+            (
+                "merge",
+                vec!["merge".into(), out.clone().into(), b.clone().into()],
+            ),
+            (
+                "index --since",
+                vec![
+                    "index".into(),
+                    repo.path().into(),
+                    "-o".into(),
+                    b.clone().into(),
+                    "--since".into(),
+                    "auto".into(),
+                    "--quiet".into(),
+                ],
+            ),
+        ];
+        let listing = |d: &Path| {
+            let mut v: Vec<String> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        let before: Vec<String> = listing(w.path())
+            .into_iter()
+            .filter(|n| !n.ends_with(".lock"))
+            .collect();
+        let bundle_before = listing(&b);
+        for (cmd, args) in runs {
+            tried += 1;
+            let r = trove().args(&args).assert();
+            let o = r.get_output();
+            let err = String::from_utf8_lossy(&o.stderr).to_string();
+            assert_eq!(o.status.code(), Some(2), "{what} / {cmd}: {err}");
+            assert!(!err.contains("panicked"), "{what} / {cmd}: {err}");
+            assert_eq!(
+                err.trim().lines().count(),
+                1,
+                "{what} / {cmd}: not one line: {err}"
+            );
+            // Nothing written beside the bundles (a lock file of the refused output aside), and
+            // the damaged bundle is left as it was.
+            let after: Vec<String> = listing(w.path())
+                .into_iter()
+                .filter(|n| !n.ends_with(".lock"))
+                .collect();
+            assert_eq!(after, before, "{what} / {cmd} wrote beside the bundles");
+            assert_eq!(
+                listing(&b),
+                bundle_before,
+                "{what} / {cmd} changed the bundle"
+            );
+        }
+    }
+    assert_eq!(tried, 40);
+}
