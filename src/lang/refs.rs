@@ -58,9 +58,11 @@ pub fn references_in(lang: &Language, text: &str, root: Node<'_>) -> Vec<Referen
         return Vec::new();
     }
     let mut out = Vec::new();
-    // (node, inside a base-type list: its names are `inherits`/`implements`, not `references`)
-    let mut stack = vec![(root, false)];
-    while let Some((n, in_heritage)) = stack.pop() {
+    // (node, its parent, inside a base-type list: its names are `inherits`/`implements`, not
+    // `references`). The parent is carried down: tree-sitter's `parent()` walks from the root,
+    // which made deep trees (100 000 nested brackets) quadratic.
+    let mut stack = vec![(root, None::<Node<'_>>, false)];
+    while let Some((n, parent, in_heritage)) = stack.pop() {
         let kind = n.kind();
         let mut heritage_here = in_heritage;
         for (specs, rel) in [
@@ -68,7 +70,7 @@ pub fn references_in(lang: &Language, text: &str, root: Node<'_>) -> Vec<Referen
             (&d.implement_nodes, "implements"),
         ] {
             for spec in specs {
-                if let Some(holder) = heritage(n, spec) {
+                if let Some(holder) = heritage(n, parent, spec) {
                     heritage_here = true;
                     for (name, at) in base_names(text, holder) {
                         out.push(Reference {
@@ -94,8 +96,7 @@ pub fn references_in(lang: &Language, text: &str, root: Node<'_>) -> Vec<Referen
             out.push(reference("call", name, n));
         }
         // A type named where it is used (not where it is defined: a definition's own name).
-        let is_definition_name = n
-            .parent()
+        let is_definition_name = parent
             .and_then(|p| p.child_by_field_name("name"))
             .is_some_and(|name| name.id() == n.id());
         if !heritage_here && !is_definition_name && d.type_ref_nodes.iter().any(|k| k == kind) {
@@ -106,14 +107,19 @@ pub fn references_in(lang: &Language, text: &str, root: Node<'_>) -> Vec<Referen
         }
         let mut c = n.walk();
         let children: Vec<Node<'_>> = n.named_children(&mut c).collect();
-        stack.extend(children.into_iter().rev().map(|ch| (ch, heritage_here)));
+        stack.extend(
+            children
+                .into_iter()
+                .rev()
+                .map(|ch| (ch, Some(n), heritage_here)),
+        );
     }
     out.sort_by_key(|r| r.start_byte);
     out
 }
 
 /// The node holding base-type names when `n` matches `spec` (`KIND`, `PARENT>KIND`, `KIND.field`).
-fn heritage<'t>(n: Node<'t>, spec: &str) -> Option<Node<'t>> {
+fn heritage<'t>(n: Node<'t>, parent_node: Option<Node<'t>>, spec: &str) -> Option<Node<'t>> {
     let (kinds, field) = match spec.split_once('.') {
         Some((k, f)) => (k, Some(f)),
         None => (spec, None),
@@ -122,7 +128,7 @@ fn heritage<'t>(n: Node<'t>, spec: &str) -> Option<Node<'t>> {
         Some((p, k)) => (Some(p), k),
         None => (None, kinds),
     };
-    if n.kind() != kind || parent.is_some_and(|p| n.parent().is_none_or(|x| x.kind() != p)) {
+    if n.kind() != kind || parent.is_some_and(|p| parent_node.is_none_or(|x| x.kind() != p)) {
         return None;
     }
     match field {
