@@ -197,6 +197,7 @@ fn a_damaged_or_unwritable_cache_changes_nothing() {
     let mut files: Vec<_> = std::fs::read_dir(&cache)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
         .collect();
     files.sort();
     let names: Vec<String> = files

@@ -17,6 +17,7 @@ pub use manifest::{
 };
 pub use schema::{TABLES, expected_schema};
 pub use verify::{VerifyReport, verify};
+pub(crate) use writer::hash_file;
 pub use writer::{
     BundleWriter, CALLABLE_KINDS, ChunkRecord, FileRecord, Finished, Group, GroupSource,
     OutputLock, Posting, RefRecord, SymbolRecord, TYPE_KINDS, build_beside, check_replaceable,
