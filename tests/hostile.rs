@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::time::Duration;
 
 use crate::util::*;
 
@@ -196,5 +197,130 @@ fn a_hostile_tree_is_indexed_without_a_crash_and_everything_is_accounted_for() {
         indexed.len(),
         skipped.len(),
         rss >> 20
+    );
+}
+
+#[test]
+fn files_deleted_or_changed_during_the_run_are_indexed_or_skipped_never_lost_track_of() {
+    let (r, w) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for i in 0..4000 {
+        write(
+            r.path(),
+            &format!("d/f{i:04}.py"),
+            format!("def f{i}():\n    return {i}\n").as_bytes(),
+        );
+    }
+    let b = w.path().join("b");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("trove"))
+        .arg("index")
+        .arg(r.path())
+        .arg("-o")
+        .arg(&b)
+        .args(["--quiet", "--threads", "1"])
+        .env("TROVE_CACHE_DIR", w.path().join("cache"))
+        .spawn()
+        .unwrap();
+    // Once the run has started writing (its walk is done or nearly): delete every third file,
+    // rewrite every seventh, from the end backwards, while it reads them from the start.
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(10)
+        && !std::fs::read_dir(w.path()).unwrap().any(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".b.tmp-")
+        })
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(30));
+    for i in (0..4000).rev() {
+        let p = r.path().join(format!("d/f{i:04}.py"));
+        if i % 3 == 0 {
+            let _ = std::fs::remove_file(&p);
+        } else if i % 7 == 0 {
+            let _ = std::fs::write(&p, format!("def changed{i}():\n    return -{i}\n"));
+        }
+    }
+    assert!(child.wait().unwrap().success());
+    trove().arg("verify").arg(&b).assert().success();
+    let indexed: BTreeSet<String> = indexed_paths(&b).into_iter().collect();
+    let skipped = skipped_reasons(&b);
+    eprintln!(
+        "deleted during the run: {} files skipped as unreadable",
+        skipped.values().filter(|r| *r == "unreadable").count()
+    );
+    for i in 0..4000 {
+        let p = format!("d/f{i:04}.py");
+        assert!(
+            indexed.contains(&p) || skipped.contains_key(&p) || i % 3 == 0,
+            "{p} neither indexed nor skipped"
+        );
+        if let Some(reason) = skipped.get(&p) {
+            assert_eq!(reason, "unreadable", "{p}");
+        }
+    }
+    // Each indexed file's chunk is one of the two versions it had, whole.
+    let rows = duck(&format!("SELECT path, content FROM {}", pq(&b, "chunks")));
+    for row in rows {
+        let i: usize = row[0][3..7].parse().unwrap();
+        assert!(
+            row[1].contains(&format!("def f{i}():"))
+                || row[1].contains(&format!("def changed{i}():")),
+            "{row:?}"
+        );
+    }
+}
+
+#[test]
+fn unreadable_files_and_directories_are_skipped_as_unreadable() {
+    let (r, w) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    use std::os::unix::fs::PermissionsExt;
+    write(r.path(), "ok.py", b"def ok():\n    return 1\n");
+    write(r.path(), "secret/inner.py", b"def inner():\n    return 2\n");
+    write(r.path(), "locked.py", b"def locked():\n    return 3\n");
+    let set = |p: &Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    set(r.path(), 0o755);
+    set(w.path(), 0o777);
+    set(&r.path().join("locked.py"), 0o000);
+    set(&r.path().join("secret"), 0o000);
+    // Root reads anything: run as `nobody` when the tests run as root.
+    let uid = std::process::Command::new("id").arg("-u").output().unwrap();
+    let mut cmd = if String::from_utf8_lossy(&uid.stdout).trim() == "0" {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(assert_cmd::cargo::cargo_bin("trove"));
+        c
+    } else {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("trove"))
+    };
+    let b = w.path().join("b");
+    let out = cmd
+        .arg("index")
+        .arg(r.path())
+        .arg("-o")
+        .arg(&b)
+        .arg("--quiet")
+        .env("TROVE_CACHE_DIR", w.path().join("cache"))
+        .output()
+        .unwrap();
+    set(&r.path().join("secret"), 0o755);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(indexed_paths(&b), ["ok.py"]);
+    let skipped = skipped_reasons(&b);
+    assert_eq!(
+        skipped.get("locked.py").map(String::as_str),
+        Some("unreadable"),
+        "{skipped:?}"
+    );
+    assert!(
+        skipped.keys().any(|k| k.starts_with("secret")),
+        "{skipped:?}"
     );
 }

@@ -216,7 +216,12 @@ pub fn read_manifest(bundle: &Path) -> Result<Manifest> {
             format!("cannot read {MANIFEST}: {e} (is this a trove bundle?)"),
         )
     })?;
-    let v: serde_json::Value = serde_json::from_str(&text)
+    parse_manifest(bundle, &text)
+}
+
+/// Parses and checks the text of `bundle`'s manifest (see [`read_manifest`]).
+pub fn parse_manifest(bundle: &Path, text: &str) -> Result<Manifest> {
+    let v: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| Error::bundle(bundle, format!("{MANIFEST} is not valid JSON: {e}")))?;
     if v.get("format").and_then(|f| f.as_str()) != Some(super::FORMAT) {
         return Err(Error::bundle(

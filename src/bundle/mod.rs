@@ -13,7 +13,7 @@ mod writer;
 
 pub use manifest::{
     Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, MANIFEST, Manifest, Shard, SourceInfo,
-    Tool, manifest_tool, read_manifest, write_manifest,
+    Tool, manifest_tool, parse_manifest, read_manifest, write_manifest,
 };
 pub use schema::{TABLES, expected_schema};
 pub use verify::{VerifyReport, verify};
