@@ -41,12 +41,15 @@ const TOKEN_PATTERNS: &[(&str, &str)] = &[
 
 /// A literal assigned to a password-like name: `password = "hunter22"`, `"passwd": "…"`,
 /// `DB_PASSWORD='…'`.
-const PASSWORD: &str = r#"(?i)\b[a-z_]*(?:password|passwd|pwd)["']?\s*(?::=|=>|=|:)\s*(?P<q>["'])(?P<s>[^"'\s]{6,200})["']"#;
+const PASSWORD: &str =
+    r#"(?i)(?:password|passwd|pwd)["']?\s*(?::=|=>|=|:)\s*(?P<q>["'])(?P<s>[^"'\s]{6,200})["']"#;
 /// A long literal assigned to a key/token/secret-like name (checked for entropy).
-const KEYLIKE: &str = r#"(?i)\b[a-z_]*(?:secret|token|api_?key|apikey|access_?key|private_?key|client_?secret|auth)[a-z_]*["']?\s*(?::=|=>|=|:)\s*["']?(?P<s>[A-Za-z0-9+/=_\-]{20,500})["']?"#;
+const KEYLIKE: &str = r#"(?i)(?:secret|token|api_?key|apikey|access_?key|private_?key|client_?secret|auth)[a-z_]*["']?\s*(?::=|=>|=|:)\s*["']?(?P<s>[A-Za-z0-9+/=_\-]{20,500})["']?"#;
 const PRIVATE_KEY: &str = r"(?s)(?P<begin>-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----)(?P<body>.*?)(?P<end>-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----)";
 
 struct Rules {
+    /// Every pattern at once: one scan tells whether a text needs the others at all.
+    any: regex::RegexSet,
     tokens: Vec<(&'static str, Regex)>,
     password: Regex,
     keylike: Regex,
@@ -56,6 +59,12 @@ struct Rules {
 fn rules() -> &'static Rules {
     static R: OnceLock<Rules> = OnceLock::new();
     R.get_or_init(|| Rules {
+        any: regex::RegexSet::new(TOKEN_PATTERNS.iter().map(|(_, p)| *p).chain([
+            PASSWORD,
+            KEYLIKE,
+            PRIVATE_KEY,
+        ]))
+        .expect("secret patterns compile"),
         tokens: TOKEN_PATTERNS
             .iter()
             .map(|(k, p)| (*k, Regex::new(p).expect("secret pattern compiles")))
@@ -153,6 +162,9 @@ fn replace_group<'t>(
 pub fn redact(text: &str) -> (Cow<'_, str>, Vec<&'static str>) {
     let r = rules();
     let mut found = Vec::new();
+    if !r.any.is_match(text) {
+        return (Cow::Borrowed(text), found);
+    }
     let mut out: Cow<'_, str> = Cow::Borrowed(text);
     if out.contains("PRIVATE KEY") && r.private_key.is_match(&out) {
         let replaced = r.private_key.replace_all(&out, |c: &Captures<'_>| {
