@@ -11,7 +11,11 @@ use trove::extract::tokenize;
 use trove::lang::Registry;
 
 fn fixtures() -> Vec<(String, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/languages");
+    // Read at run time: the bench binary may come from a shared target dir built in another checkout.
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf());
+    let root = manifest_dir.join("fixtures/languages");
     let mut out = Vec::new();
     for lang in std::fs::read_dir(&root).expect("fixtures") {
         let lang = lang.expect("entry").path();

@@ -385,7 +385,7 @@ fn language_table() -> String {
 
 #[test]
 fn readme_language_table() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let path = crate::util::repo().join("README.md");
     let readme = std::fs::read_to_string(&path).unwrap();
     let start = readme.find("<!-- languages:start").expect("start marker");
     let start = start + readme[start..].find("-->\n").unwrap() + 4;

@@ -487,10 +487,7 @@ fn local_minilm_matches_the_reference_vectors_and_answers_queries() {
     // The query vector of each reference snippet, through the binary (trove_embed runs the
     // bundle's own model), agrees with sentence-transformers.
     let fixture: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/minilm-reference.json"),
-        )
-        .unwrap(),
+        &std::fs::read(crate::util::repo().join("tests/fixtures/minilm-reference.json")).unwrap(),
     )
     .unwrap();
     let snippets = fixture["snippets"].as_array().unwrap();

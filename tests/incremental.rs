@@ -437,7 +437,7 @@ fn nightly_ci_script_restores_updates_verifies_and_publishes() {
     let t = sample_repo();
     let root = t.path();
     let publish = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/nightly-ci.sh");
+    let script = crate::util::repo().join("scripts/nightly-ci.sh");
     let run = || {
         let o = std::process::Command::new("bash")
             .arg(&script)

@@ -47,7 +47,7 @@ fn pyarrow_reads_every_file() {
     let out = tempfile::tempdir().unwrap();
     let b = out.path().join("b");
     index(repo.path(), &b, &[]);
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check_bundle.py");
+    let script = crate::util::repo().join("scripts/check_bundle.py");
     let o = std::process::Command::new("python3")
         .arg(&script)
         .arg(&b)

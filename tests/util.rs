@@ -12,8 +12,17 @@ pub fn trove() -> assert_cmd::Command {
     c
 }
 
+/// The checkout the tests run in. Read at run time (cargo sets it for every test run): a test
+/// binary reused from a shared target directory may have been compiled in another checkout, whose
+/// path `env!` would have baked in.
+pub fn repo() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+    repo().join("fixtures")
 }
 
 pub fn copy_dir(from: &Path, to: &Path) {
