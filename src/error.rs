@@ -35,6 +35,7 @@ pub enum Error {
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
     /// DuckDB failures (query engine).
+    #[cfg(feature = "engine")]
     #[error("duckdb: {0}")]
     Duck(#[from] duckdb::Error),
     /// A walk failure from the `ignore` crate.

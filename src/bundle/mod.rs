@@ -17,6 +17,7 @@ pub use manifest::{
 };
 pub use schema::{TABLES, expected_schema};
 pub use verify::{VerifyReport, verify};
+#[cfg(feature = "engine")]
 pub(crate) use writer::hash_file;
 pub use writer::{
     BundleWriter, CALLABLE_KINDS, ChunkRecord, FileRecord, Finished, Group, GroupSource,

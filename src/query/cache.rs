@@ -96,18 +96,21 @@ fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Little-endian reads at byte offsets (cache files are plain byte layouts, no alignment assumed).
+#[cfg_attr(not(feature = "engine"), allow(dead_code))]
 pub(crate) fn u32_at(b: &[u8], o: usize) -> u32 {
     b.get(o..o + 4)
         .and_then(|s| s.try_into().ok())
         .map_or(0, u32::from_le_bytes)
 }
 
+#[cfg_attr(not(feature = "engine"), allow(dead_code))]
 pub(crate) fn u64_at(b: &[u8], o: usize) -> u64 {
     b.get(o..o + 8)
         .and_then(|s| s.try_into().ok())
         .map_or(0, u64::from_le_bytes)
 }
 
+#[cfg_attr(not(feature = "engine"), allow(dead_code))]
 pub(crate) fn i64_at(b: &[u8], o: usize) -> i64 {
     u64_at(b, o) as i64
 }
