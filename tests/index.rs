@@ -402,3 +402,68 @@ fn walkdir_count(dir: &Path) -> usize {
         })
         .sum()
 }
+
+#[test]
+fn parse_only_reads_and_parses_what_index_would_and_writes_nothing() {
+    let repo = sample_repo();
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    index(repo.path(), &b, &[]);
+    let grammar_files = duck(&format!(
+        "SELECT count(*) FROM {} WHERE language IN ('python', 'go', 'rust', 'typescript', 'javascript', 'markdown')",
+        pq(&b, "files")
+    ))[0][0]
+        .parse::<u64>()
+        .unwrap();
+    let indexed = duck(&format!("SELECT count(*) FROM {}", pq(&b, "files")))[0][0]
+        .parse::<u64>()
+        .unwrap();
+    let before: Vec<_> = walkdir_list(repo.path());
+    let o = trove()
+        .args(["index", "--parse-only", "--json"])
+        .arg(repo.path())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let s: serde_json::Value = serde_json::from_slice(&o).unwrap();
+    // Every file index wrote was read and decoded; those with a grammar were parsed.
+    assert_eq!(
+        s["parsed"].as_u64().unwrap() + s["no_grammar"].as_u64().unwrap(),
+        indexed,
+        "{s}"
+    );
+    assert!(s["parsed"].as_u64().unwrap() >= grammar_files, "{s}");
+    assert_eq!(s["parse_fallbacks"], 0, "{s}");
+    assert!(s["skipped"].as_u64().unwrap() > 0, "{s}");
+    assert_eq!(
+        walkdir_list(repo.path()),
+        before,
+        "parse-only wrote into the tree"
+    );
+    // -o is refused beside it: parse-only never writes a bundle.
+    trove()
+        .args(["index", "--parse-only", "-o"])
+        .arg(out.path().join("c"))
+        .arg(repo.path())
+        .assert()
+        .code(2);
+    assert!(!out.path().join("c").exists());
+}
+
+fn walkdir_list(dir: &Path) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p.clone());
+            }
+            v.push(p.to_string_lossy().into_owned());
+        }
+    }
+    v.sort();
+    v
+}

@@ -86,6 +86,11 @@ fn parse(text: &str, lang: &Language, timeout: Duration) -> Option<Tree> {
     })
 }
 
+/// Parses `text` and drops the tree: the floor `trove index --parse-only` measures.
+pub(super) fn parse_only(text: &str, lang: &Language, timeout: Duration) -> bool {
+    parse(text, lang, timeout).is_some()
+}
+
 /// Chunks `b.text` by scope. Returns false when the file could not be parsed in time.
 pub(super) fn chunk(b: &mut Builder<'_>, lang: &Language) -> bool {
     let timeout = Duration::from_millis(b.cfg.parse_timeout_ms.max(1));

@@ -13,6 +13,15 @@ mod rules;
 use crate::config::ChunkConfig;
 use crate::lang::Language;
 
+/// Parses `text` with `lang`'s grammar within `cfg`'s time bound and drops the tree, nothing else
+/// (the floor the pipeline's speed is measured against). `None` when `lang` has no grammar;
+/// `Some(false)` when the parse ran out of time or failed.
+pub fn parse_only(text: &str, lang: &Language, cfg: &ChunkConfig) -> Option<bool> {
+    lang.grammar.as_ref()?;
+    let timeout = std::time::Duration::from_millis(cfg.parse_timeout_ms.max(1));
+    Some(ast::parse_only(text, lang, timeout))
+}
+
 /// One retrieval unit.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Chunk {

@@ -31,8 +31,13 @@ pub struct IndexArgs {
     /// Directory to index.
     pub path: PathBuf,
     /// Bundle directory to write (replaced atomically if it is already a bundle).
-    #[arg(short = 'o', long = "output", value_name = "BUNDLE")]
-    pub output: PathBuf,
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "BUNDLE",
+        required_unless_present = "parse_only"
+    )]
+    pub output: Option<PathBuf>,
     /// Pipeline config overlay (TOML with the keys of pipelines/default.toml to change).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -117,6 +122,10 @@ pub struct IndexArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Benchmarking: walk, read and tree-sitter-parse every file, nothing else, and write no
+    /// bundle (the floor scripts/bench-index.sh compares `trove index` with).
+    #[arg(long, hide = true, conflicts_with_all = ["output", "since", "shard"])]
+    pub parse_only: bool,
 }
 
 /// Runs `trove index`.
@@ -180,9 +189,10 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
     } else {
         Progress::Lines
     };
+    let output = a.output.clone().unwrap_or_default();
     let opts = IndexOptions {
         root: a.path.clone(),
-        out: a.output.clone(),
+        out: output.clone(),
         config,
         walk: WalkOptions {
             include: a.include,
@@ -197,17 +207,39 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
         include_uncommitted: a.include_uncommitted,
         shard: a.shard,
     };
+    if a.parse_only {
+        let s = pipeline::run_parse_only(&opts)
+            .with_context(|| format!("parsing {} failed", a.path.display()))?;
+        if a.json {
+            writeln!(out, "{}", serde_json::to_string_pretty(&s)?)?;
+        } else if !a.quiet {
+            eprintln!(
+                "parse-only: {} files ({}), {} parsed, {} past the time bound, {} without a grammar, {} skipped, in {:.2}s ({:.1} MB/s), peak memory {}",
+                s.files,
+                human_bytes(s.source_bytes),
+                s.parsed,
+                s.parse_fallbacks,
+                s.no_grammar,
+                s.skipped,
+                s.wall_secs,
+                s.source_bytes as f64 / 1e6 / s.wall_secs.max(1e-3),
+                s.peak_rss_bytes
+                    .map_or_else(|| "unknown".into(), human_bytes),
+            );
+        }
+        return Ok(0);
+    }
     let (_manifest, summary) = pipeline::run_index(&opts).with_context(|| {
         format!(
             "indexing {} failed; {} was left as it was",
             a.path.display(),
-            a.output.display()
+            output.display()
         )
     })?;
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;
     } else if !a.quiet {
-        print_summary(&summary, &a.output);
+        print_summary(&summary, &output);
     }
     let internal = summary.skipped.get("internal-error").copied().unwrap_or(0);
     if internal > 0 {

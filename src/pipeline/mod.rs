@@ -12,10 +12,12 @@
 //! swapped in whole, so a failed run leaves the previous bundle as it was.
 mod incremental;
 mod merge;
+mod parse_only;
 mod progress;
 
 pub use incremental::Since;
 pub use merge::{MergeSummary, run_merge};
+pub use parse_only::{ParseOnlySummary, run_parse_only};
 pub use progress::Progress;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
