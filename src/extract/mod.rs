@@ -17,26 +17,115 @@ pub const TOKENIZER: &str = "code-v1";
 pub fn tokenize(text: &str, max_len: usize, mut emit: impl FnMut(&str)) {
     let mut buf = String::new();
     let mut parts: Vec<(usize, usize)> = Vec::new();
-    for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+    for word in words(text) {
         let word = word.trim_matches('_');
         if word.is_empty() || word.len() > max_len {
             continue;
         }
-        buf.clear();
-        buf.extend(word.chars().flat_map(char::to_lowercase));
+        // Code is mostly ASCII: bytes, no char decoding or Unicode case tables. The same tokens
+        // as the general path (for ASCII, the Unicode and ASCII case rules agree).
+        let ascii = word.is_ascii();
+        let lower = |buf: &mut String, w: &str| {
+            buf.clear();
+            if ascii {
+                buf.push_str(w);
+                buf.make_ascii_lowercase();
+            } else {
+                buf.extend(w.chars().flat_map(char::to_lowercase));
+            }
+        };
+        lower(&mut buf, word);
         emit(&buf);
-        split_parts(word, &mut parts);
+        if ascii {
+            split_parts_ascii(word.as_bytes(), &mut parts);
+        } else {
+            split_parts(word, &mut parts);
+        }
         if parts.len() > 1 {
             for &(s, e) in &parts {
                 let part = &word[s..e];
-                if part.chars().count() < 2 {
+                let short = if ascii {
+                    part.len() < 2
+                } else {
+                    part.chars().count() < 2
+                };
+                if short {
                     continue;
                 }
-                buf.clear();
-                buf.extend(part.chars().flat_map(char::to_lowercase));
+                lower(&mut buf, part);
                 emit(&buf);
             }
         }
+    }
+}
+
+/// The runs of `text` made of alphanumeric characters and `_` (what `split` on every other
+/// character yields, without the empty pieces), scanning ASCII as bytes.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    // Whether the character at byte `i` belongs to a word, and its length.
+    let at = move |i: usize| -> (bool, usize) {
+        let c = b[i];
+        if c.is_ascii() {
+            (c.is_ascii_alphanumeric() || c == b'_', 1)
+        } else {
+            let ch = text[i..].chars().next().unwrap_or(' ');
+            (ch.is_alphanumeric(), ch.len_utf8())
+        }
+    };
+    std::iter::from_fn(move || {
+        while i < b.len() {
+            let (word, len) = at(i);
+            if word {
+                break;
+            }
+            i += len;
+        }
+        if i >= b.len() {
+            return None;
+        }
+        let start = i;
+        while i < b.len() {
+            let (word, len) = at(i);
+            if !word {
+                break;
+            }
+            i += len;
+        }
+        Some(&text[start..i])
+    })
+}
+
+/// [`split_parts`] for an ASCII word, on its bytes.
+fn split_parts_ascii(w: &[u8], out: &mut Vec<(usize, usize)>) {
+    out.clear();
+    let mut start: Option<usize> = None;
+    for (i, &c) in w.iter().enumerate() {
+        if c == b'_' {
+            if let Some(s) = start.take() {
+                out.push((s, i));
+            }
+            continue;
+        }
+        let Some(s) = start else {
+            start = Some(i);
+            continue;
+        };
+        let prev = w[i - 1];
+        let next = w.get(i + 1);
+        let boundary = (prev.is_ascii_lowercase() || prev.is_ascii_digit())
+            && c.is_ascii_uppercase()
+            || prev.is_ascii_uppercase()
+                && c.is_ascii_uppercase()
+                && next.is_some_and(u8::is_ascii_lowercase);
+        if boundary {
+            out.push((s, i));
+            start = Some(i);
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, w.len()));
     }
 }
 
@@ -98,6 +187,59 @@ mod tests {
             tokens("UserService::new", 64),
             ["userservice", "user", "service", "new"]
         );
+    }
+
+    /// The old tokenizer, char by char: the fast path must give the same tokens.
+    fn reference_tokens(text: &str, max_len: usize) -> Vec<String> {
+        let mut v = Vec::new();
+        let mut parts = Vec::new();
+        for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            let word = word.trim_matches('_');
+            if word.is_empty() || word.len() > max_len {
+                continue;
+            }
+            v.push(word.chars().flat_map(char::to_lowercase).collect());
+            split_parts(word, &mut parts);
+            if parts.len() > 1 {
+                for &(s, e) in &parts {
+                    let part = &word[s..e];
+                    if part.chars().count() >= 2 {
+                        v.push(part.chars().flat_map(char::to_lowercase).collect());
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn fast_path_gives_the_reference_tokens() {
+        let samples = [
+            "fn parseHTTPRequest(max_file_bytes: u64) -> Result<XMLHttpRequest2> { a.b(c) }",
+            "__init__ _x_ x__y HTTPServer getX2Y v2Api ABCdef aB Ab AB a1B2 ___",
+            "Größe straße ÄÖÜ naïveCase caféBar ΣΊΣΥΦΟΣ 日本語テキスト mixedÉtat_Ünter",
+            "tabs\tand\r\nlines; punctuation!@#$%^&*()[]{}<>?/\\|`~'\" 123 4.5e6 0xFF",
+            "a\u{2028}b\u{00a0}c é\u{301} emoji🙂word x_🙂_y ſ K İstanbul",
+            "",
+        ];
+        for s in samples {
+            for max in [64, 5, 1] {
+                assert_eq!(tokens(s, max), reference_tokens(s, max), "{s:?} max {max}");
+            }
+        }
+        // Every byte sequence that is valid UTF-8 in a pseudo-random stream of mixed scripts.
+        let alphabet: Vec<char> = "aZ_9 .éÉßİſK🙂日_Xy\n\tQ".chars().collect();
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..2000 {
+            let mut s = String::new();
+            for _ in 0..24 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                s.push(alphabet[(x % alphabet.len() as u64) as usize]);
+            }
+            assert_eq!(tokens(&s, 64), reference_tokens(&s, 64), "{s:?}");
+        }
     }
 
     #[test]

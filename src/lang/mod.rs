@@ -174,7 +174,7 @@ pub struct Language {
     pub def: LanguageFile,
     /// The linked grammar, when the file names one.
     pub grammar: Option<tree_sitter::Language>,
-    rules: HashMap<String, usize>,
+    rules: rustc_hash::FxHashMap<String, usize>,
     blocks: Vec<BlockRule>,
     tests: GlobSet,
 }
@@ -206,7 +206,7 @@ impl Language {
         if def.chunker == "ast" && grammar.is_none() {
             return Err(bad("chunker \"ast\" needs a grammar".into()));
         }
-        let mut rules = HashMap::new();
+        let mut rules = rustc_hash::FxHashMap::default();
         for (i, r) in def.definitions.iter().enumerate() {
             for n in &r.nodes {
                 if let Some(g) = &grammar

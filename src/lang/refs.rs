@@ -96,23 +96,27 @@ pub fn references_in(lang: &Language, text: &str, root: Node<'_>) -> Vec<Referen
             out.push(reference("call", name, n));
         }
         // A type named where it is used (not where it is defined: a definition's own name).
-        let is_definition_name = parent
-            .and_then(|p| p.child_by_field_name("name"))
-            .is_some_and(|name| name.id() == n.id());
-        if !heritage_here && !is_definition_name && d.type_ref_nodes.iter().any(|k| k == kind) {
+        // The name-field lookup is asked last: it is the costly test, and most nodes are not
+        // type references at all.
+        if !heritage_here
+            && d.type_ref_nodes.iter().any(|k| k == kind)
+            && !parent
+                .and_then(|p| p.child_by_field_name("name"))
+                .is_some_and(|name| name.id() == n.id())
+        {
             let t = node_text(text, n).trim();
             if !t.is_empty() {
                 out.push(reference("references", t.to_string(), n));
             }
         }
+        // Children in reverse so they pop in source order (no per-node list).
+        let mark = stack.len();
         let mut c = n.walk();
-        let children: Vec<Node<'_>> = n.named_children(&mut c).collect();
         stack.extend(
-            children
-                .into_iter()
-                .rev()
+            n.named_children(&mut c)
                 .map(|ch| (ch, Some(n), heritage_here)),
         );
+        stack[mark..].reverse();
     }
     out.sort_by_key(|r| r.start_byte);
     out
