@@ -34,8 +34,8 @@ for t in "${targets[@]}"; do
   cargo fuzz run --release -s none "$t" "fuzz/corpus/$t" "$seeds/$t" -- -max_total_time="$secs" -rss_limit_mb=4096 -timeout=30 >"$log" 2>&1
   rc=$?
   set -e
-  execs=$(grep -oE '#[0-9]+' "$log" | tail -1 | tr -d '#')
-  crashes=$(ls "fuzz/artifacts/$t" 2>/dev/null | wc -l)
+  execs=$(grep -oE '#[0-9]+' "$log" | tail -1 | tr -d '#' || true)
+  crashes=$(find "fuzz/artifacts/$t" -type f 2>/dev/null | wc -l)
   printf '%-10s %12s %8s\n' "$t" "${execs:-0}" "$crashes"
   [ $rc -eq 0 ] || { echo "--- $t failed (rc $rc):"; tail -30 "$log"; }
   rm -f "$log"

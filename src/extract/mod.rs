@@ -136,6 +136,31 @@ pub fn tokens(text: &str, max_len: usize) -> Vec<String> {
     v
 }
 
+/// The tokenizer char by char, without the ASCII fast path: the reference [`tokenize`] must agree
+/// with (the unit tests and the `tokenize` fuzz target compare them).
+#[doc(hidden)]
+pub fn reference_tokens(text: &str, max_len: usize) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut parts = Vec::new();
+    for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        let word = word.trim_matches('_');
+        if word.is_empty() || word.len() > max_len {
+            continue;
+        }
+        v.push(word.chars().flat_map(char::to_lowercase).collect());
+        split_parts(word, &mut parts);
+        if parts.len() > 1 {
+            for &(s, e) in &parts {
+                let part = &word[s..e];
+                if part.chars().count() >= 2 {
+                    v.push(part.chars().flat_map(char::to_lowercase).collect());
+                }
+            }
+        }
+    }
+    v
+}
+
 /// Byte ranges of the sub-words of an identifier: split at `_`, at lower→upper (`fooBar`), at the
 /// end of an acronym (`HTTPServer` → `HTTP`, `Server`) and between letters and digits runs are kept.
 fn split_parts(word: &str, out: &mut Vec<(usize, usize)>) {
@@ -187,29 +212,6 @@ mod tests {
             tokens("UserService::new", 64),
             ["userservice", "user", "service", "new"]
         );
-    }
-
-    /// The old tokenizer, char by char: the fast path must give the same tokens.
-    fn reference_tokens(text: &str, max_len: usize) -> Vec<String> {
-        let mut v = Vec::new();
-        let mut parts = Vec::new();
-        for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-            let word = word.trim_matches('_');
-            if word.is_empty() || word.len() > max_len {
-                continue;
-            }
-            v.push(word.chars().flat_map(char::to_lowercase).collect());
-            split_parts(word, &mut parts);
-            if parts.len() > 1 {
-                for &(s, e) in &parts {
-                    let part = &word[s..e];
-                    if part.chars().count() >= 2 {
-                        v.push(part.chars().flat_map(char::to_lowercase).collect());
-                    }
-                }
-            }
-        }
-        v
     }
 
     #[test]
