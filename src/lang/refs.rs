@@ -100,9 +100,9 @@ pub fn references_in(lang: &Language, text: &str, root: Node<'_>) -> Vec<Referen
         // type references at all.
         if !heritage_here
             && d.type_ref_nodes.iter().any(|k| k == kind)
-            && !parent
+            && parent
                 .and_then(|p| p.child_by_field_name("name"))
-                .is_some_and(|name| name.id() == n.id())
+                .is_none_or(|name| name.id() != n.id())
         {
             let t = node_text(text, n).trim();
             if !t.is_empty() {
