@@ -51,7 +51,7 @@ const STRUCTURE_ROW_GROUP_ROWS: usize = 32 * 1024;
 const ZSTD_LEVEL: i32 = 3;
 
 /// One indexed file and its chunks, as the writer receives it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct FileRecord {
     /// Repo-relative path.
     pub path: String,
@@ -165,7 +165,7 @@ pub struct SymbolRecord {
 }
 
 /// One chunk with its id, BM25 terms and embedding.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ChunkRecord {
     /// The chunk.
     pub chunk: Chunk,

@@ -1,0 +1,133 @@
+//! Warm in-process query latency over one bundle, for scripts/bench-query.sh.
+//!
+//! Opens BUNDLE once, runs every query of QUERIES (one per line) once to warm up, then times each
+//! query once per mode (BM25, vector, hybrid) and prints p50/p95 in milliseconds. Beside them, the
+//! vector floor: a plain brute-force f32 scan of every embedding (read from embeddings.parquet into
+//! memory, dot product, top 10), the least any vector search over the same rows can do.
+//!
+//! Run: `cargo run --release --example query_latency -- BUNDLE QUERIES`
+//! Prints one JSON object per line: {"what": ..., "queries": N, "p50_ms": .., "p95_ms": ..}.
+use arrow::array::{Array, FixedSizeListArray, Float32Array};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use std::path::Path;
+use std::time::Instant;
+
+use trove::embed::{Embedder, HashEmbedder};
+use trove::query::{Bundle, Mode, QueryOptions};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [bundle, queries] = &args[..] else {
+        eprintln!("usage: query_latency BUNDLE QUERIES");
+        std::process::exit(2);
+    };
+    let queries: Vec<String> = std::fs::read_to_string(queries)
+        .expect("queries file")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    let b = Bundle::open(Path::new(bundle)).expect("open bundle");
+    for (name, mode) in [
+        ("bm25", Mode::Bm25),
+        ("vector", Mode::Vector),
+        ("hybrid", Mode::Hybrid),
+    ] {
+        let o = QueryOptions {
+            mode,
+            k: 10,
+            langs: Vec::new(),
+            types: Vec::new(),
+            path: None,
+            kinds: Vec::new(),
+            content: true,
+            vector_weight: None,
+        };
+        let ms = time_each(&queries, |q| {
+            std::hint::black_box(b.search(q, &o).expect("search"));
+        });
+        report(name, &ms);
+    }
+
+    // The floor: every embedding as f32 in memory, scanned in full per query.
+    let dim = b.manifest.embedder.dim;
+    let (rows, ids) = load_f32(&b.dir.join("embeddings.parquet"), dim);
+    let e = HashEmbedder::new(dim, b.manifest.bm25.max_token_len);
+    let ms = time_each(&queries, |q| {
+        let v = e.embed(&[q]).expect("embed").pop().unwrap_or_default();
+        std::hint::black_box(brute_force_top(&rows, &ids, dim, &v, 10));
+    });
+    report("vector-floor-f32", &ms);
+}
+
+/// Runs `f` on every query once (warm-up), then times each once; milliseconds, sorted.
+fn time_each(queries: &[String], mut f: impl FnMut(&str)) -> Vec<f64> {
+    queries.iter().for_each(|q| f(q));
+    let mut ms: Vec<f64> = queries
+        .iter()
+        .map(|q| {
+            let t = Instant::now();
+            f(q);
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    ms
+}
+
+fn report(what: &str, ms: &[f64]) {
+    let at = |p: f64| ms[((ms.len() as f64 * p) as usize).min(ms.len() - 1)];
+    println!(
+        "{{\"what\": \"{what}\", \"queries\": {}, \"p50_ms\": {:.3}, \"p95_ms\": {:.3}}}",
+        ms.len(),
+        at(0.5),
+        at(0.95)
+    );
+}
+
+fn load_f32(path: &Path, dim: usize) -> (Vec<f32>, Vec<i64>) {
+    let f = std::fs::File::open(path).expect("embeddings.parquet");
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+        .expect("parquet")
+        .build()
+        .expect("reader");
+    let (mut rows, mut ids) = (Vec::new(), Vec::new());
+    for batch in reader {
+        let batch = batch.expect("batch");
+        let id = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<arrow::array::Int64Array>()
+            .expect("chunk_id");
+        let lists = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<FixedSizeListArray>()
+            .expect("embedding");
+        let values = lists
+            .values()
+            .as_any()
+            .downcast_ref::<Float32Array>()
+            .expect("f32");
+        let start = lists.offset() * dim;
+        rows.extend_from_slice(&values.values()[start..start + batch.num_rows() * dim]);
+        ids.extend_from_slice(&id.values()[..]);
+    }
+    (rows, ids)
+}
+
+fn brute_force_top(rows: &[f32], ids: &[i64], dim: usize, q: &[f32], k: usize) -> Vec<(i64, f32)> {
+    let mut scored: Vec<(i64, f32)> = rows
+        .chunks_exact(dim)
+        .zip(ids)
+        .map(|(r, id)| (*id, r.iter().zip(q).map(|(a, b)| a * b).sum::<f32>()))
+        .collect();
+    let k = k.min(scored.len());
+    if k > 0 {
+        scored.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
+        scored.truncate(k);
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    }
+    scored
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The body of scripts/bench-query.sh: query latency at 100k and 1M chunks, side by side.
+
+For each size: generates a synthetic corpus (Rust files of small functions whose names, comments
+and bodies draw from a fixed vocabulary, the same as benches/query.rs), indexes it with trove, and
+times 50 queries (two to four vocabulary words each, fixed seed):
+  - whole process: `trove query` started once per query, warm page and query caches, p50/p95;
+  - warm in-process: the query_latency example (bundle opened once), BM25, vector and hybrid,
+    and the vector floor, a brute-force f32 scan of every embedding;
+  - tantivy: the same chunks (exported with `trove sql`) in a tantivy index, the same queries.
+Then the ratios the targets are stated in.
+
+usage: bench_query.py --trove T --example E --tantivy P [--sizes 100000,1000000] [--work DIR]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+WORDS = ("parse config request session cookie retry backoff token buffer stream cache index query "
+         "render widget payment invoice schema column vector matrix socket handler router encode "
+         "decode compress shard merge commit branch manifest").split()
+FUNCTIONS_PER_FILE = 50
+MASK = (1 << 64) - 1
+
+
+class Words:
+    """xorshift over WORDS, as benches/query.rs."""
+
+    def __init__(self, seed=0x9E3779B97F4A7C15):
+        self.state = seed
+
+    def next(self):
+        s = self.state
+        s ^= (s << 13) & MASK
+        s ^= s >> 7
+        s ^= (s << 17) & MASK
+        self.state = s
+        return WORDS[s % len(WORDS)]
+
+
+def generate(root, chunks):
+    w = Words()
+    for f in range(-(-chunks // FUNCTIONS_PER_FILE)):
+        src = []
+        for i in range(FUNCTIONS_PER_FILE):
+            a, b, c = w.next(), w.next(), w.next()
+            src.append(f"/// {a} the {b} with {c}.\nfn {a}_{b}_{i}(x: u32) -> u32 {{\n"
+                       f"    let {c} = x + {i};\n    {c} * 2\n}}\n\n")
+        d = os.path.join(root, f"m{f // 100:03d}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"f{f}.rs"), "w") as fh:
+            fh.write("".join(src))
+
+
+def queries(n=50):
+    w = Words(0x2545F4914F6CDD1D)
+    return [" ".join(w.next() for _ in range(2 + i % 3)) for i in range(n)]
+
+
+def pct(ms, p):
+    ms = sorted(ms)
+    return ms[min(int(len(ms) * p), len(ms) - 1)]
+
+
+def whole_process(trove, bundle, qs, mode):
+    cmd = lambda q: [trove, "query", bundle, q, "--mode", mode, "--format", "jsonl", "-k", "10"]
+    subprocess.run(cmd(qs[0]), check=True, stdout=subprocess.DEVNULL)
+    ms = []
+    for q in qs:
+        t = time.perf_counter()
+        subprocess.run(cmd(q), check=True, stdout=subprocess.DEVNULL)
+        ms.append((time.perf_counter() - t) * 1000)
+    return pct(ms, 0.5), pct(ms, 0.95)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trove", required=True)
+    ap.add_argument("--example", required=True, help="the query_latency example binary")
+    ap.add_argument("--tantivy", required=True, help="the tantivy-bm25 peer binary")
+    ap.add_argument("--sizes", default="100000,1000000")
+    ap.add_argument("--work", help="keep corpora and bundles here (reused when present)")
+    a = ap.parse_args()
+    work = a.work or tempfile.mkdtemp(prefix="trove-bench-query-")
+    qs = queries()
+    qfile = os.path.join(work, "queries.txt")
+    with open(qfile, "w") as fh:
+        fh.write("\n".join(qs) + "\n")
+    summary = []
+    for n in map(int, a.sizes.split(",")):
+        base = os.path.join(work, str(n))
+        repo, bundle = os.path.join(base, "repo"), os.path.join(base, "bundle")
+        if not os.path.isdir(repo):
+            generate(repo, n)
+        if not os.path.isfile(os.path.join(bundle, "manifest.json")):
+            t = time.perf_counter()
+            subprocess.run([a.trove, "index", repo, "-o", bundle, "--quiet"], check=True)
+            print(f"[{n}] indexed in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        rows = {}
+        for mode in ("bm25", "vector", "hybrid"):
+            rows[f"{mode} (process)"] = whole_process(a.trove, bundle, qs, mode)
+        out = subprocess.run([a.example, bundle, qfile], check=True, capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            r = json.loads(line)
+            name = "vector floor (f32 scan)" if r["what"] == "vector-floor-f32" else f"{r['what']} (in-process)"
+            rows[name] = (r["p50_ms"], r["p95_ms"])
+        chunks = os.path.join(base, "chunks.jsonl")
+        if not os.path.isfile(chunks):
+            with open(chunks, "w") as fh:
+                subprocess.run([a.trove, "sql", bundle, "select chunk_id, content from chunks", "--format", "jsonl"],
+                               check=True, stdout=fh)
+        tdir = os.path.join(base, "tantivy")
+        subprocess.run(["rm", "-rf", tdir], check=True)
+        r = json.loads(subprocess.run([a.tantivy, chunks, qfile, tdir], check=True, capture_output=True, text=True).stdout)
+        rows["tantivy bm25 (in-process)"] = (r["p50_ms"], r["p95_ms"])
+        print(f"\n{n} chunks ({len(qs)} queries; tantivy built its index in {r['build_secs']:.1f} s)")
+        print(f"  {'':28} {'p50 ms':>9} {'p95 ms':>9}")
+        for k, (p50, p95) in rows.items():
+            print(f"  {k:28} {p50:9.2f} {p95:9.2f}")
+        p = lambda k: rows[k][0]
+        bm, vec, hyb = p("bm25 (in-process)"), p("vector (in-process)"), p("hybrid (in-process)")
+        ratios = (f"  ratios (p50, in-process): vector / f32 floor {vec / p('vector floor (f32 scan)'):.2f}x (target <= 2)   "
+                  f"bm25 / tantivy {bm / p('tantivy bm25 (in-process)'):.2f}x (target <= 3)   "
+                  f"hybrid / (bm25 + vector) {hyb / (bm + vec):.2f}x (target <= 1)")
+        print(ratios)
+        summary.append((n, ratios))
+    print()
+    for n, r in summary:
+        print(f"{n:>8} chunks:{r[1:]}")
+
+
+if __name__ == "__main__":
+    main()
