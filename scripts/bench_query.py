@@ -7,7 +7,8 @@ times 50 queries (two to four vocabulary words each, fixed seed):
   - whole process: `trove query` started once per query, warm page and query caches, p50/p95;
   - warm in-process: the query_latency example (bundle opened once), BM25, vector and hybrid,
     and the vector floor, a brute-force f32 scan of every embedding;
-  - tantivy: the same chunks (exported with `trove sql`) in a tantivy index, the same queries.
+  - tantivy: the same chunks (exported with `trove sql --format json`) in a tantivy index, the
+    same queries.
 Then the ratios the targets are stated in.
 
 usage: bench_query.py --trove T --example E --tantivy P [--sizes 100000,1000000] [--work DIR]
@@ -109,11 +110,12 @@ def main():
             r = json.loads(line)
             name = "vector floor (f32 scan)" if r["what"] == "vector-floor-f32" else f"{r['what']} (in-process)"
             rows[name] = (r["p50_ms"], r["p95_ms"])
-        chunks = os.path.join(base, "chunks.jsonl")
+        chunks = os.path.join(base, "chunks.json")
         if not os.path.isfile(chunks):
-            with open(chunks, "w") as fh:
-                subprocess.run([a.trove, "sql", bundle, "select chunk_id, content from chunks", "--format", "jsonl"],
+            with open(chunks + ".tmp", "w") as fh:
+                subprocess.run([a.trove, "sql", bundle, "SELECT chunk_id, content FROM chunks", "--format", "json"],
                                check=True, stdout=fh)
+            os.replace(chunks + ".tmp", chunks)
         tdir = os.path.join(base, "tantivy")
         subprocess.run(["rm", "-rf", tdir], check=True)
         r = json.loads(subprocess.run([a.tantivy, chunks, qfile, tdir], check=True, capture_output=True, text=True).stdout)

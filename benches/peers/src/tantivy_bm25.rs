@@ -1,11 +1,11 @@
 //! The BM25 peer for scripts/bench-query.sh: a tantivy index of the same chunks trove indexed.
 //!
-//! usage: tantivy-bm25 CHUNKS.jsonl QUERIES INDEX_DIR
-//! CHUNKS.jsonl: one {"chunk_id": i64, "content": str} per line (`trove sql ... --format jsonl`).
+//! usage: tantivy-bm25 CHUNKS.json QUERIES INDEX_DIR
+//! CHUNKS.json: a JSON array of {"chunk_id": i64, "content": str}
+//! (`trove sql BUNDLE "SELECT chunk_id, content FROM chunks" --format json`).
 //! Builds the index in INDEX_DIR (default tokenizer, BM25 scoring), then runs every query once to
 //! warm up and once timed (top 10 by BM25, the stored chunk ids fetched), and prints one JSON line:
 //! {"what": "tantivy-bm25", "queries": N, "p50_ms", "p95_ms", "build_secs", "docs"}.
-use std::io::BufRead;
 use std::time::Instant;
 
 use tantivy::collector::TopDocs;
@@ -16,7 +16,7 @@ use tantivy::{Index, IndexWriter, TantivyDocument};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [chunks, queries, dir] = &args[..] else {
-        eprintln!("usage: tantivy-bm25 CHUNKS.jsonl QUERIES INDEX_DIR");
+        eprintln!("usage: tantivy-bm25 CHUNKS.json QUERIES INDEX_DIR");
         std::process::exit(2);
     };
     let queries: Vec<String> = std::fs::read_to_string(queries)?
@@ -34,13 +34,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let index = Index::create_in_dir(dir, schema)?;
     let mut w: IndexWriter = index.writer(512_000_000)?;
     let mut docs = 0u64;
-    for line in std::io::BufReader::new(std::fs::File::open(chunks)?).lines() {
-        let v: serde_json::Value = serde_json::from_str(&line?)?;
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_reader(std::io::BufReader::new(std::fs::File::open(chunks)?))?;
+    for v in rows {
         let mut d = TantivyDocument::default();
         d.add_i64(id, v["chunk_id"].as_i64().unwrap_or_default());
         d.add_text(content, v["content"].as_str().unwrap_or_default());
         w.add_document(d)?;
         docs += 1;
+    }
+    if docs == 0 {
+        return Err(format!("{chunks}: no chunks").into());
     }
     w.commit()?;
     drop(w);
