@@ -1,29 +1,38 @@
 #!/usr/bin/env bash
 # Full `trove index` vs incremental `--since auto` runs on a real tree, side by side in one run.
 #
-# Copies SRC (default: ~/.cargo/registry/src, the crates this project builds with) into a temp git
-# repository, indexes it in full, then for each change — 1 file edited, 100 files edited, a directory
-# renamed — commits and runs `trove index --since auto` on the previous bundle. After the 1-file step
-# it also rebuilds in full and checks the two bundles' tables are identical. Prints wall time, peak
-# RSS, files re-processed and chunks embedded, and the ratio full / incremental.
+# Copies SRC (default: the corpus of scripts/bench-corpus.sh in $BENCH_CORPUS or
+# /tmp/trove-bench-corpus, assembled when missing) into a temp git repository — a clone when SRC is
+# one, else a first commit of everything —, indexes it in full, then for each change — 1 file
+# edited, 100 files edited, a directory renamed — commits and runs `trove index --since auto` on the
+# previous bundle. After the 1-file step it also rebuilds in full and checks the two bundles' tables
+# are identical. Prints wall time, peak RSS, files re-processed and chunks embedded, and the ratio
+# full / incremental.
 #
 # Usage: scripts/bench-incremental.sh [SRC]      env: TROVE (binary; default target/release/trove
 #        or $CARGO_TARGET_DIR/release/trove), KEEP=1 keeps the temp dir.
 set -euo pipefail
 
-src=${1:-$HOME/.cargo/registry/src}
+here=$(cd "$(dirname "$0")" && pwd)
+src=${1:-${BENCH_CORPUS:-/tmp/trove-bench-corpus}}
+[ -d "$src" ] || [ $# -ge 1 ] || "$here/bench-corpus.sh" "$src"
 # shellcheck source=scripts/find-trove.sh
-source "$(dirname "$0")/find-trove.sh"
+source "$here/find-trove.sh"
 command -v python3 >/dev/null || { echo "needs python3" >&2; exit 2; }
 work=$(mktemp -d)
 [ "${KEEP:-}" = 1 ] || trap 'rm -rf "$work"' EXIT
 repo="$work/repo"
-g() { git -C "$repo" -c user.name=bench -c user.email=bench@example.com "$@"; }
+g() { git -C "$repo" -c user.name=bench -c user.email=bench@example.com -c core.autocrlf=false "$@"; }
 
 echo "copying $src ..." >&2
-cp -a "$src" "$repo"
-# Vendored crates carry their own .gitignore files; index what git tracks either way.
-g init -q && g add -A -f && g commit -q -m base
+if git -C "$src" rev-parse --verify -q HEAD >/dev/null 2>&1 && [ -z "$(git -C "$src" status --porcelain | head -1)" ]; then
+  git clone -q "$src" "$repo"
+else
+  cp -a "$src" "$repo"
+  # Vendored crates carry their own .gitignore files; index what git tracks either way.
+  rm -rf "$repo/.git"
+  g init -q && g add -A -f 2> >(grep -v "^warning: in the working copy" >&2) && g commit -q -m base
+fi
 files=$(g ls-files | wc -l)
 bytes=$(du -sb "$repo" --exclude=.git | cut -f1)
 
