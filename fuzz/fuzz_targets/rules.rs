@@ -21,7 +21,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let (reg, cfg) = setup();
-    let rules: Vec<_> = reg.languages().iter().filter(|l| l.grammar.is_none()).collect();
+    let rules: Vec<_> = reg
+        .languages()
+        .iter()
+        .filter(|l| l.grammar.is_none())
+        .collect();
     let lang = rules.get(pick as usize % (rules.len() + 1)).copied();
     let text = String::from_utf8_lossy(rest);
     let out = trove::chunk::chunk_file(&text, lang, &cfg.chunk);
