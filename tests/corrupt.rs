@@ -7,6 +7,16 @@ use crate::util::*;
 /// What is done to a copy of a bundle.
 type Damage = Box<dyn Fn(&Path)>;
 
+/// The manifest's entry for the table file `name`.
+fn file_entry<'a>(m: &'a mut serde_json::Value, name: &str) -> &'a mut serde_json::Value {
+    m["files"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|f| f["name"] == name)
+        .unwrap()
+}
+
 /// Each way a bundle is damaged: (name, what is done to a copy).
 fn damages() -> Vec<(&'static str, Damage)> {
     let manifest_edit = |f: fn(&mut serde_json::Value)| {
@@ -57,33 +67,21 @@ fn damages() -> Vec<(&'static str, Damage)> {
         (
             "sha256 mismatch",
             manifest_edit(|m| {
-                let files = m["files"].as_array_mut().unwrap();
-                let f = files
-                    .iter_mut()
-                    .find(|f| f["name"] == "files.parquet")
-                    .unwrap();
+                let f = file_entry(m, "files.parquet");
                 f["sha256"] = "0".repeat(64).into();
             }),
         ),
         (
             "escaping path",
             manifest_edit(|m| {
-                let files = m["files"].as_array_mut().unwrap();
-                let f = files
-                    .iter_mut()
-                    .find(|f| f["name"] == "skipped.parquet")
-                    .unwrap();
+                let f = file_entry(m, "skipped.parquet");
                 f["name"] = "../skipped.parquet".into();
             }),
         ),
         (
             "absolute path",
             manifest_edit(|m| {
-                let files = m["files"].as_array_mut().unwrap();
-                let f = files
-                    .iter_mut()
-                    .find(|f| f["name"] == "deps.parquet")
-                    .unwrap();
+                let f = file_entry(m, "deps.parquet");
                 f["name"] = "/etc/hostname".into();
             }),
         ),

@@ -353,25 +353,19 @@ fn llm_summaries_for_undocumented_code_within_budget_with_fallbacks() {
     );
     let mock = Mock::start(8);
     let b = w.path().join("b");
-    let run = |budget: &str, out: &Path| {
-        let mut c = index_cmd(
-            r.path(),
-            out,
-            &[
-                "--json",
-                "--summarizer",
-                "llm",
-                "--summary-model",
-                "mock-chat",
-                "--summary-budget",
-                budget,
-            ],
-        );
+    // An llm-summarized index of the repo into `out`, with this chat model, budget and cache.
+    let index_llm = |model: &str, budget: Option<&str>, cache: &Path, out: &Path| {
+        let mut args = vec!["--json", "--summarizer", "llm", "--summary-model", model];
+        if let Some(n) = budget {
+            args.extend(["--summary-budget", n]);
+        }
+        let mut c = index_cmd(r.path(), out, &args);
         c.arg("--summary-url")
             .arg(&mock.url)
-            .env("TROVE_CACHE_DIR", cache.path());
+            .env("TROVE_CACHE_DIR", cache);
         summary(&c.assert().success())
     };
+    let run = |budget: &str, out: &Path| index_llm("mock-chat", Some(budget), cache.path(), out);
     let s = run("1000", &b);
     let sm = &s["summaries"];
     assert_eq!(sm["backend"], "llm");
@@ -400,23 +394,12 @@ fn llm_summaries_for_undocumented_code_within_budget_with_fallbacks() {
     assert_eq!(again["summaries"]["cache_hits"], sm["written"]);
     // A budget of 1 with an empty cache: one call, the rest extractive (counted).
     let cache2 = tempfile::tempdir().unwrap();
-    let mut c = index_cmd(
-        r.path(),
+    let s3 = index_llm(
+        "other-model",
+        Some("1"),
+        cache2.path(),
         &w.path().join("b3"),
-        &[
-            "--json",
-            "--summarizer",
-            "llm",
-            "--summary-model",
-            "other-model",
-            "--summary-budget",
-            "1",
-        ],
     );
-    c.arg("--summary-url")
-        .arg(&mock.url)
-        .env("TROVE_CACHE_DIR", cache2.path());
-    let s3 = summary(&c.assert().success());
     assert_eq!(s3["summaries"]["calls"], 1);
     assert!(
         s3["summaries"]["fallbacks"]["budget"].as_u64().unwrap() >= 3,
@@ -425,21 +408,7 @@ fn llm_summaries_for_undocumented_code_within_budget_with_fallbacks() {
     // The server failing: extractive summaries, counted, and the run succeeds.
     mock.always(Fault::Status(500, None));
     let cache3 = tempfile::tempdir().unwrap();
-    let mut c = index_cmd(
-        r.path(),
-        &w.path().join("b4"),
-        &[
-            "--json",
-            "--summarizer",
-            "llm",
-            "--summary-model",
-            "third-model",
-        ],
-    );
-    c.arg("--summary-url")
-        .arg(&mock.url)
-        .env("TROVE_CACHE_DIR", cache3.path());
-    let s4 = summary(&c.assert().success());
+    let s4 = index_llm("third-model", None, cache3.path(), &w.path().join("b4"));
     assert!(
         s4["summaries"]["fallbacks"]["error"].as_u64().unwrap() >= 4,
         "{s4}"

@@ -1,24 +1,10 @@
 //! `trove index` end to end through the binary on real git repositories.
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::util::{
-    duck, index, indexed_paths, manifest, pq, sample_repo, skipped_reasons, trove, write,
+    duck, index, indexed_paths, manifest, parquet_bytes, pq, sample_repo, skipped_reasons, trove,
+    write,
 };
-
-fn parquet_bytes(bundle: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(bundle)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-            )
-        })
-        .collect()
-}
 
 #[test]
 fn index_verify_inspect_and_counts() {
@@ -394,13 +380,10 @@ fn config_overlay_changes_the_pipeline_and_bad_keys_are_refused() {
 
 /// Regular files under `dir`.
 fn walkdir_count(dir: &Path) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let p = e.unwrap().path();
-            if p.is_dir() { walkdir_count(&p) } else { 1 }
-        })
-        .sum()
+    walkdir_list(dir)
+        .iter()
+        .filter(|p| !Path::new(p).is_dir())
+        .count()
 }
 
 #[test]
@@ -452,6 +435,7 @@ fn parse_only_reads_and_parses_what_index_would_and_writes_nothing() {
     assert!(!out.path().join("c").exists());
 }
 
+/// Every file and directory under `dir`, sorted.
 fn walkdir_list(dir: &Path) -> Vec<String> {
     let mut v = Vec::new();
     let mut stack = vec![dir.to_path_buf()];

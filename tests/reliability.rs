@@ -22,23 +22,6 @@ fn many_files(n: usize) -> tempfile::TempDir {
     t
 }
 
-/// Every table's bytes, by name.
-fn tables(b: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(b)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-            )
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 fn trove_path() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("trove")
 }
@@ -50,7 +33,7 @@ fn a_second_run_on_the_same_output_is_refused_by_the_lock() {
     let (r, w) = (many_files(5), tempfile::tempdir().unwrap());
     let b = w.path().join("b");
     index(r.path(), &b, &[]);
-    let before = tables(&b);
+    let before = parquet_bytes(&b);
     // Another run holds the lock (the kernel's flock, as a running trove holds it).
     let mut held = std::fs::File::create(w.path().join(".b.lock")).unwrap();
     flock(&held, FlockOperation::NonBlockingLockExclusive).unwrap();
@@ -76,7 +59,7 @@ fn a_second_run_on_the_same_output_is_refused_by_the_lock() {
                 "another trove run (pid 4242) is writing",
             ));
     }
-    assert_eq!(tables(&b), before);
+    assert_eq!(parquet_bytes(&b), before);
     // Released: the next run goes ahead.
     drop(held);
     index(r.path(), &b, &[]);
@@ -87,7 +70,7 @@ fn sigkill_at_any_point_leaves_the_old_bundle_whole() {
     let (r, w) = (many_files(1500), tempfile::tempdir().unwrap());
     let b = w.path().join("b");
     index(r.path(), &b, &["--threads", "2"]);
-    let old = tables(&b);
+    let old = parquet_bytes(&b);
     // Every file changes, so a finished run gives a different bundle.
     for i in 0..1500 {
         write(
@@ -99,7 +82,7 @@ fn sigkill_at_any_point_leaves_the_old_bundle_whole() {
     // What a finished run writes (bundles are deterministic).
     let fresh = w.path().join("fresh");
     index(r.path(), &fresh, &[]);
-    let new = tables(&fresh);
+    let new = parquet_bytes(&fresh);
     assert_ne!(new, old);
     let mut kills = 0;
     for delay_ms in [0u64, 30, 80, 150, 250, 400, 600, 900] {
@@ -120,7 +103,7 @@ fn sigkill_at_any_point_leaves_the_old_bundle_whole() {
         kills += usize::from(!status.success());
         // Whenever the kill came, the bundle is the old one or the whole new one, and verifies.
         trove().arg("verify").arg(&b).assert().success();
-        let now = tables(&b);
+        let now = parquet_bytes(&b);
         assert!(
             now == old || now == new,
             "after a kill at {delay_ms} ms: a mixed bundle"
@@ -146,7 +129,7 @@ fn a_write_failure_fails_cleanly_and_keeps_the_old_bundle() {
     let (r, w) = (many_files(400), tempfile::tempdir().unwrap());
     let b = w.path().join("b");
     index(r.path(), &b, &[]);
-    let old = tables(&b);
+    let old = parquet_bytes(&b);
     write(r.path(), "pkg0/extra.py", b"def extra():\n    return 1\n");
     // A file size limit of 32 KiB: the kernel fails the write that passes it (EFBIG), as a full
     // disk would (SIGXFSZ ignored so the write returns the error).
@@ -165,7 +148,7 @@ fn a_write_failure_fails_cleanly_and_keeps_the_old_bundle() {
     // One line that names the file and the cause, once.
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert_eq!(err.matches("File too large").count(), 1, "{err}");
-    assert_eq!(tables(&b), old);
+    assert_eq!(parquet_bytes(&b), old);
     trove().arg("verify").arg(&b).assert().success();
     let left: Vec<String> = std::fs::read_dir(w.path())
         .unwrap()

@@ -25,6 +25,21 @@ pub fn fixtures() -> PathBuf {
     repo().join("fixtures")
 }
 
+/// Every table of a bundle, its bytes by file name.
+pub fn parquet_bytes(bundle: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(bundle)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect()
+}
+
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
