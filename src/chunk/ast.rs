@@ -55,7 +55,7 @@ struct Def {
 }
 
 /// Parses `text` within the configured time; `None` when the bound is hit or the grammar fails.
-fn parse(text: &str, lang: &Language, timeout: Duration) -> Option<Tree> {
+pub(super) fn parse(text: &str, lang: &Language, timeout: Duration) -> Option<Tree> {
     let grammar = lang.grammar.as_ref()?;
     PARSER.with(|p| {
         let mut parser = p.borrow_mut();
@@ -84,11 +84,6 @@ fn parse(text: &str, lang: &Language, timeout: Duration) -> Option<Tree> {
         parser.reset();
         tree
     })
-}
-
-/// Parses `text` and drops the tree: the floor `trove index --parse-only` measures.
-pub(super) fn parse_only(text: &str, lang: &Language, timeout: Duration) -> bool {
-    parse(text, lang, timeout).is_some()
 }
 
 /// Chunks `b.text` by scope. Returns false when the file could not be parsed in time.

@@ -19,7 +19,7 @@ use crate::lang::Language;
 pub fn parse_only(text: &str, lang: &Language, cfg: &ChunkConfig) -> Option<bool> {
     lang.grammar.as_ref()?;
     let timeout = std::time::Duration::from_millis(cfg.parse_timeout_ms.max(1));
-    Some(ast::parse_only(text, lang, timeout))
+    Some(ast::parse(text, lang, timeout).is_some())
 }
 
 /// One retrieval unit.

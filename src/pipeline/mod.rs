@@ -173,13 +173,7 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
     // One run at a time writes a bundle; the lock is held until the new one is in place.
     let _lock = bundle::lock_output(&out)?;
     check_output(&out, &root)?;
-    let mut lang_dirs: Vec<PathBuf> = Vec::new();
-    let repo_langs = root.join(".trove/languages");
-    if repo_langs.is_dir() {
-        lang_dirs.push(repo_langs);
-    }
-    lang_dirs.extend(opts.languages_dirs.iter().cloned());
-    let registry = Registry::load(&lang_dirs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
+    let registry = load_registry(&root, &opts.languages_dirs)?;
     let backend =
         crate::embed::from_config(&opts.config.embed, opts.config.bm25.max_token_len, None)?;
     let cache_root = opts
@@ -217,6 +211,17 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         plan,
     };
     bundle::build_beside(&out, |tmp| build_into(opts, &root, &out, tmp, started, run))
+}
+
+/// The built-in languages, then the repo's `.trove/languages`, then `--languages` directories.
+fn load_registry(root: &Path, extra: &[PathBuf]) -> Result<Registry> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let repo_langs = root.join(".trove/languages");
+    if repo_langs.is_dir() {
+        dirs.push(repo_langs);
+    }
+    dirs.extend(extra.iter().cloned());
+    Registry::load(&dirs.iter().map(PathBuf::as_path).collect::<Vec<_>>())
 }
 
 /// The config as stamped in the manifest: without the local model folder's path (a bundle names

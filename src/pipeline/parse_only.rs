@@ -4,7 +4,7 @@
 //! grammar, and nothing else: no chunking, extraction, embedding or writing. What `trove index`
 //! spends beyond this is overhead (scripts/bench-index.sh prints the ratio).
 use rayon::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -42,13 +42,7 @@ pub fn run_parse_only(opts: &IndexOptions) -> Result<ParseOnlySummary> {
         .root
         .canonicalize()
         .map_err(|e| Error::io(&opts.root, e))?;
-    let mut lang_dirs: Vec<PathBuf> = Vec::new();
-    let repo_langs = root.join(".trove/languages");
-    if repo_langs.is_dir() {
-        lang_dirs.push(repo_langs);
-    }
-    lang_dirs.extend(opts.languages_dirs.iter().cloned());
-    let registry = Registry::load(&lang_dirs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
+    let registry = super::load_registry(&root, &opts.languages_dirs)?;
     let mut walk_opts = opts.walk.clone();
     walk_opts.skip_nested_repos = git2::Repository::discover(&root).is_ok();
     let rules = Rules::new(&opts.config.source, &walk_opts)?;
