@@ -21,12 +21,6 @@ pub mod lang;
 pub mod pipeline;
 #[cfg(feature = "engine")]
 pub mod query;
-/// Without the engine: the cache directory only (the pipeline's caches live there too).
-#[cfg(not(feature = "engine"))]
-pub mod query {
-    #[path = "cache.rs"]
-    pub mod cache;
-}
 pub mod source;
 pub mod summarize;
 pub(crate) mod util;

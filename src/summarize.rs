@@ -249,8 +249,7 @@ mod llm {
     /// Summaries cached by earlier runs, and this process's file to append to.
     fn open_cache(name: &str) -> (FxHashMap<String, String>, Option<std::fs::File>) {
         let mut map = FxHashMap::default();
-        let Some(dir) = crate::query::cache::cache_dir().map(|d| d.join("summaries").join(name))
-        else {
+        let Some(dir) = crate::util::cache_dir().map(|d| d.join("summaries").join(name)) else {
             return (map, None);
         };
         if std::fs::create_dir_all(&dir).is_err() {

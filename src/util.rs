@@ -1,5 +1,18 @@
-//! Small helpers shared by the stages: hashing, process memory, clocks.
+//! Small helpers shared by the stages: hashing, process memory, clocks, the cache directory.
 use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+
+/// Where trove keeps what it can rebuild (query matrices, embeddings, summaries, model paths,
+/// unpacked bundles): `$TROVE_CACHE_DIR`, else `$XDG_CACHE_HOME/trove`, else `~/.cache/trove`.
+pub(crate) fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("TROVE_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("trove"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/trove"))
+}
 
 /// Lower-case hex sha256 of `bytes`.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {

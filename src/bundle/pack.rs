@@ -206,7 +206,7 @@ pub fn open_path(p: &Path) -> Result<PathBuf> {
             "is a file but not a packed bundle (expected a bundle directory or a .trove file from `trove pack`)",
         ));
     }
-    let root = crate::query::cache::cache_dir()
+    let root = crate::util::cache_dir()
         .unwrap_or_else(|| std::env::temp_dir().join("trove-cache"))
         .join("packed");
     std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;

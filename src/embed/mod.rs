@@ -196,7 +196,7 @@ fn model_dir_note(fingerprint: &str) -> Option<PathBuf> {
         .chars()
         .filter(char::is_ascii_hexdigit)
         .collect();
-    crate::query::cache::cache_dir().map(|d| d.join("models").join(format!("{name}.path")))
+    crate::util::cache_dir().map(|d| d.join("models").join(format!("{name}.path")))
 }
 
 /// Notes `dir` as the model folder of the local embedder `fingerprint` on this machine (best

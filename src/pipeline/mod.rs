@@ -180,7 +180,7 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         .config
         .embed
         .cache
-        .then(crate::query::cache::cache_dir)
+        .then(crate::util::cache_dir)
         .flatten();
     if opts.config.embed.backend == "local" {
         crate::embed::remember_model_dir(&backend.fingerprint(), &opts.config.embed.model_dir);

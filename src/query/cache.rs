@@ -7,21 +7,12 @@
 //! them between processes. They are written to a temporary name and renamed, so a mapping never sees
 //! a file shrink under it; a file that fails its check is rebuilt; a cache that cannot be written only
 //! costs speed (the data is then kept in memory for this process).
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::util::cache_dir;
 
 use crate::bundle::Manifest;
 use crate::{Error, Result};
-
-/// Where cached files live.
-pub fn cache_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("TROVE_CACHE_DIR") {
-        return Some(PathBuf::from(d));
-    }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
-        return Some(PathBuf::from(d).join("trove"));
-    }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/trove"))
-}
 
 /// A cached file's bytes: mapped from the cache, or built in memory.
 pub enum Bytes {
@@ -96,21 +87,18 @@ fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Little-endian reads at byte offsets (cache files are plain byte layouts, no alignment assumed).
-#[cfg_attr(not(feature = "engine"), allow(dead_code))]
 pub(crate) fn u32_at(b: &[u8], o: usize) -> u32 {
     b.get(o..o + 4)
         .and_then(|s| s.try_into().ok())
         .map_or(0, u32::from_le_bytes)
 }
 
-#[cfg_attr(not(feature = "engine"), allow(dead_code))]
 pub(crate) fn u64_at(b: &[u8], o: usize) -> u64 {
     b.get(o..o + 8)
         .and_then(|s| s.try_into().ok())
         .map_or(0, u64::from_le_bytes)
 }
 
-#[cfg_attr(not(feature = "engine"), allow(dead_code))]
 pub(crate) fn i64_at(b: &[u8], o: usize) -> i64 {
     u64_at(b, o) as i64
 }

@@ -183,7 +183,7 @@ impl Bundle {
         }
         // Every table's sha256 against the manifest: hashed once per file version (remembered in
         // the cache by path, size, mtime and inode), so damaged bytes are refused, not queried.
-        let memo = crate::query::cache::cache_dir()
+        let memo = crate::util::cache_dir()
             .unwrap_or_else(|| std::env::temp_dir().join("trove-cache"))
             .join("verified");
         let _ = std::fs::create_dir_all(&memo);
