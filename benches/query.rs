@@ -79,16 +79,7 @@ fn bench(c: &mut Criterion) {
         ("vector", Mode::Vector),
         ("hybrid", Mode::Hybrid),
     ] {
-        let o = QueryOptions {
-            mode,
-            k: 10,
-            langs: Vec::new(),
-            types: Vec::new(),
-            path: None,
-            kinds: Vec::new(),
-            content: true,
-            vector_weight: None,
-        };
+        let o = QueryOptions::unfiltered(mode, 10);
         g.bench_function(name, |b| {
             b.iter(|| {
                 black_box(

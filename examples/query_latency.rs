@@ -7,8 +7,6 @@
 //!
 //! Run: `cargo run --release --example query_latency -- BUNDLE QUERIES`
 //! Prints one JSON object per line: {"what": ..., "queries": N, "p50_ms": .., "p95_ms": ..}.
-use arrow::array::{Array, FixedSizeListArray, Float32Array};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::path::Path;
 use std::time::Instant;
 
@@ -34,16 +32,7 @@ fn main() {
         ("vector", Mode::Vector),
         ("hybrid", Mode::Hybrid),
     ] {
-        let o = QueryOptions {
-            mode,
-            k: 10,
-            langs: Vec::new(),
-            types: Vec::new(),
-            path: None,
-            kinds: Vec::new(),
-            content: true,
-            vector_weight: None,
-        };
+        let o = QueryOptions::unfiltered(mode, 10);
         let ms = time_each(&queries, |q| {
             std::hint::black_box(b.search(q, &o).expect("search"));
         });
@@ -87,33 +76,12 @@ fn report(what: &str, ms: &[f64]) {
 }
 
 fn load_f32(path: &Path, dim: usize) -> (Vec<f32>, Vec<i64>) {
-    let f = std::fs::File::open(path).expect("embeddings.parquet");
-    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
-        .expect("parquet")
-        .build()
-        .expect("reader");
     let (mut rows, mut ids) = (Vec::new(), Vec::new());
-    for batch in reader {
-        let batch = batch.expect("batch");
-        let id = batch
-            .column(0)
-            .as_any()
-            .downcast_ref::<arrow::array::Int64Array>()
-            .expect("chunk_id");
-        let lists = batch
-            .column(1)
-            .as_any()
-            .downcast_ref::<FixedSizeListArray>()
-            .expect("embedding");
-        let values = lists
-            .values()
-            .as_any()
-            .downcast_ref::<Float32Array>()
-            .expect("f32");
-        let start = lists.offset() * dim;
-        rows.extend_from_slice(&values.values()[start..start + batch.num_rows() * dim]);
-        ids.extend_from_slice(&id.values()[..]);
-    }
+    trove::query::vectors::for_each_embedding(path, dim, |id, v| {
+        ids.push(id);
+        rows.extend_from_slice(v);
+    })
+    .expect("embeddings.parquet");
     (rows, ids)
 }
 

@@ -79,6 +79,23 @@ pub struct QueryOptions {
     pub vector_weight: Option<f64>,
 }
 
+impl QueryOptions {
+    /// The best `k` of `mode` over the whole bundle: no filters, content included, the
+    /// embedder's default fusion weight.
+    pub fn unfiltered(mode: Mode, k: usize) -> Self {
+        QueryOptions {
+            mode,
+            k,
+            langs: Vec::new(),
+            types: Vec::new(),
+            path: None,
+            kinds: Vec::new(),
+            content: true,
+            vector_weight: None,
+        }
+    }
+}
+
 /// Default fusion weight of the vector arm per embedder backend. The `hash` embedder is a bag of
 /// hashed words (vector alone on the dev eval: R@10 0.40): at weight 1 it outvotes BM25 (hybrid
 /// R@10 0.68 vs BM25's 0.80); at 0.25 hybrid keeps BM25's recall and precision (R@10 0.775, MRR 0.45).

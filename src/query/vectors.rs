@@ -13,6 +13,41 @@ use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"TRVVEC01";
 
+/// Calls `row(chunk_id, vector)` for each row of the `embeddings.parquet` at `path`, in file
+/// order; its vectors must have `dim` floats.
+pub fn for_each_embedding(path: &Path, dim: usize, mut row: impl FnMut(i64, &[f32])) -> Result<()> {
+    let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f)?.build()?;
+    for batch in reader {
+        let batch = batch?;
+        let bad = || Error::bundle(path, "embeddings.parquet has an unexpected schema");
+        let id_col = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .ok_or_else(bad)?;
+        let lists = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<FixedSizeListArray>()
+            .ok_or_else(bad)?;
+        let values = lists
+            .values()
+            .as_any()
+            .downcast_ref::<Float32Array>()
+            .ok_or_else(bad)?;
+        if lists.value_length() as usize != dim {
+            return Err(bad());
+        }
+        let vals = values.values();
+        for r in 0..batch.num_rows() {
+            let start = (lists.offset() + r) * dim;
+            row(id_col.value(r), &vals[start..start + dim]);
+        }
+    }
+    Ok(())
+}
+
 /// Embeddings as a contiguous int8 matrix, kept in its on-disk encoding (header, ids, scales,
 /// rows) so a cached matrix is used as mapped, with no decoding copy.
 pub struct Matrix {
@@ -48,44 +83,17 @@ impl Matrix {
     }
 
     fn from_parquet(path: &Path, dim: usize) -> Result<Vec<u8>> {
-        let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(f)?.build()?;
         let (mut ids, mut scales, mut data) = (Vec::new(), Vec::new(), Vec::new());
-        for batch in reader {
-            let batch = batch?;
-            let bad = || Error::bundle(path, "embeddings.parquet has an unexpected schema");
-            let id_col = batch
-                .column(0)
-                .as_any()
-                .downcast_ref::<Int64Array>()
-                .ok_or_else(bad)?;
-            let lists = batch
-                .column(1)
-                .as_any()
-                .downcast_ref::<FixedSizeListArray>()
-                .ok_or_else(bad)?;
-            let values = lists
-                .values()
-                .as_any()
-                .downcast_ref::<Float32Array>()
-                .ok_or_else(bad)?;
-            if lists.value_length() as usize != dim {
-                return Err(bad());
-            }
-            let vals = values.values();
-            for row in 0..batch.num_rows() {
-                ids.push(id_col.value(row));
-                let start = (lists.offset() + row) * dim;
-                let v = &vals[start..start + dim];
-                let max = v.iter().fold(0f32, |a, x| a.max(x.abs()));
-                let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-                scales.push(scale);
-                data.extend(
-                    v.iter()
-                        .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8 as u8),
-                );
-            }
-        }
+        for_each_embedding(path, dim, |id, v| {
+            ids.push(id);
+            let max = v.iter().fold(0f32, |a, x| a.max(x.abs()));
+            let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+            scales.push(scale);
+            data.extend(
+                v.iter()
+                    .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8 as u8),
+            );
+        })?;
         let n = ids.len();
         let mut bytes = Vec::with_capacity(HEADER + n * (12 + dim));
         bytes.extend_from_slice(MAGIC);
