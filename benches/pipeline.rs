@@ -4,7 +4,6 @@
 //! `CodeSplitter` is in benches/peers (its own crate: the peers stay out of trove's build).
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use std::path::Path;
 
 use trove::bundle::{BundleWriter, ChunkRecord, FileRecord};
 use trove::chunk::chunk_file;
@@ -13,33 +12,13 @@ use trove::embed::HashEmbedder;
 use trove::extract::tokenize;
 use trove::lang::Registry;
 
-fn fixtures() -> Vec<(String, String)> {
-    // Read at run time: the bench binary may come from a shared target dir built in another checkout.
-    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf());
-    let root = manifest_dir.join("fixtures/languages");
-    let mut out = Vec::new();
-    for lang in std::fs::read_dir(&root).expect("fixtures") {
-        let lang = lang.expect("entry").path();
-        for f in std::fs::read_dir(&lang).expect("lang dir") {
-            let p = f.expect("file").path();
-            let rel = format!(
-                "{}/{}",
-                lang.file_name().unwrap().to_string_lossy(),
-                p.file_name().unwrap().to_string_lossy()
-            );
-            out.push((rel, std::fs::read_to_string(&p).expect("utf-8 fixture")));
-        }
-    }
-    out.sort();
-    out
-}
+#[path = "common/fixtures.rs"]
+mod fixtures;
 
 fn bench(c: &mut Criterion) {
     let reg = Registry::load(&[]).expect("registry");
     let cfg = PipelineConfig::defaults().expect("defaults");
-    let files = fixtures();
+    let files = fixtures::language_fixtures(".");
     let mut g = c.benchmark_group("chunk");
     for (rel, text) in &files {
         let lang = reg.detect(rel, text.as_bytes());

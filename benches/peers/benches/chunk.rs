@@ -8,39 +8,18 @@
 //! $HOME/.cache/trove-peers-target/criterion` prints the ratios.
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use std::path::Path;
 
 use trove::chunk::chunk_file;
 use trove::config::PipelineConfig;
 use trove::lang::Registry;
 
-fn fixtures() -> Vec<(String, String)> {
-    // Read at run time: the bench binary may come from a target dir built in another checkout.
-    let here = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf());
-    let root = here.join("../../fixtures/languages");
-    let mut out = Vec::new();
-    for lang in std::fs::read_dir(&root).expect("fixtures") {
-        let lang = lang.expect("entry").path();
-        for f in std::fs::read_dir(&lang).expect("lang dir") {
-            let p = f.expect("file").path();
-            let rel = format!(
-                "{}/{}",
-                lang.file_name().unwrap().to_string_lossy(),
-                p.file_name().unwrap().to_string_lossy()
-            );
-            out.push((rel, std::fs::read_to_string(&p).expect("utf-8 fixture")));
-        }
-    }
-    out.sort();
-    out
-}
+#[path = "../../common/fixtures.rs"]
+mod fixtures;
 
 fn bench(c: &mut Criterion) {
     let reg = Registry::load(&[]).expect("registry");
     let cfg = PipelineConfig::defaults().expect("defaults");
-    let files = fixtures();
+    let files = fixtures::language_fixtures("../..");
     // The same files, the same grammar, a comparable budget: text-splitter counts characters,
     // trove non-whitespace characters (its default 1800 of them).
     let mut g = c.benchmark_group("chunk-vs-text-splitter");
