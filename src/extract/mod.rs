@@ -36,11 +36,7 @@ pub fn tokenize(text: &str, max_len: usize, mut emit: impl FnMut(&str)) {
         };
         lower(&mut buf, word);
         emit(&buf);
-        if ascii {
-            split_parts_ascii(word.as_bytes(), &mut parts);
-        } else {
-            split_parts(word, &mut parts);
-        }
+        split_parts(word, ascii, &mut parts);
         if parts.len() > 1 {
             for &(s, e) in &parts {
                 let part = &word[s..e];
@@ -97,38 +93,6 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// [`split_parts`] for an ASCII word, on its bytes.
-fn split_parts_ascii(w: &[u8], out: &mut Vec<(usize, usize)>) {
-    out.clear();
-    let mut start: Option<usize> = None;
-    for (i, &c) in w.iter().enumerate() {
-        if c == b'_' {
-            if let Some(s) = start.take() {
-                out.push((s, i));
-            }
-            continue;
-        }
-        let Some(s) = start else {
-            start = Some(i);
-            continue;
-        };
-        let prev = w[i - 1];
-        let next = w.get(i + 1);
-        let boundary = (prev.is_ascii_lowercase() || prev.is_ascii_digit())
-            && c.is_ascii_uppercase()
-            || prev.is_ascii_uppercase()
-                && c.is_ascii_uppercase()
-                && next.is_some_and(u8::is_ascii_lowercase);
-        if boundary {
-            out.push((s, i));
-            start = Some(i);
-        }
-    }
-    if let Some(s) = start {
-        out.push((s, w.len()));
-    }
-}
-
 /// Tokens of `text` as owned strings (tests, queries).
 pub fn tokens(text: &str, max_len: usize) -> Vec<String> {
     let mut v = Vec::new();
@@ -148,7 +112,7 @@ pub fn reference_tokens(text: &str, max_len: usize) -> Vec<String> {
             continue;
         }
         v.push(word.chars().flat_map(char::to_lowercase).collect());
-        split_parts(word, &mut parts);
+        split_parts(word, false, &mut parts);
         if parts.len() > 1 {
             for &(s, e) in &parts {
                 let part = &word[s..e];
@@ -161,14 +125,62 @@ pub fn reference_tokens(text: &str, max_len: usize) -> Vec<String> {
     v
 }
 
+/// What a character is to the sub-word rule.
+#[derive(Clone, Copy, PartialEq)]
+enum Case {
+    Lower,
+    Upper,
+    Digit,
+    Underscore,
+    Other,
+}
+
 /// Byte ranges of the sub-words of an identifier: split at `_`, at lower→upper (`fooBar`), at the
 /// end of an acronym (`HTTPServer` → `HTTP`, `Server`) and between letters and digits runs are kept.
-fn split_parts(word: &str, out: &mut Vec<(usize, usize)>) {
+/// `ascii`: the word is ASCII and is read as bytes (the same cases: for ASCII, the Unicode and
+/// ASCII case rules agree), else char by char.
+fn split_parts(word: &str, ascii: bool, out: &mut Vec<(usize, usize)>) {
+    if ascii {
+        let case = |b: u8| match b {
+            b'_' => Case::Underscore,
+            b'a'..=b'z' => Case::Lower,
+            b'A'..=b'Z' => Case::Upper,
+            b'0'..=b'9' => Case::Digit,
+            _ => Case::Other,
+        };
+        split_by_case(word.bytes().map(case).enumerate(), word.len(), out);
+    } else {
+        let case = |(i, c): (usize, char)| {
+            let k = if c == '_' {
+                Case::Underscore
+            } else if c.is_lowercase() {
+                Case::Lower
+            } else if c.is_uppercase() {
+                Case::Upper
+            } else if c.is_ascii_digit() {
+                Case::Digit
+            } else {
+                Case::Other
+            };
+            (i, k)
+        };
+        split_by_case(word.char_indices().map(case), word.len(), out);
+    }
+}
+
+/// [`split_parts`] over (byte offset, case) of each character of a word `len` bytes long.
+fn split_by_case(
+    cases: impl Iterator<Item = (usize, Case)>,
+    len: usize,
+    out: &mut Vec<(usize, usize)>,
+) {
     out.clear();
-    let chars: Vec<(usize, char)> = word.char_indices().collect();
+    let mut cases = cases.peekable();
     let mut start: Option<usize> = None;
-    for (k, &(i, c)) in chars.iter().enumerate() {
-        if c == '_' {
+    let mut prev = Case::Other;
+    while let Some((i, c)) = cases.next() {
+        let was = std::mem::replace(&mut prev, c);
+        if c == Case::Underscore {
             if let Some(s) = start.take() {
                 out.push((s, i));
             }
@@ -178,17 +190,16 @@ fn split_parts(word: &str, out: &mut Vec<(usize, usize)>) {
             start = Some(i);
             continue;
         };
-        let prev = chars[k - 1].1;
-        let next = chars.get(k + 1).map(|&(_, n)| n);
-        let boundary = (prev.is_lowercase() || prev.is_ascii_digit()) && c.is_uppercase()
-            || prev.is_uppercase() && c.is_uppercase() && next.is_some_and(char::is_lowercase);
+        let next = cases.peek().map(|&(_, n)| n);
+        let boundary = matches!(was, Case::Lower | Case::Digit) && c == Case::Upper
+            || was == Case::Upper && c == Case::Upper && next == Some(Case::Lower);
         if boundary {
             out.push((s, i));
             start = Some(i);
         }
     }
     if let Some(s) = start {
-        out.push((s, word.len()));
+        out.push((s, len));
     }
 }
 
