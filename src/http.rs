@@ -46,6 +46,16 @@ pub struct Client {
 }
 
 impl Client {
+    /// A client as a config's `timeout_secs` (at least 1), `retries` and `api_key_env` (the
+    /// variable holding the API key; empty or unset: none) ask.
+    pub fn from_config(timeout_secs: u64, retries: u32, api_key_env: &str) -> Self {
+        Client::new(
+            Duration::from_secs(timeout_secs.max(1)),
+            retries,
+            key_from_env(api_key_env),
+        )
+    }
+
     /// A client whose calls time out after `timeout`, retried up to `retries` times.
     pub fn new(timeout: Duration, retries: u32, key: Option<String>) -> Self {
         let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -226,6 +236,6 @@ pub fn endpoint(base: &str, path: &str) -> String {
 }
 
 /// The API key from the environment variable `var` (empty or unset: none).
-pub fn key_from_env(var: &str) -> Option<String> {
+fn key_from_env(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|k| !k.trim().is_empty())
 }

@@ -145,11 +145,10 @@ impl Counts {
 #[cfg(feature = "openai")]
 mod llm {
     use super::*;
-    use crate::http::{Client, endpoint, key_from_env};
+    use crate::http::{Client, endpoint};
     use rustc_hash::FxHashMap;
     use std::io::Write;
     use std::sync::Condvar;
-    use std::time::Duration;
 
     /// The `llm` summarizer (see the module docs).
     pub struct LlmSummarizer {
@@ -182,11 +181,7 @@ mod llm {
             );
             let (cache, cache_file) = open_cache(&key_prefix[..32]);
             Ok(LlmSummarizer {
-                client: Client::new(
-                    Duration::from_secs(cfg.timeout_secs.max(1)),
-                    cfg.retries,
-                    key_from_env(&cfg.api_key_env),
-                ),
+                client: Client::from_config(cfg.timeout_secs, cfg.retries, &cfg.api_key_env),
                 url: endpoint(&cfg.url, "chat/completions"),
                 model: cfg.model.clone(),
                 prompts,

@@ -7,11 +7,10 @@
 //! reply is checked against it. An "input too long" refusal cuts the longest inputs in half and
 //! tries again (each cut counted); retries, backoff and `Retry-After` are [`crate::http`]'s.
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
 
 use super::{Counters, Embedder, Limits};
 use crate::config::EmbedConfig;
-use crate::http::{Client, Failure, endpoint, key_from_env};
+use crate::http::{Client, Failure, endpoint};
 use crate::{Error, Result};
 
 /// Halvings of too-long inputs tried before giving up.
@@ -35,11 +34,7 @@ impl OpenAiEmbedder {
     /// skips the probe call; without it one call learns the dimension.
     pub fn new(cfg: &EmbedConfig, known_dim: Option<usize>) -> Result<Self> {
         let mut e = OpenAiEmbedder {
-            client: Client::new(
-                Duration::from_secs(cfg.timeout_secs.max(1)),
-                cfg.retries,
-                key_from_env(&cfg.api_key_env),
-            ),
+            client: Client::from_config(cfg.timeout_secs, cfg.retries, &cfg.api_key_env),
             url: endpoint(&cfg.url, "embeddings"),
             model: cfg.model.clone(),
             dimensions: cfg.dimensions,
