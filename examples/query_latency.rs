@@ -1,9 +1,10 @@
 //! Warm in-process query latency over one bundle, for scripts/bench-query.sh.
 //!
 //! Opens BUNDLE once, runs every query of QUERIES (one per line) once to warm up, then times each
-//! query once per mode (BM25, vector, hybrid) and prints p50/p95 in milliseconds. Beside them, the
-//! vector floor: a plain brute-force f32 scan of every embedding (read from embeddings.parquet into
-//! memory, dot product, top 10), the least any vector search over the same rows can do.
+//! query once per mode (BM25, vector, hybrid; then BM25 with the hits' text) and prints p50/p95 in
+//! milliseconds. Beside them, the vector floor: a plain brute-force f32 scan of every embedding
+//! (read from embeddings.parquet into memory, dot product, top 10), the least any vector search
+//! over the same rows can do.
 //!
 //! Run: `cargo run --release --example query_latency -- BUNDLE QUERIES`
 //! Prints one JSON object per line: {"what": ..., "queries": N, "p50_ms": .., "p95_ms": ..}.
@@ -27,12 +28,19 @@ fn main() {
         .map(str::to_string)
         .collect();
     let b = Bundle::open(Path::new(bundle)).expect("open bundle");
-    for (name, mode) in [
-        ("bm25", Mode::Bm25),
-        ("vector", Mode::Vector),
-        ("hybrid", Mode::Hybrid),
+    // The modes return what the tantivy peer returns (the top 10 with their rows: path, lines,
+    // symbol; no text), as `trove query --format jsonl` does; `bm25+content` adds each hit's text,
+    // read from chunks.parquet, as the text output's snippets need.
+    for (name, mode, content) in [
+        ("bm25", Mode::Bm25, false),
+        ("vector", Mode::Vector, false),
+        ("hybrid", Mode::Hybrid, false),
+        ("bm25+content", Mode::Bm25, true),
     ] {
-        let o = QueryOptions::unfiltered(mode, 10);
+        let o = QueryOptions {
+            content,
+            ..QueryOptions::unfiltered(mode, 10)
+        };
         let ms = time_each(&queries, |q| {
             std::hint::black_box(b.search(q, &o).expect("search"));
         });

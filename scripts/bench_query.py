@@ -5,8 +5,10 @@ For each size: generates a synthetic corpus (Rust files of small functions whose
 and bodies draw from a fixed vocabulary, the same as benches/query.rs), indexes it with trove, and
 times 50 queries (two to four vocabulary words each, fixed seed):
   - whole process: `trove query` started once per query, warm page and query caches, p50/p95;
-  - warm in-process: the query_latency example (bundle opened once), BM25, vector and hybrid,
-    and the vector floor, a brute-force f32 scan of every embedding;
+  - warm in-process: the query_latency example (bundle opened once), BM25, vector and hybrid
+    (the top 10 with their rows, no text, as the tantivy peer returns ids), BM25 with the hits'
+    text (what the text output's snippets cost), and the vector floor, a brute-force f32 scan of
+    every embedding;
   - tantivy: the same chunks (exported with `trove sql --format json`) in a tantivy index, the
     same queries.
 Then the ratios the targets are stated in.

@@ -205,8 +205,9 @@ fn a_damaged_or_unwritable_cache_changes_nothing() {
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
     assert!(
-        names.iter().any(|n| n.starts_with("vectors-"))
-            && names.iter().any(|n| n.starts_with("rows-")),
+        ["vectors-", "rows-", "inverted-"]
+            .iter()
+            .all(|k| names.iter().any(|n| n.starts_with(k))),
         "{names:?}"
     );
     let sizes: Vec<u64> = files.iter().map(|p| p.metadata().unwrap().len()).collect();

@@ -192,3 +192,90 @@ fn vector_search_ranks_like_the_vector_arm() {
     let none = sql_json(&b, "SELECT count(*) AS n FROM vector_search('zzqxjv', 5)");
     assert_eq!(none[0]["n"], 0);
 }
+
+/// `trove query --mode bm25` (the cached inverted index) ranks exactly as the `bm25_search` SQL
+/// macro (plain SQL over `terms`/`postings`) on 150 generated config files (no name or doc
+/// signal applies to config chunks), with and without a path filter, ties included.
+#[test]
+fn query_bm25_ranks_as_the_sql_macro() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    let words = [
+        "parse", "token", "retry", "backoff", "cache", "shard", "commit", "vector", "socket",
+        "render", "widget", "invoice", "stream", "buffer", "manifest", "router",
+    ];
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n) as usize
+    };
+    for i in 0..150 {
+        let len = 2 + next(20);
+        let text: Vec<&str> = (0..len).map(|_| words[next(words.len() as u64)]).collect();
+        let rel = format!("d{}/f{i}.yaml", i % 3);
+        write(&root, &rel, format!("{}\n", text.join(" ")).as_bytes());
+    }
+    let b = t.path().join("b");
+    index(&root, &b, &[]);
+    let rounded = |v: &serde_json::Value| format!("{:.9}", v.as_f64().unwrap());
+    for (q, glob) in [
+        ("retry backoff", None),
+        ("cache", None),
+        ("vector socket widget", None),
+        ("parse token", Some("d1/*")),
+    ] {
+        let mut args: Vec<&str> = vec![q, "--mode", "bm25", "-k", "200"];
+        let filter = match glob {
+            Some(g) => {
+                args.extend(["--path", g]);
+                format!("WHERE c.path GLOB '{g}'")
+            }
+            None => String::new(),
+        };
+        let mut all: Vec<&std::ffi::OsStr> = vec![b.as_os_str()];
+        all.extend(args.iter().map(std::ffi::OsStr::new));
+        let hits = query_jsonl(&all);
+        let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
+        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{q}: {scores:?}");
+        let native: Vec<(String, String, i64)> = hits
+            .iter()
+            .map(|h| {
+                let path = h["path"].as_str().unwrap().to_string();
+                (
+                    rounded(&h["score"]),
+                    path,
+                    h["start_line"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        let sql: Vec<(String, String, i64)> = sql_json(
+            &b,
+            &format!(
+                "SELECT c.path, c.start_line, s.score FROM bm25_search('{q}', 100000) s \
+                 JOIN chunks c USING (chunk_id) {filter} ORDER BY s.score DESC, s.chunk_id"
+            ),
+        )
+        .iter()
+        .map(|r| {
+            let path = r["path"].as_str().unwrap().to_string();
+            (
+                rounded(&r["score"]),
+                path,
+                r["start_line"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+        assert!(sql.len() > 10, "{q}: {} matches", sql.len());
+        assert_eq!(native.len(), sql.len(), "{q}");
+        // Equal scores within 1e-9 position by position; ties (equal rounded scores) compared as
+        // sets, since two engines may sum one chunk's terms in another order.
+        let grouped = |v: &[(String, String, i64)]| {
+            let mut v = v.to_vec();
+            v.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            v
+        };
+        assert_eq!(grouped(&native), grouped(&sql), "{q}");
+    }
+}

@@ -1,13 +1,15 @@
 //! Query stage: search one or more bundles.
 //!
-//! Input: bundle directories and a query text. Output: ranked [`Hit`]s. The BM25 arm is plain SQL
-//! over `terms`/`postings`/`chunks` in an embedded DuckDB (only the needed columns are read; the
-//! literal term list lets DuckDB skip postings row groups by their min/max `term`); the vector arm
-//! embeds the query with the bundle's own embedder and scans a cached int8 matrix ([`vectors`]);
-//! each arm keeps its own top N and Reciprocal Rank Fusion (k = 60) joins them.
+//! Input: bundle directories and a query text. Output: ranked [`Hit`]s. The BM25 arm scores the
+//! query terms' postings from a cached inverted index of `postings.parquet` ([`inverted`]), with the
+//! ranking of the `bm25_search` SQL macro that any Parquet engine can run; the vector arm embeds the
+//! query with the bundle's own embedder and scans a cached int8 matrix ([`vectors`]); each arm keeps
+//! its own top N and Reciprocal Rank Fusion (k = 60) joins them. DuckDB is opened only for filters
+//! and for name lookups in `symbols`.
 //! Invariants: the query is tokenized by the same code as the index; a bundle made with another
 //! embedder than this build can reproduce is refused.
 pub mod cache;
+pub mod inverted;
 pub mod lookup;
 pub mod rows;
 pub mod sql;
@@ -155,6 +157,8 @@ pub struct Bundle {
     conn: std::sync::OnceLock<duckdb::Connection>,
     /// The vector matrix, loaded on first use and kept for the life of this handle.
     matrix: std::sync::OnceLock<vectors::Matrix>,
+    /// The BM25 inverted index, loaded on first use.
+    inverted: std::sync::OnceLock<inverted::Inverted>,
     /// The chunk rows, loaded on first use.
     rows: std::sync::OnceLock<rows::Rows>,
     /// The bundle's embedder, built on first use (a local model loads once).
@@ -230,6 +234,7 @@ impl Bundle {
             manifest,
             conn: std::sync::OnceLock::new(),
             matrix: std::sync::OnceLock::new(),
+            inverted: std::sync::OnceLock::new(),
             rows: std::sync::OnceLock::new(),
             embedder: std::sync::OnceLock::new(),
         })
@@ -290,56 +295,68 @@ impl Bundle {
         !(o.langs.is_empty() && o.types.is_empty() && o.kinds.is_empty() && o.path.is_none())
     }
 
-    /// BM25 over the query terms, given as (term, weight × idf) from [`Bundle::idf`]; returns
-    /// (chunk id, score), best first.
+    /// BM25 over the query terms, given as (term, weight × idf) from [`Bundle::idf`], over the
+    /// chunks in `allowed` (all when `None`); returns the best `n` (chunk id, score), best first.
     pub fn bm25(
         &self,
         idf: &[(String, f64)],
-        o: &QueryOptions,
+        allowed: Option<&FxHashSet<i64>>,
         n: usize,
     ) -> Result<Vec<(i64, f64)>> {
         if idf.is_empty() {
             return Ok(Vec::new());
         }
-        let b = &self.manifest.bm25;
-        let list = idf
-            .iter()
-            .map(|(t, _)| lit(t))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let values = idf
-            .iter()
-            .map(|(t, w)| format!("({}, {w}::DOUBLE)", lit(t)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        // Postings carry their chunk's length, so BM25 reads `postings` alone; `chunks` is read only
-        // to apply filters.
-        let filter = if Self::has_filters(o) {
-            format!(
-                "AND chunk_id IN (SELECT chunk_id FROM chunks c WHERE {})",
-                Self::filter_sql(o)
-            )
-        } else {
-            String::new()
-        };
+        Ok(self.inverted()?.top(idf, n, allowed))
+    }
+
+    /// The BM25 inverted index (built from `postings.parquet` on first use, then cached).
+    fn inverted(&self) -> Result<&inverted::Inverted> {
+        loaded(&self.inverted, || {
+            inverted::Inverted::load(&self.dir, &self.manifest)
+        })
+    }
+
+    /// The ids of the chunks that pass the filters, `None` without filters.
+    fn allowed(&self, o: &QueryOptions) -> Result<Option<FxHashSet<i64>>> {
+        if !Self::has_filters(o) {
+            return Ok(None);
+        }
         let sql = format!(
-            "WITH t(term, idf) AS (VALUES {values}),
-                  p AS (SELECT term, chunk_id, tf, doc_len FROM postings WHERE term IN ({list}) {filter})
-             SELECT p.chunk_id, sum(t.idf * p.tf * ({k1} + 1) / (p.tf + {k1} * (1 - {b} + {b} * p.doc_len / {avgdl}))) AS score
-             FROM p JOIN t USING (term)
-             GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT {n}",
-            k1 = b.k1,
-            b = b.b,
-            avgdl = b.avgdl.max(1e-9),
+            "SELECT chunk_id FROM chunks c WHERE {}",
+            Self::filter_sql(o)
         );
+        // As Arrow batches: a filter that keeps most of a 1M-chunk bundle returns 1M ids,
+        // which row-by-row conversion takes ≈200 ms to deliver.
         let mut stmt = self.conn()?.prepare(&sql)?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?)))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        let mut ids = FxHashSet::default();
+        for batch in stmt.query_arrow([])? {
+            let col = batch
+                .column(0)
+                .as_any()
+                .downcast_ref::<arrow::array::Int64Array>()
+                .ok_or_else(|| Error::bundle(&self.dir, "chunk_id is not BIGINT"))?;
+            ids.extend(col.values().iter().copied());
+        }
+        Ok(Some(ids))
     }
 
     /// (term, weight × idf) for the query terms this bundle knows.
     pub fn idf(&self, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
         idf_weights(&self.dir, self.manifest.bm25.n_docs, terms)
+    }
+
+    /// [`Bundle::idf`] with the document frequencies from the inverted index (its postings per
+    /// term, which `terms.df` counts), for a query that loads the index anyway.
+    fn idf_indexed(&self, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
+        let index = self.inverted()?;
+        let n = self.manifest.bm25.n_docs;
+        Ok(terms
+            .iter()
+            .filter_map(|(t, w)| match index.df(t) {
+                0 => None,
+                df => Some((t.clone(), w * idf(n, df))),
+            })
+            .collect())
     }
 
     /// What turns query text into this bundle's query vector (for the SQL function `trove_embed`).
@@ -358,38 +375,17 @@ impl Bundle {
         e: &QueryModel,
         query: &str,
         idf: &[(String, f64)],
-        o: &QueryOptions,
+        allowed: Option<&FxHashSet<i64>>,
         n: usize,
     ) -> Result<Vec<(i64, f64)>> {
         let Some(q) = e.query_vector(query, idf)? else {
             return Ok(Vec::new());
         };
-        let allowed = if Self::has_filters(o) {
-            let sql = format!(
-                "SELECT chunk_id FROM chunks c WHERE {}",
-                Self::filter_sql(o)
-            );
-            // As Arrow batches: a filter that keeps most of a 1M-chunk bundle returns 1M ids,
-            // which row-by-row conversion takes ≈200 ms to deliver.
-            let mut stmt = self.conn()?.prepare(&sql)?;
-            let mut ids = FxHashSet::default();
-            for batch in stmt.query_arrow([])? {
-                let col = batch
-                    .column(0)
-                    .as_any()
-                    .downcast_ref::<arrow::array::Int64Array>()
-                    .ok_or_else(|| Error::bundle(&self.dir, "chunk_id is not BIGINT"))?;
-                ids.extend(col.values().iter().copied());
-            }
-            Some(ids)
-        } else {
-            None
-        };
         let m = loaded(&self.matrix, || {
             vectors::Matrix::load(&self.dir, &self.manifest)
         })?;
         let min = e.min_cosine();
-        Ok(m.top(&q, n, allowed.as_ref())
+        Ok(m.top(&q, n, allowed)
             .into_iter()
             .filter(|(_, s)| *s >= min)
             .map(|(id, s)| (id, f64::from(s)))
@@ -449,28 +445,9 @@ impl Bundle {
     /// The chunks holding the definitions of `query` when it is a name or a dotted/scoped path
     /// (exact name; a path must match the end of the symbol path), exported ones first.
     fn definition_chunks(&self, query: &str) -> Result<Vec<i64>> {
-        let q = query.trim();
-        let parts: Vec<&str> = q
-            .split(['.', ':', '>', ' '])
-            .filter(|p| !p.is_empty())
-            .collect();
-        let ident = |p: &str| {
-            p.chars()
-                .next()
-                .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
-                && p.chars()
-                    .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+        let Some(parts) = name_parts(query) else {
+            return Ok(Vec::new());
         };
-        let joined_ok = q
-            .chars()
-            .all(|c| c.is_alphanumeric() || "_$.:> ".contains(c));
-        if parts.is_empty() || parts.len() > 4 || !joined_ok || !parts.iter().all(|p| ident(p)) {
-            return Ok(Vec::new());
-        }
-        // A multi-word query is text, not a name (`retry backoff`), unless joined by `>`.
-        if q.contains(' ') && !q.contains('>') {
-            return Ok(Vec::new());
-        }
         let name = parts[parts.len() - 1];
         let path = parts.join(" > ");
         let sql = format!(
@@ -499,9 +476,9 @@ impl Bundle {
             Some(self.embedder()?)
         };
         let (bm25, vector) = std::thread::scope(|scope| -> Result<_> {
-            // DuckDB takes ≈30 ms to start: open it on a second thread while this one looks up
-            // the terms and runs the vector arm (which needs SQL only for filters).
-            let needs_sql = o.mode != Mode::Vector || Self::has_filters(o);
+            // DuckDB takes ≈30 ms to start and is needed only for filters and name lookups: open
+            // it on a second thread while this one looks up the terms and runs the arms.
+            let needs_sql = Self::has_filters(o) || name_parts(query).is_some();
             let mut pending = (needs_sql && self.conn.get().is_none()).then(|| {
                 let dir = self.dir.clone();
                 scope.spawn(move || open_duckdb(&dir))
@@ -515,21 +492,40 @@ impl Bundle {
                 }
                 Ok(())
             };
-            // One lookup of the query terms' document frequencies serves both arms.
-            let idf = self.idf(&terms)?;
-            if Self::has_filters(o) {
-                join()?;
-            }
-            let vector = match &embedder {
-                Some(e) => self.vector(e, query, &idf, o, ARM_CANDIDATES)?,
-                None => Vec::new(),
-            };
-            join()?;
-            let bm25 = if o.mode == Mode::Vector {
-                Vec::new()
+            // One lookup of the query terms' document frequencies serves both arms: from the
+            // inverted index when BM25 runs (it is loaded anyway), else from `terms.parquet`.
+            let idf = if o.mode == Mode::Vector {
+                self.idf(&terms)?
             } else {
-                self.bm25(&idf, o, ARM_CANDIDATES)?
+                self.idf_indexed(&terms)?
             };
+            let allowed = if Self::has_filters(o) {
+                join()?;
+                self.allowed(o)?
+            } else {
+                None
+            };
+            // In hybrid mode the arms run side by side: BM25 on a second thread.
+            let (bm25, vector) = std::thread::scope(|arms| -> Result<_> {
+                let bm25 = (o.mode != Mode::Vector).then(|| {
+                    let (index, idf, allowed) = (self.inverted(), &idf, allowed.as_ref());
+                    arms.spawn(move || -> Result<_> {
+                        Ok(index?.top(idf, ARM_CANDIDATES, allowed))
+                    })
+                });
+                let vector = match &embedder {
+                    Some(e) => self.vector(e, query, &idf, allowed.as_ref(), ARM_CANDIDATES)?,
+                    None => Vec::new(),
+                };
+                let bm25 = match bm25 {
+                    Some(h) => h
+                        .join()
+                        .map_err(|_| Error::Other("the BM25 arm panicked".into()))??,
+                    None => Vec::new(),
+                };
+                Ok((bm25, vector))
+            })?;
+            join()?;
             Ok((bm25, vector))
         })?;
         let mut ids: Vec<i64> = bm25.iter().chain(&vector).map(|(id, _)| *id).collect();
@@ -601,6 +597,40 @@ impl Bundle {
     }
 }
 
+/// The parts of `query` when it is a name or a dotted/scoped path of up to four identifiers
+/// (`processPayment`, `UserService.processPayment`, `a::b`, `Outer > inner`); `None` for text.
+fn name_parts(query: &str) -> Option<Vec<&str>> {
+    let q = query.trim();
+    let parts: Vec<&str> = q
+        .split(['.', ':', '>', ' '])
+        .filter(|p| !p.is_empty())
+        .collect();
+    let ident = |p: &str| {
+        p.chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+            && p.chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+    };
+    let joined_ok = q
+        .chars()
+        .all(|c| c.is_alphanumeric() || "_$.:> ".contains(c));
+    if parts.is_empty() || parts.len() > 4 || !joined_ok || !parts.iter().all(|p| ident(p)) {
+        return None;
+    }
+    // A multi-word query is text, not a name (`retry backoff`), unless joined by `>`.
+    if q.contains(' ') && !q.contains('>') {
+        return None;
+    }
+    Some(parts)
+}
+
+/// BM25's idf of a term in `df` of `n` chunks (as the `bm25_search` SQL macro computes it).
+fn idf(n: u64, df: u64) -> f64 {
+    let (n, d) = (n as f64, df as f64);
+    (1.0 + (n - d + 0.5) / (d + 0.5)).ln()
+}
+
 /// (term, weight × idf) for the `terms` the bundle `dir` (of `n_docs` chunks) knows: their
 /// document frequencies are point reads of `terms.parquet`.
 fn idf_weights(dir: &Path, n_docs: u64, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
@@ -609,19 +639,12 @@ fn idf_weights(dir: &Path, n_docs: u64, terms: &[(String, f64)]) -> Result<Vec<(
     }
     let names: Vec<&str> = terms.iter().map(|(t, _)| t.as_str()).collect();
     let df = lookup::document_frequencies(&dir.join("terms.parquet"), &names)?;
-    let n = n_docs as f64;
-    let idf: FxHashMap<&str, f64> = df
-        .iter()
-        .map(|(t, &d)| {
-            (
-                t.as_str(),
-                (1.0 + (n - d as f64 + 0.5) / (d as f64 + 0.5)).ln(),
-            )
-        })
-        .collect();
     Ok(terms
         .iter()
-        .filter_map(|(t, w)| idf.get(t.as_str()).map(|i| (t.clone(), w * i)))
+        .filter_map(|(t, w)| {
+            let d = u64::try_from(*df.get(t.as_str())?).ok()?;
+            Some((t.clone(), w * idf(n_docs, d)))
+        })
         .collect())
 }
 
