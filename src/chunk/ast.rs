@@ -191,6 +191,8 @@ struct Frame<'t> {
     refs: Option<bool>,
     /// Where the children's named siblings start in the walk's sibling list.
     siblings: usize,
+    /// Children after the cursor's (the last needs no failed `goto_next_sibling`).
+    left: u32,
 }
 
 /// One walk over the tree, without recursion (one cursor, pre-order over named nodes): every
@@ -208,6 +210,7 @@ fn collect(
         defs: DefMode::Test(None),
         refs: lang.def.has_references().then_some(false),
         siblings: 0,
+        left: 0,
     };
     // frames[i]: the frame of the cursor's node's ancestor at depth i; empty at the root.
     let mut frames: Vec<Frame<'_>> = Vec::new();
@@ -232,22 +235,26 @@ fn collect(
             let child_refs = up.refs.and_then(|h| refs.visit(node, info, up.node, h));
             siblings.push(node);
             let descend = child_refs.is_some() || !matches!(mode, DefMode::Skip);
-            if descend && cursor.goto_first_child() {
+            // A leaf has no children to go to (`child_count` is a field read).
+            let children = if descend { node.child_count() } else { 0 };
+            if children > 0 && cursor.goto_first_child() {
                 frames.push(Frame {
                     node: Some(node),
                     defs: mode,
                     refs: child_refs,
                     siblings: siblings.len(),
+                    left: children - 1,
                 });
                 continue;
             }
         }
         // Next sibling, else up until one has a next sibling.
         loop {
-            if frames.is_empty() {
+            let Some(f) = frames.last_mut() else {
                 return (defs, top, refs.finish());
-            }
-            if cursor.goto_next_sibling() {
+            };
+            if f.left > 0 && cursor.goto_next_sibling() {
+                f.left -= 1;
                 break;
             }
             cursor.goto_parent();
