@@ -94,13 +94,13 @@ pub(super) fn chunk(b: &mut Builder<'_>, lang: &Language) -> bool {
     };
     let (defs, top, refs) = collect(b.text, lang, tree.root_node());
     emit_region(b, &defs, &top, 0, b.text.len(), &[]);
-    b.symbols = symbols(b, &defs, &lang.def.id);
+    b.symbols = symbols(b, defs, &lang.def.id);
     b.refs = refs;
     true
 }
 
 /// The definitions as symbols, in source order, each naming its parent's index.
-fn symbols(b: &Builder<'_>, defs: &[Def], lang: &str) -> Vec<super::Symbol> {
+fn symbols(b: &Builder<'_>, defs: Vec<Def>, lang: &str) -> Vec<super::Symbol> {
     let mut parent = vec![None; defs.len()];
     for (i, d) in defs.iter().enumerate() {
         for &c in &d.children {
@@ -123,23 +123,25 @@ fn symbols(b: &Builder<'_>, defs: &[Def], lang: &str) -> Vec<super::Symbol> {
             }
         }
     }
-    defs.iter()
+    defs.into_iter()
         .enumerate()
         .map(|(i, d)| {
-            let mut path = d.path.clone();
-            path.push(d.name.clone());
+            let mut path = d.path;
+            path.push(d.name);
+            let symbol_path = path.join(" > ");
+            let name = path.pop().unwrap_or_default();
             let end = d.end.max(d.node_start);
             super::Symbol {
-                kind: d.kind.clone(),
-                name: d.name.clone(),
-                symbol_path: path.join(" > "),
+                kind: d.kind,
+                name,
+                symbol_path,
                 start_byte: d.node_start,
                 end_byte: end,
                 start_line: b.idx.pos(d.node_start).0,
                 end_line: b.idx.pos(end.saturating_sub(1).max(d.node_start)).0,
                 name_line: b.idx.pos(d.name_start).0,
-                signature: d.signature.clone(),
-                docs: d.docs.clone(),
+                signature: d.signature,
+                docs: d.docs,
                 parent: parent[i],
                 exported: exported[i],
             }
