@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use tree_sitter::{Node, ParseOptions, Parser, Tree};
 
 use super::{Builder, Meta, nonws_chars};
-use crate::lang::{DefinitionRule, Language, node_text};
+use crate::lang::{DefinitionRule, KindInfo, Language, child_by_field, node_text};
 
 /// Kinds whose nested functions are methods.
 const TYPE_KINDS: &[&str] = &[
@@ -92,15 +92,15 @@ pub(super) fn chunk(b: &mut Builder<'_>, lang: &Language) -> bool {
     let Some(tree) = parse(b.text, lang, timeout) else {
         return false;
     };
-    let (defs, top) = collect(b.text, lang, tree.root_node());
+    let (defs, top, refs) = collect(b.text, lang, tree.root_node());
     emit_region(b, &defs, &top, 0, b.text.len(), &[]);
-    b.symbols = symbols(b, &defs, &lang.def.id);
-    b.refs = crate::lang::refs::references_in(lang, b.text, tree.root_node());
+    b.symbols = symbols(b, defs, &lang.def.id);
+    b.refs = refs;
     true
 }
 
 /// The definitions as symbols, in source order, each naming its parent's index.
-fn symbols(b: &Builder<'_>, defs: &[Def], lang: &str) -> Vec<super::Symbol> {
+fn symbols(b: &Builder<'_>, defs: Vec<Def>, lang: &str) -> Vec<super::Symbol> {
     let mut parent = vec![None; defs.len()];
     for (i, d) in defs.iter().enumerate() {
         for &c in &d.children {
@@ -123,23 +123,25 @@ fn symbols(b: &Builder<'_>, defs: &[Def], lang: &str) -> Vec<super::Symbol> {
             }
         }
     }
-    defs.iter()
+    defs.into_iter()
         .enumerate()
         .map(|(i, d)| {
-            let mut path = d.path.clone();
-            path.push(d.name.clone());
+            let mut path = d.path;
+            path.push(d.name);
+            let symbol_path = path.join(" > ");
+            let name = path.pop().unwrap_or_default();
             let end = d.end.max(d.node_start);
             super::Symbol {
-                kind: d.kind.clone(),
-                name: d.name.clone(),
-                symbol_path: path.join(" > "),
+                kind: d.kind,
+                name,
+                symbol_path,
                 start_byte: d.node_start,
                 end_byte: end,
                 start_line: b.idx.pos(d.node_start).0,
                 end_line: b.idx.pos(end.saturating_sub(1).max(d.node_start)).0,
                 name_line: b.idx.pos(d.name_start).0,
-                signature: d.signature.clone(),
-                docs: d.docs.clone(),
+                signature: d.signature,
+                docs: d.docs,
                 parent: parent[i],
                 exported: exported[i],
             }
@@ -168,93 +170,190 @@ fn exported(lang: &str, header: &str, name: &str) -> Option<bool> {
     }
 }
 
-/// Walks the tree without recursion and returns every definition plus the top-level ones.
-fn collect(text: &str, lang: &Language, root: Node<'_>) -> (Vec<Def>, Vec<usize>) {
-    let mut defs: Vec<Def> = Vec::new();
-    let mut top: Vec<usize> = Vec::new();
-    // (node, index of the enclosing definition)
-    let mut stack: Vec<(Node<'_>, Option<usize>)> = vec![(root, None)];
-    while let Some((node, parent)) = stack.pop() {
-        let mut inner = None;
-        if lang.is_wrapper(node.kind()) {
-            let mut c = node.walk();
-            inner = node
-                .named_children(&mut c)
-                .find(|n| qualifies(lang, *n, text));
-        } else if qualifies(lang, node, text) {
-            inner = Some(node);
-        }
-        let mut next_parent = parent;
-        let mut descend = node;
-        if let Some(def_node) = inner {
-            let parent_path = parent.map(|p| {
-                let d = &defs[p];
-                let mut v = d.path.clone();
-                v.push(d.name.clone());
-                v
-            });
-            let def = make_def(
-                text,
-                lang,
-                node,
-                def_node,
-                parent_path.unwrap_or_default(),
-                parent.map(|p| defs[p].kind.as_str()),
-            );
-            let i = defs.len();
-            defs.push(def);
-            match parent {
-                Some(p) => defs[p].children.push(i),
-                None => top.push(i),
-            }
-            next_parent = Some(i);
-            descend = def_node;
-        }
-        // Children go on the stack in reverse so they pop in source order.
-        let mark = stack.len();
-        let mut c = descend.walk();
-        stack.extend(descend.named_children(&mut c).map(|n| (n, next_parent)));
-        stack[mark..].reverse();
-    }
-    (defs, top)
+/// How the definition walk sees the children of a node.
+#[derive(Clone, Copy)]
+enum DefMode {
+    /// Each is tested; the definitions found are children of this one (or top-level).
+    Test(Option<usize>),
+    /// None is visited (a wrapper's children besides its definition).
+    Skip,
+    /// Only the child with this node id is visited: it is definition `.1` (a wrapper's own), so
+    /// it is not tested again and its children are that definition's.
+    Inner(usize, usize),
 }
 
-/// Whether `node` is a definition under the language's rules (and has a name).
-fn qualifies(lang: &Language, node: Node<'_>, text: &str) -> bool {
-    let Some(rule) = lang.rule_for(node.kind()) else {
-        return false;
+/// What the walk carries from a node to its children.
+#[derive(Clone, Copy)]
+struct Frame<'t> {
+    /// The node itself: its children's parent.
+    node: Option<Node<'t>>,
+    defs: DefMode,
+    /// Whether the reference walk visits them (not under an import), and whether they are in a
+    /// base-type list.
+    refs: Option<bool>,
+    /// Where the children's named siblings start in the walk's sibling list.
+    siblings: usize,
+    /// Children after the cursor's (the last needs no failed `goto_next_sibling`).
+    left: u32,
+}
+
+/// One walk over the tree, without recursion (one cursor, pre-order over named nodes): every
+/// definition, the top-level ones, and the file's references (`lang::refs`).
+fn collect(
+    text: &str,
+    lang: &Language,
+    root: Node<'_>,
+) -> (Vec<Def>, Vec<usize>, Vec<crate::lang::refs::Reference>) {
+    let mut defs: Vec<Def> = Vec::new();
+    let mut top: Vec<usize> = Vec::new();
+    let mut refs = crate::lang::refs::RefWalk::new(lang, text);
+    let root_frame = Frame {
+        node: None,
+        defs: DefMode::Test(None),
+        refs: lang.def.has_references().then_some(false),
+        siblings: 0,
+        left: 0,
     };
+    // frames[i]: the frame of the cursor's node's ancestor at depth i; empty at the root.
+    let mut frames: Vec<Frame<'_>> = Vec::new();
+    // The named nodes visited so far at each open level, in order: a node's earlier named
+    // siblings are the end of its level's run (what `prev_named_sibling` finds one by one, and
+    // tree-sitter finds that by walking down from the root).
+    let mut siblings: Vec<Node<'_>> = Vec::new();
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        if frames.is_empty() || node.is_named() {
+            let up = *frames.last().unwrap_or(&root_frame);
+            let info = lang.kind_info(node);
+            let mode = match up.defs {
+                DefMode::Inner(id, i) if id == node.id() => DefMode::Test(Some(i)),
+                DefMode::Inner(..) | DefMode::Skip => DefMode::Skip,
+                DefMode::Test(parent) => {
+                    let before = &siblings[up.siblings..];
+                    definition(text, lang, node, before, info, parent, &mut defs, &mut top)
+                }
+            };
+            let child_refs = up.refs.and_then(|h| refs.visit(node, info, up.node, h));
+            siblings.push(node);
+            let descend = child_refs.is_some() || !matches!(mode, DefMode::Skip);
+            // A leaf has no children to go to (`child_count` is a field read).
+            let children = if descend { node.child_count() } else { 0 };
+            if children > 0 && cursor.goto_first_child() {
+                frames.push(Frame {
+                    node: Some(node),
+                    defs: mode,
+                    refs: child_refs,
+                    siblings: siblings.len(),
+                    left: children - 1,
+                });
+                continue;
+            }
+        }
+        // Next sibling, else up until one has a next sibling.
+        loop {
+            let Some(f) = frames.last_mut() else {
+                return (defs, top, refs.finish());
+            };
+            if f.left > 0 && cursor.goto_next_sibling() {
+                f.left -= 1;
+                break;
+            }
+            cursor.goto_parent();
+            if let Some(f) = frames.pop() {
+                siblings.truncate(f.siblings);
+            }
+        }
+    }
+}
+
+/// Tests `node` (whose kind is `info`, after the named siblings `before`) as a definition under
+/// `parent`, records it, and returns how the definition walk sees its children.
+#[allow(clippy::too_many_arguments)]
+fn definition<'t>(
+    text: &str,
+    lang: &Language,
+    node: Node<'t>,
+    before: &[Node<'t>],
+    info: KindInfo,
+    parent: Option<usize>,
+    defs: &mut Vec<Def>,
+    top: &mut Vec<usize>,
+) -> DefMode {
+    let inner = if info.is_wrapper() {
+        let mut c = node.walk();
+        node.named_children(&mut c)
+            .find_map(|n| qualifies(lang, n, lang.kind_info(n), text).map(|name| (n, name)))
+    } else {
+        qualifies(lang, node, info, text).map(|name| (node, name))
+    };
+    let Some((def_node, name_node)) = inner else {
+        return DefMode::Test(parent);
+    };
+    let parent_path = parent.map(|p| {
+        let d = &defs[p];
+        let mut v = d.path.clone();
+        v.push(d.name.clone());
+        v
+    });
+    let def = make_def(
+        text,
+        lang,
+        node,
+        before,
+        def_node,
+        name_node,
+        parent_path.unwrap_or_default(),
+        parent.map(|p| defs[p].kind.as_str()),
+    );
+    let i = defs.len();
+    defs.push(def);
+    match parent {
+        Some(p) => defs[p].children.push(i),
+        None => top.push(i),
+    }
+    if def_node.id() == node.id() {
+        DefMode::Test(Some(i))
+    } else {
+        DefMode::Inner(def_node.id(), i)
+    }
+}
+
+/// Whether `node` (whose kind is `info`) is a definition under the language's rules and has a
+/// name: its name node.
+fn qualifies<'t>(lang: &Language, node: Node<'t>, info: KindInfo, text: &str) -> Option<Node<'t>> {
+    let rule = lang.rule(info.rule?);
     if let Some(f) = &rule.requires_field
-        && node.child_by_field_name(f).is_none()
+        && lang.child_by_field_name(node, f).is_none()
     {
-        return false;
+        return None;
     }
     if !rule.requires_value.is_empty() {
         // The node's own `value` (JSON/YAML pairs) or `rhs` (R's `f <- function() ..`), else its
         // declarator's value (`const f = () => ..`).
+        let fields = &lang.fields;
         let mut c = node.walk();
-        let value = node
-            .child_by_field_name("value")
-            .or_else(|| node.child_by_field_name("rhs"))
+        let value = child_by_field(node, fields.value)
+            .or_else(|| child_by_field(node, fields.rhs))
             .or_else(|| {
                 node.named_children(&mut c)
                     .find(|n| n.kind() == "variable_declarator")
-                    .and_then(|d| d.child_by_field_name("value"))
+                    .and_then(|d| child_by_field(d, fields.value))
             });
         if !value.is_some_and(|v| rule.requires_value.iter().any(|r| r == v.kind())) {
-            return false;
+            return None;
         }
     }
-    if !rule.when.is_empty() && !rule.when.iter().any(|w| field_text_is(node, text, w)) {
-        return false;
+    if !rule.when.is_empty() && !rule.when.iter().any(|w| field_text_is(lang, node, text, w)) {
+        return None;
     }
-    name_node(node, rule).is_some_and(|n| !node_text(text, n).trim().is_empty())
+    name_node(lang, node, rule).filter(|n| !node_text(text, *n).trim().is_empty())
 }
 
 /// Whether `field=text` holds for `node` (its field's text, trimmed, is `text`).
-fn field_text_is(node: Node<'_>, text: &str, cond: &str) -> bool {
+fn field_text_is(lang: &Language, node: Node<'_>, text: &str, cond: &str) -> bool {
     cond.split_once('=').is_some_and(|(field, want)| {
-        node.child_by_field_name(field)
+        lang.child_by_field_name(node, field)
             .is_some_and(|f| node_text(text, f).trim() == want)
     })
 }
@@ -265,7 +364,7 @@ fn identifier_like(kind: &str) -> bool {
 
 /// The node holding a definition's name: the rule's fields, then `declarator` chains (C/C++), then
 /// the first identifier-like node within a few levels.
-fn name_node<'t>(node: Node<'t>, rule: &DefinitionRule) -> Option<Node<'t>> {
+fn name_node<'t>(lang: &Language, node: Node<'t>, rule: &DefinitionRule) -> Option<Node<'t>> {
     let default = ["name".to_string()];
     let fields = if rule.name_fields.is_empty() {
         &default[..]
@@ -273,23 +372,23 @@ fn name_node<'t>(node: Node<'t>, rule: &DefinitionRule) -> Option<Node<'t>> {
         &rule.name_fields[..]
     };
     for f in fields {
-        if let Some(c) = follow(node, f) {
+        if let Some(c) = follow(lang, node, f) {
             return Some(if rule.name_style == "leaf" {
-                leaf_name(c)
+                leaf_name(lang, c)
             } else {
                 c
             });
         }
     }
-    if let Some(d) = node.child_by_field_name("declarator") {
-        return Some(leaf_name(d));
+    if let Some(d) = lang.child_by_field_name(node, "declarator") {
+        return Some(leaf_name(lang, d));
     }
     first_identifier(node)
 }
 
 /// Follows a name path: `/`-separated steps, each a field name or `@kind` (the first named child of
 /// that kind): `name`, `@type_binding/name`, `@function_command/@argument_list/@argument`.
-fn follow<'t>(node: Node<'t>, path: &str) -> Option<Node<'t>> {
+fn follow<'t>(lang: &Language, node: Node<'t>, path: &str) -> Option<Node<'t>> {
     let mut n = node;
     for step in path.split('/') {
         n = match step.strip_prefix('@') {
@@ -298,21 +397,21 @@ fn follow<'t>(node: Node<'t>, path: &str) -> Option<Node<'t>> {
                 let found = n.named_children(&mut c).find(|ch| ch.kind() == kind);
                 found?
             }
-            None => n.child_by_field_name(step)?,
+            None => lang.child_by_field_name(n, step)?,
         };
     }
     Some(n)
 }
 
 /// Follows `declarator`/`name` fields down to an identifier.
-fn leaf_name(mut n: Node<'_>) -> Node<'_> {
+fn leaf_name<'t>(lang: &Language, mut n: Node<'t>) -> Node<'t> {
     for _ in 0..16 {
         if identifier_like(n.kind()) {
             return n;
         }
-        match n
-            .child_by_field_name("declarator")
-            .or_else(|| n.child_by_field_name("name"))
+        match lang
+            .child_by_field_name(n, "declarator")
+            .or_else(|| lang.child_by_field_name(n, "name"))
         {
             Some(d) => n = d,
             None => return first_identifier(n).unwrap_or(n),
@@ -342,20 +441,23 @@ fn first_identifier(node: Node<'_>) -> Option<Node<'_>> {
 
 /// Builds a definition from `outer` (the node whose range counts: a wrapper or the node itself) and
 /// `node` (the definition proper).
-fn make_def(
+#[allow(clippy::too_many_arguments)]
+fn make_def<'t>(
     text: &str,
     lang: &Language,
-    outer: Node<'_>,
-    node: Node<'_>,
+    outer: Node<'t>,
+    before: &[Node<'t>],
+    node: Node<'t>,
+    name_node: Node<'t>,
     mut path: Vec<String>,
     parent_kind: Option<&str>,
 ) -> Def {
-    let rule = lang
-        .rule_for(node.kind())
-        .expect("qualified nodes have a rule");
-    let raw_name = name_node(node, rule)
-        .map(|n| node_text(text, n))
-        .unwrap_or("");
+    let rule = lang.rule(
+        lang.kind_info(node)
+            .rule
+            .expect("qualified nodes have a rule"),
+    );
+    let raw_name = node_text(text, name_node);
     // `Foo::bar` (C++), and `M.load` / `M:merge` / `TAccount.Deposit` where the rule says the name
     // is qualified, become path components; a `whole` name (a CSS selector) stays one.
     let raw_name = raw_name.trim().trim_matches('"');
@@ -381,7 +483,7 @@ fn make_def(
         name = id.to_string();
     }
     if let Some(f) = &rule.parent_field
-        && let Some(recv) = node.child_by_field_name(f)
+        && let Some(recv) = lang.child_by_field_name(node, f)
         && let Some(t) = find_kind(recv, "type_identifier")
     {
         path.push(node_text(text, t).to_string());
@@ -394,7 +496,7 @@ fn make_def(
         // `field=text` matches a field's text (Swift's `declaration_kind=struct`); else a
         // descendant of that kind.
         let hit = if when.contains('=') {
-            field_text_is(node, text, when)
+            field_text_is(lang, node, text, when)
         } else {
             find_kind(node, when).is_some()
         };
@@ -406,14 +508,14 @@ fn make_def(
     if kind == "function" && (qualified || parent_kind.is_some_and(|k| TYPE_KINDS.contains(&k))) {
         kind = "method".into();
     }
-    let (range_start, mut docs) = leading_attachments(text, lang, outer);
-    let name_start = name_node(node, rule).map_or(node.start_byte(), |n| n.start_byte());
+    let (range_start, mut docs) = leading_attachments(text, lang, outer, before);
+    let name_start = name_node.start_byte();
     let header = text
         .get(outer.start_byte()..name_start.max(outer.start_byte()))
         .unwrap_or("");
     let exported = exported(&lang.def.id, header, &name);
     if lang.def.docstrings
-        && let Some(d) = docstring(text, node)
+        && let Some(d) = docstring(lang, text, node)
     {
         docs = Some(d);
     }
@@ -423,7 +525,7 @@ fn make_def(
         path,
         range_start,
         end: with_trailing_comment(text, lang, outer.end_byte()),
-        signature: signature(text, outer, node),
+        signature: signature(lang, text, outer, node),
         docs,
         children: Vec::new(),
         node_start: node.start_byte(),
@@ -466,16 +568,22 @@ fn find_kind<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
     None
 }
 
-/// Comments and attributes directly above `node` (no blank line between, each on its own line):
-/// the start of the definition's range, and its doc comment.
-fn leading_attachments(text: &str, lang: &Language, node: Node<'_>) -> (usize, Option<String>) {
+/// Comments and attributes directly above `node` (no blank line between, each on its own line),
+/// among its earlier named siblings `before`: the start of the definition's range, and its doc
+/// comment.
+fn leading_attachments(
+    text: &str,
+    lang: &Language,
+    node: Node<'_>,
+    before: &[Node<'_>],
+) -> (usize, Option<String>) {
     let mut start = node.start_byte();
     let mut start_row = node.start_position().row;
     let mut docs: Vec<&str> = Vec::new();
-    let mut cur = node;
-    while let Some(prev) = cur.prev_named_sibling() {
-        let is_comment = lang.is_comment(prev.kind());
-        if !(is_comment || lang.is_attached(prev.kind())) {
+    for &prev in before.iter().rev() {
+        let info = lang.kind_info(prev);
+        let is_comment = info.is_comment();
+        if !(is_comment || info.is_attached()) {
             break;
         }
         if start_row > prev.end_position().row + 1 || !starts_line(text, prev.start_byte()) {
@@ -495,7 +603,6 @@ fn leading_attachments(text: &str, lang: &Language, node: Node<'_>) -> (usize, O
         }
         start = prev.start_byte();
         start_row = prev.start_position().row;
-        cur = prev;
     }
     docs.reverse();
     let doc = clean_comment(&docs.join("\n"), lang);
@@ -548,8 +655,8 @@ fn clean_comment(raw: &str, lang: &Language) -> String {
 }
 
 /// A Python-style docstring: the first statement of the body, when it is a string.
-fn docstring(text: &str, node: Node<'_>) -> Option<String> {
-    let body = node.child_by_field_name("body")?;
+fn docstring(lang: &Language, text: &str, node: Node<'_>) -> Option<String> {
+    let body = lang.child_by_field_name(node, "body")?;
     let mut c = body.walk();
     let first = body
         .named_children(&mut c)
@@ -593,9 +700,9 @@ fn dedent(s: &str) -> String {
 }
 
 /// The header of a definition: from its start to its body, whitespace collapsed.
-fn signature(text: &str, outer: Node<'_>, node: Node<'_>) -> Option<String> {
+fn signature(lang: &Language, text: &str, outer: Node<'_>, node: Node<'_>) -> Option<String> {
     let start = outer.start_byte();
-    let end = match node.child_by_field_name("body") {
+    let end = match lang.child_by_field_name(node, "body") {
         Some(b) if b.start_byte() > start => b.start_byte(),
         _ => text[start..node.end_byte()]
             .find('\n')
@@ -607,12 +714,14 @@ fn signature(text: &str, outer: Node<'_>, node: Node<'_>) -> Option<String> {
         let t = l.trim_start();
         t.starts_with('@') || t.starts_with("#[")
     });
-    let mut sig = raw
-        .collect::<Vec<_>>()
-        .join(" ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    // The lines' words, one space between (as if the lines were joined and whitespace collapsed).
+    let mut sig = String::with_capacity(end - start);
+    for w in raw.flat_map(str::split_whitespace) {
+        if !sig.is_empty() {
+            sig.push(' ');
+        }
+        sig.push_str(w);
+    }
     if sig.len() > MAX_SIGNATURE_BYTES {
         let cut = crate::source::floor_char_boundary(&sig, MAX_SIGNATURE_BYTES);
         sig.truncate(cut);

@@ -139,7 +139,23 @@ pub fn chunk_file(text: &str, lang: Option<&Language>, cfg: &ChunkConfig) -> Chu
 
 /// Non-whitespace characters: the size measure of the budget (cAST).
 pub fn nonws_chars(s: &str) -> usize {
-    s.chars().filter(|c| !c.is_whitespace()).count()
+    // ASCII bytes by value (`char::is_whitespace`'s ASCII set is space and \t..=\r), the rest
+    // char by char: code is mostly ASCII, and decoding every byte as a char cost more.
+    let bytes = s.as_bytes();
+    let mut n = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b.is_ascii() {
+            n += usize::from(!matches!(b, b' ' | b'\t'..=b'\r'));
+            i += 1;
+        } else {
+            let c = s[i..].chars().next().unwrap_or(' ');
+            n += usize::from(!c.is_whitespace());
+            i += c.len_utf8();
+        }
+    }
+    n
 }
 
 /// Byte offset → (line, column), by binary search over line starts.
@@ -379,6 +395,20 @@ mod tests {
 
     fn cfg() -> ChunkConfig {
         crate::config::PipelineConfig::defaults().unwrap().chunk
+    }
+
+    #[test]
+    fn nonws_chars_is_chars_not_whitespace() {
+        let all: String = (0..0x3100u32).filter_map(char::from_u32).collect();
+        for s in [
+            "",
+            "a b\tc\n\x0b\x0c\r\x1c",
+            "fn f() {\u{a0}\u{2028}x\u{3000}é}",
+            &all,
+        ] {
+            let want = s.chars().filter(|c| !c.is_whitespace()).count();
+            assert_eq!(nonws_chars(s), want, "{s:?}");
+        }
     }
 
     #[test]

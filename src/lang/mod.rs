@@ -175,8 +175,113 @@ pub struct Language {
     /// The linked grammar, when the file names one.
     pub grammar: Option<tree_sitter::Language>,
     rules: rustc_hash::FxHashMap<String, usize>,
+    /// What the file says about each of the grammar's node kinds, by kind id (empty without a
+    /// grammar): the chunker and the reference walk test ids, not names.
+    kinds: Vec<KindInfo>,
+    /// The grammar's ids of the fields the chunker and the reference walk look up per node.
+    pub(crate) fields: Fields,
+    /// Every field of the grammar by name (tree-sitter finds a name by comparing it with each).
+    field_ids: rustc_hash::FxHashMap<String, std::num::NonZeroU16>,
     blocks: Vec<BlockRule>,
     tests: GlobSet,
+}
+
+/// What a language file says about one node kind: its definition rule and flags.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct KindInfo {
+    /// Index of the definition rule for the kind.
+    pub rule: Option<usize>,
+    flags: u8,
+}
+
+impl KindInfo {
+    const WRAPPER: u8 = 1;
+    const COMMENT: u8 = 2;
+    const ATTACHED: u8 = 4;
+    const IMPORT: u8 = 8;
+    const CALL: u8 = 16;
+    const TYPE_REF: u8 = 32;
+    /// The kind is the `KIND` of an `inherit_nodes`/`implement_nodes` spec.
+    const HERITAGE: u8 = 64;
+
+    fn of(name: &str, def: &LanguageFile, rules: &rustc_hash::FxHashMap<String, usize>) -> Self {
+        let has = |v: &[String]| v.iter().any(|k| k == name);
+        let heritage = def
+            .inherit_nodes
+            .iter()
+            .chain(&def.implement_nodes)
+            .any(|spec| {
+                let kinds = spec.split_once('.').map_or(spec.as_str(), |(k, _)| k);
+                kinds.split_once('>').map_or(kinds, |(_, k)| k) == name
+            });
+        let flags = [
+            (has(&def.wrapper_nodes), Self::WRAPPER),
+            (has(&def.comment_nodes), Self::COMMENT),
+            (has(&def.attached_nodes), Self::ATTACHED),
+            (has(&def.import_nodes), Self::IMPORT),
+            (has(&def.call_nodes), Self::CALL),
+            (has(&def.type_ref_nodes), Self::TYPE_REF),
+            (heritage, Self::HERITAGE),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .fold(0, |acc, (_, f)| acc | f);
+        KindInfo {
+            rule: rules.get(name).copied(),
+            flags,
+        }
+    }
+
+    pub fn is_wrapper(self) -> bool {
+        self.flags & Self::WRAPPER != 0
+    }
+    pub fn is_comment(self) -> bool {
+        self.flags & Self::COMMENT != 0
+    }
+    pub fn is_attached(self) -> bool {
+        self.flags & Self::ATTACHED != 0
+    }
+    pub fn is_import(self) -> bool {
+        self.flags & Self::IMPORT != 0
+    }
+    pub fn is_call(self) -> bool {
+        self.flags & Self::CALL != 0
+    }
+    pub fn is_type_ref(self) -> bool {
+        self.flags & Self::TYPE_REF != 0
+    }
+    pub fn is_heritage(self) -> bool {
+        self.flags & Self::HERITAGE != 0
+    }
+}
+
+/// Field ids looked up per node (`None`: the grammar has no such field, so no node has it).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Fields {
+    pub name: Option<std::num::NonZeroU16>,
+    pub value: Option<std::num::NonZeroU16>,
+    pub rhs: Option<std::num::NonZeroU16>,
+    /// `refs::CALLEE_FIELDS`, in order.
+    pub callee: [Option<std::num::NonZeroU16>; 7],
+}
+
+impl Fields {
+    fn of(g: &tree_sitter::Language) -> Self {
+        Fields {
+            name: g.field_id_for_name("name"),
+            value: g.field_id_for_name("value"),
+            rhs: g.field_id_for_name("rhs"),
+            callee: refs::CALLEE_FIELDS.map(|f| g.field_id_for_name(f)),
+        }
+    }
+}
+
+/// `node`'s child in the field `id` (what `child_by_field_name` finds, without the name lookup).
+pub(crate) fn child_by_field<'t>(
+    node: tree_sitter::Node<'t>,
+    id: Option<std::num::NonZeroU16>,
+) -> Option<tree_sitter::Node<'t>> {
+    id.and_then(|f| node.child_by_field_id(f.get()))
 }
 
 impl Language {
@@ -297,10 +402,32 @@ impl Language {
         if def.chunker == "rules" && blocks.is_empty() {
             return Err(bad("chunker \"rules\" needs [[blocks]]".into()));
         }
+        let kinds = grammar.as_ref().map_or_else(Vec::new, |g| {
+            (0..g.node_kind_count())
+                .map(|id| {
+                    g.node_kind_for_id(id as u16)
+                        .map_or_else(KindInfo::default, |name| KindInfo::of(name, &def, &rules))
+                })
+                .collect()
+        });
+        let fields = grammar.as_ref().map(Fields::of).unwrap_or_default();
+        let field_ids = grammar.as_ref().map_or_else(Default::default, |g| {
+            (1..=g.field_count() as u16)
+                .filter_map(|id| {
+                    Some((
+                        g.field_name_for_id(id)?.to_string(),
+                        std::num::NonZeroU16::new(id)?,
+                    ))
+                })
+                .collect()
+        });
         Ok(Language {
             def,
             grammar,
             rules,
+            kinds,
+            fields,
+            field_ids,
             blocks,
             tests,
         })
@@ -314,6 +441,29 @@ impl Language {
     /// The definition rule for a node kind, if the node kind is a definition.
     pub fn rule_for(&self, node_kind: &str) -> Option<&DefinitionRule> {
         self.rules.get(node_kind).map(|&i| &self.def.definitions[i])
+    }
+
+    /// What the language file says about `node`'s kind (by its id; a kind past the table, such
+    /// as `ERROR`, by its name).
+    pub(crate) fn kind_info(&self, node: tree_sitter::Node<'_>) -> KindInfo {
+        match self.kinds.get(node.kind_id() as usize) {
+            Some(k) => *k,
+            None => KindInfo::of(node.kind(), &self.def, &self.rules),
+        }
+    }
+
+    /// `node.child_by_field_name(name)`, the name looked up in a hash map.
+    pub(crate) fn child_by_field_name<'t>(
+        &self,
+        node: tree_sitter::Node<'t>,
+        name: &str,
+    ) -> Option<tree_sitter::Node<'t>> {
+        child_by_field(node, self.field_ids.get(name).copied())
+    }
+
+    /// The definition rule at `i` (a [`KindInfo::rule`]).
+    pub(crate) fn rule(&self, i: usize) -> &DefinitionRule {
+        &self.def.definitions[i]
     }
 
     /// Whether a node kind is a comment.

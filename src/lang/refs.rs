@@ -2,7 +2,9 @@
 //! chunks --explain` shows per chunk today, and what the structural index builds on.
 use tree_sitter::{Node, Parser};
 
-use super::{Language, node_text};
+use std::num::NonZeroU16;
+
+use super::{KindInfo, Language, child_by_field, node_text};
 
 /// An import or a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,7 +21,7 @@ pub struct Reference {
 }
 
 /// Fields that hold a call's callee, tried in order.
-const CALLEE_FIELDS: &[&str] = &[
+pub(crate) const CALLEE_FIELDS: [&str; 7] = [
     "function",
     "name",
     "method",
@@ -53,62 +55,18 @@ pub fn references(lang: &Language, text: &str) -> Vec<Reference> {
 /// The imports and calls under `root` (a tree already parsed with `lang`'s grammar), in source
 /// order; iterative, so a deep tree cannot overflow the stack.
 pub fn references_in(lang: &Language, text: &str, root: Node<'_>) -> Vec<Reference> {
-    let d = &lang.def;
-    if !d.has_references() {
+    if !lang.def.has_references() {
         return Vec::new();
     }
-    let mut out = Vec::new();
+    let mut walk = RefWalk::new(lang, text);
     // (node, its parent, inside a base-type list: its names are `inherits`/`implements`, not
     // `references`). The parent is carried down: tree-sitter's `parent()` walks from the root,
     // which made deep trees (100 000 nested brackets) quadratic.
     let mut stack = vec![(root, None::<Node<'_>>, false)];
     while let Some((n, parent, in_heritage)) = stack.pop() {
-        let kind = n.kind();
-        let mut heritage_here = in_heritage;
-        for (specs, rel) in [
-            (&d.inherit_nodes, "inherits"),
-            (&d.implement_nodes, "implements"),
-        ] {
-            for spec in specs {
-                if let Some(holder) = heritage(n, parent, spec) {
-                    heritage_here = true;
-                    for (name, at) in base_names(text, holder) {
-                        out.push(Reference {
-                            kind: rel,
-                            target: name,
-                            start_byte: at.start_byte(),
-                            line: at.start_position().row + 1,
-                        });
-                    }
-                }
-            }
-        }
-        if d.import_nodes.iter().any(|k| k == kind) {
-            let t = collapse(node_text(text, n));
-            let t: String = t.chars().take(MAX_IMPORT).collect();
-            out.push(reference("import", t, n));
-            // An import's parts are not references of their own.
+        let Some(heritage_here) = walk.visit(n, lang.kind_info(n), parent, in_heritage) else {
             continue;
-        }
-        if d.call_nodes.iter().any(|k| k == kind)
-            && let Some(name) = callee(text, n)
-        {
-            out.push(reference("call", name, n));
-        }
-        // A type named where it is used (not where it is defined: a definition's own name).
-        // The name-field lookup is asked last: it is the costly test, and most nodes are not
-        // type references at all.
-        if !heritage_here
-            && d.type_ref_nodes.iter().any(|k| k == kind)
-            && parent
-                .and_then(|p| p.child_by_field_name("name"))
-                .is_none_or(|name| name.id() != n.id())
-        {
-            let t = node_text(text, n).trim();
-            if !t.is_empty() {
-                out.push(reference("references", t.to_string(), n));
-            }
-        }
+        };
         // Children in reverse so they pop in source order (no per-node list).
         let mark = stack.len();
         let mut c = n.walk();
@@ -118,8 +76,91 @@ pub fn references_in(lang: &Language, text: &str, root: Node<'_>) -> Vec<Referen
         );
         stack[mark..].reverse();
     }
-    out.sort_by_key(|r| r.start_byte);
-    out
+    walk.finish()
+}
+
+/// The references of a tree, node by node, in any walk that visits the named nodes in source
+/// order (pre-order) with their parents: [`references_in`], and the syntax chunker's one walk.
+pub(crate) struct RefWalk<'a> {
+    lang: &'a Language,
+    text: &'a str,
+    out: Vec<Reference>,
+}
+
+impl<'a> RefWalk<'a> {
+    pub(crate) fn new(lang: &'a Language, text: &'a str) -> Self {
+        RefWalk {
+            lang,
+            text,
+            out: Vec::new(),
+        }
+    }
+
+    /// Records `n`'s references (`info` is its kind's). Returns whether its children are in a
+    /// base-type list, or `None` when they are not to be visited (an import's parts are not
+    /// references of their own).
+    pub(crate) fn visit(
+        &mut self,
+        n: Node<'_>,
+        info: KindInfo,
+        parent: Option<Node<'_>>,
+        in_heritage: bool,
+    ) -> Option<bool> {
+        let (d, text) = (&self.lang.def, self.text);
+        let mut heritage_here = in_heritage;
+        if info.is_heritage() {
+            for (specs, rel) in [
+                (&d.inherit_nodes, "inherits"),
+                (&d.implement_nodes, "implements"),
+            ] {
+                for spec in specs {
+                    if let Some(holder) = heritage(n, parent, spec) {
+                        heritage_here = true;
+                        for (name, at) in base_names(text, holder) {
+                            self.out.push(Reference {
+                                kind: rel,
+                                target: name,
+                                start_byte: at.start_byte(),
+                                line: at.start_position().row + 1,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        if info.is_import() {
+            let t = collapse(node_text(text, n));
+            let t: String = t.chars().take(MAX_IMPORT).collect();
+            self.out.push(reference("import", t, n));
+            return None;
+        }
+        if info.is_call()
+            && let Some(name) = callee(text, n, &self.lang.fields.callee)
+        {
+            self.out.push(reference("call", name, n));
+        }
+        // A type named where it is used (not where it is defined: a definition's own name).
+        // The name-field lookup is asked last: it is the costly test, and most nodes are not
+        // type references at all.
+        if !heritage_here
+            && info.is_type_ref()
+            && parent
+                .and_then(|p| child_by_field(p, self.lang.fields.name))
+                .is_none_or(|name| name.id() != n.id())
+        {
+            let t = node_text(text, n).trim();
+            if !t.is_empty() {
+                self.out.push(reference("references", t.to_string(), n));
+            }
+        }
+        Some(heritage_here)
+    }
+
+    /// The references in source order.
+    pub(crate) fn finish(mut self) -> Vec<Reference> {
+        self.out.sort_by_key(|r| r.start_byte);
+        self.out
+    }
 }
 
 /// The node holding base-type names when `n` matches `spec` (`KIND`, `PARENT>KIND`, `KIND.field`).
@@ -202,12 +243,11 @@ fn collapse(s: &str) -> String {
 }
 
 /// The called name: a callee field's text (else the first named child's), its last path segment.
-fn callee(text: &str, n: Node<'_>) -> Option<String> {
-    let mut c = n.walk();
-    let f = CALLEE_FIELDS
-        .iter()
-        .find_map(|f| n.child_by_field_name(f))
-        .or_else(|| n.named_children(&mut c).next())?;
+fn callee(text: &str, n: Node<'_>, fields: &[Option<NonZeroU16>]) -> Option<String> {
+    let f = match fields.iter().find_map(|&f| child_by_field(n, f)) {
+        Some(f) => f,
+        None => n.named_children(&mut n.walk()).next()?,
+    };
     let t = node_text(text, f);
     // `a.b.c`, `a::b`, `a->b`, `a:b` → the last segment, without generic arguments; in a chain
     // (`env::args().skip(1).collect`) the groups of the earlier calls are dropped first, so the
