@@ -667,19 +667,32 @@ impl BundleWriter {
         self.flush_chunks()?;
         self.flush_symbols()?;
         self.flush_deps()?;
-        let (refs, refs_resolved) = self.finish_refs()?;
+        // The two long tails run side by side: terms/postings (a k-way merge of sorted runs and
+        // carried postings) on a second thread, refs (resolved against the whole bundle's
+        // definitions) and the other tables' last row groups on this one.
+        let spill = std::mem::replace(&mut self.postings, Spill::new(self.dir.clone(), 0));
+        let (dir, dim) = (self.dir.clone(), self.dim);
+        let (refs, postings) = std::thread::scope(|s| {
+            let postings = s.spawn(move || -> Result<_> {
+                let mut terms = Table::create(&dir, "terms", dim)?;
+                let mut postings = Table::create(&dir, "postings", dim)?;
+                let (n_terms, n_postings) =
+                    spill.write_sorted(&mut terms, &mut postings, carried)?;
+                Ok((terms.finish()?, postings.finish()?, n_terms, n_postings))
+            });
+            let refs = self.finish_refs();
+            let postings = postings
+                .join()
+                .unwrap_or_else(|_| Err(Error::Other("writing postings panicked".into())));
+            (refs, postings)
+        });
+        let (refs, refs_resolved) = refs?;
+        let (terms, postings, n_terms, n_postings) = postings?;
         let files = self.files.finish()?;
         let chunks = self.chunks.finish()?;
         let embeddings = self.embeddings.finish()?;
         let symbols = self.symbols.finish()?;
         let deps = self.deps.finish()?;
-        let mut terms = Table::create(&self.dir, "terms", self.dim)?;
-        let mut postings = Table::create(&self.dir, "postings", self.dim)?;
-        let (n_terms, n_postings) =
-            self.postings
-                .write_sorted(&mut terms, &mut postings, carried)?;
-        let terms = terms.finish()?;
-        let postings = postings.finish()?;
         let mut sk = Table::create(&self.dir, "skipped", self.dim)?;
         for batch in skipped.chunks(BATCH_ROWS) {
             sk.write(vec![
@@ -749,7 +762,7 @@ pub type Posting = (i64, u32, u32);
 pub type Group = (String, Vec<Posting>);
 /// A stream of term groups in term order (each group's chunk ids sorted): postings carried over
 /// from another bundle.
-pub type GroupSource = Box<dyn Iterator<Item = Result<Group>>>;
+pub type GroupSource = Box<dyn Iterator<Item = Result<Group>> + Send>;
 
 /// Postings grouped by term in memory (each term stored once, ids sorted as integers), spilled to
 /// sorted runs on disk when the memory budget fills, merged once at the end.
