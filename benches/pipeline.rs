@@ -87,6 +87,7 @@ fn bench(c: &mut Criterion) {
                     ChunkRecord {
                         chunk: ch.clone(),
                         chunk_id: (i * 1_000_003 + j as i64) * 7_919 + rel.len() as i64,
+                        origin: None,
                         token_len: terms.iter().map(|t| t.1).sum(),
                         terms,
                         embedding: e.embed_one(&ch.content),

@@ -31,7 +31,7 @@ fn duckdb_reads_every_table_and_the_embeddings_as_arrays() {
     // BM25 in plain SQL over terms/postings finds the definition of a rare identifier.
     let top = duck(&format!(
         "WITH q AS (SELECT term, ln(1 + ({n} - df + 0.5) / (df + 0.5)) AS idf FROM {terms} WHERE term IN ('process_payment')) \
-         SELECT c.path, c.symbol_path FROM q JOIN {post} p USING (term) JOIN {chunks} c USING (chunk_id) \
+         SELECT c.path, c.symbol_path FROM q JOIN {post} p USING (term) JOIN {chunks} c USING (chunk_ord) \
          ORDER BY q.idf * p.tf DESC, c.path LIMIT 1",
         n = m["bm25"]["n_docs"],
         terms = pq(&b, "terms"),

@@ -159,6 +159,28 @@ fn exit_codes_and_clear_errors() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("upgrade trove"));
+    // An older format (postings by chunk id, before chunk_ord): refused, with what to do.
+    let o = copy("older");
+    let text = std::fs::read_to_string(o.join("manifest.json"))
+        .unwrap()
+        .replace(
+            &format!("\"format_version\": {}", trove::bundle::FORMAT_VERSION),
+            "\"format_version\": 3",
+        );
+    write(&o, "manifest.json", text.as_bytes());
+    for cmd in ["query", "sql"] {
+        let arg = if cmd == "query" {
+            "payment"
+        } else {
+            "SELECT 1"
+        };
+        trove().arg(cmd).arg(&o).arg(arg).assert().code(2).stderr(
+            predicates::prelude::PredicateBooleanExt::and(
+                predicates::str::contains("older trove"),
+                predicates::str::contains("re-index"),
+            ),
+        );
+    }
 }
 
 #[test]

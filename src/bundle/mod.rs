@@ -28,4 +28,6 @@ pub use writer::{
 /// The format name in every manifest.
 pub const FORMAT: &str = "trove-bundle";
 /// The newest bundle format this build reads and writes.
-pub const FORMAT_VERSION: u32 = 3;
+/// (4: postings refer to chunks by `chunk_ord`, their row in `chunks.parquet`, and carry no
+/// `doc_len`, which is `chunks.token_len`.)
+pub const FORMAT_VERSION: u32 = 4;

@@ -9,7 +9,7 @@ use arrow::array::{
 use arrow::datatypes::Float32Type;
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -58,11 +58,12 @@ pub struct FileRows {
 }
 
 impl FileRows {
-    /// Opens the per-file tables of the bundle at `dir` (vectors of `dim` floats).
-    pub fn open(dir: &Path, dim: usize) -> Result<Self> {
+    /// Opens the per-file tables of the bundle at `dir` (vectors of `dim` floats); its chunks are
+    /// marked as coming from `source` (see [`ChunkRecord::origin`]).
+    pub fn open(dir: &Path, dim: usize, source: usize) -> Result<Self> {
         Ok(FileRows {
             dir: dir.to_path_buf(),
-            chunks: ChunkStream::open(dir, dim)?,
+            chunks: ChunkStream::open(dir, dim, source)?,
             symbols: RowStream::open(dir, "symbols", symbol_row)?,
             refs: RowStream::open(dir, "refs", |b, i, d| ref_row(b, i, d).map(|(_, r)| r))?,
             deps: RowStream::open(dir, "deps", dep_row)?,
@@ -311,13 +312,14 @@ pub struct ChunkStream {
     embeddings: ParquetRecordBatchReader,
     batch: Option<(RecordBatch, RecordBatch)>,
     row: usize,
+    source: usize,
     /// Chunks handed out.
     pub taken: u64,
 }
 
 impl ChunkStream {
     /// Opens the two tables of the bundle at `dir`, whose vectors have `dim` floats.
-    pub fn open(dir: &Path, dim: usize) -> Result<Self> {
+    pub fn open(dir: &Path, dim: usize, source: usize) -> Result<Self> {
         Ok(ChunkStream {
             dir: dir.to_path_buf(),
             dim,
@@ -325,6 +327,7 @@ impl ChunkStream {
             embeddings: open_table(dir, "embeddings")?,
             batch: None,
             row: 0,
+            source,
             taken: 0,
         })
     }
@@ -414,6 +417,9 @@ impl ChunkStream {
         let at = list.value_offset_at(i);
         let embedding = values.values()[at..at + self.dim].to_vec();
         let token_len = col::<Int32Array>(c, "token_len", d)?.value(i).max(0) as u32;
+        let ord = col::<Int32Array>(c, "chunk_ord", d)?.value(i);
+        let ord = u32::try_from(ord)
+            .map_err(|_| Error::bundle(d, format!("chunk_ord {ord} is negative")))?;
         Ok(ChunkRecord {
             chunk: Chunk {
                 kind: s("kind")?.value(i).to_string(),
@@ -430,6 +436,7 @@ impl ChunkStream {
                 content: s("content")?.value(i).to_string(),
             },
             chunk_id,
+            origin: Some((self.source, ord)),
             token_len,
             terms: Vec::new(),
             embedding,
@@ -438,25 +445,28 @@ impl ChunkStream {
     }
 }
 
-/// `postings.parquet` a term at a time, in term order, optionally keeping only some chunks' rows.
+/// `postings.parquet` a term at a time, in term order, renumbered into another bundle's chunk
+/// ordinals.
 pub struct PostingStream {
     dir: PathBuf,
     reader: ParquetRecordBatchReader,
     batch: Option<RecordBatch>,
     row: usize,
-    keep: Option<Arc<FxHashSet<i64>>>,
+    renumber: Vec<u32>,
 }
 
 impl PostingStream {
-    /// Opens the postings of the bundle at `dir`; with `keep`, rows of other chunks are dropped
-    /// (and terms left with none are not produced).
-    pub fn open(dir: &Path, keep: Option<Arc<FxHashSet<i64>>>) -> Result<Self> {
+    /// Opens the postings of the bundle at `dir`, each chunk ordinal `o` renumbered to
+    /// `renumber[o]` (from [`crate::bundle::BundleWriter::renumbering`]); rows of chunks it does
+    /// not map (`u32::MAX`, or beyond its end: chunks not carried) are dropped, and terms left with
+    /// none are not produced.
+    pub fn open(dir: &Path, renumber: Vec<u32>) -> Result<Self> {
         Ok(PostingStream {
             dir: dir.to_path_buf(),
             reader: open_table(dir, "postings")?,
             batch: None,
             row: 0,
-            keep,
+            renumber,
         })
     }
 
@@ -491,9 +501,8 @@ impl PostingStream {
                 }
                 let b = self.batch.as_ref().expect("loaded by current");
                 let terms = col::<StringArray>(b, "term", &self.dir)?;
-                let chunk_ids = col::<Int64Array>(b, "chunk_id", &self.dir)?;
+                let ords = col::<Int32Array>(b, "chunk_ord", &self.dir)?;
                 let tfs = col::<Int32Array>(b, "tf", &self.dir)?;
-                let lens = col::<Int32Array>(b, "doc_len", &self.dir)?;
                 let mut r = self.row;
                 let mut ended = false;
                 while r < b.num_rows() {
@@ -506,9 +515,12 @@ impl PostingStream {
                         }
                         Some(_) => {}
                     }
-                    let id = chunk_ids.value(r);
-                    if self.keep.as_ref().is_none_or(|k| k.contains(&id)) {
-                        ids.push((id, tfs.value(r).max(0) as u32, lens.value(r).max(0) as u32));
+                    let new = usize::try_from(ords.value(r))
+                        .ok()
+                        .and_then(|o| self.renumber.get(o).copied())
+                        .unwrap_or(u32::MAX);
+                    if new != u32::MAX {
+                        ids.push((new, tfs.value(r).max(0) as u32));
                     }
                     r += 1;
                 }
@@ -519,7 +531,14 @@ impl PostingStream {
             }
             match term {
                 None => return Ok(None),
-                Some(t) if !ids.is_empty() => return Ok(Some((t, ids))),
+                Some(t) if !ids.is_empty() => {
+                    // Carried chunks keep their path order, so their ordinals keep theirs; sorting
+                    // anyway costs one pass when they do.
+                    if !ids.is_sorted() {
+                        ids.sort_unstable();
+                    }
+                    return Ok(Some((t, ids)));
+                }
                 // Every posting of this term belonged to a dropped chunk: the term goes too.
                 Some(_) => continue,
             }

@@ -38,6 +38,7 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
         ],
         "chunks" => vec![
             i64f("chunk_id"),
+            i32f("chunk_ord"),
             utf8("path", false),
             utf8("language", true),
             utf8("source_type", false),
@@ -71,12 +72,7 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
             ),
         ],
         "terms" => vec![utf8("term", false), i64f("df")],
-        "postings" => vec![
-            utf8("term", false),
-            i64f("chunk_id"),
-            i32f("tf"),
-            i32f("doc_len"),
-        ],
+        "postings" => vec![utf8("term", false), i32f("chunk_ord"), i32f("tf")],
         "symbols" => vec![
             i64f("symbol_id"),
             utf8("path", false),

@@ -124,7 +124,8 @@ fn write_merged(
     }
     let mut streams = inputs
         .iter()
-        .map(|p| FileRows::open(p, dim))
+        .enumerate()
+        .map(|(i, p)| FileRows::open(p, dim, i))
         .collect::<Result<Vec<_>>>()?;
     let mut writer = BundleWriter::create(tmp, dim)?;
     for (row, i) in rows {
@@ -139,7 +140,10 @@ fn write_merged(
     skipped.dedup();
     let postings = inputs
         .iter()
-        .map(|p| PostingStream::open(p, None).map(|s| Box::new(s) as GroupSource))
+        .enumerate()
+        .map(|(i, p)| {
+            PostingStream::open(p, writer.renumbering(i)).map(|s| Box::new(s) as GroupSource)
+        })
         .collect::<Result<Vec<_>>>()?;
     let bundle::Finished {
         entries,

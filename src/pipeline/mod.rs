@@ -21,7 +21,7 @@ pub use parse_only::{ParseOnlySummary, run_parse_only};
 pub use progress::Progress;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -312,10 +312,9 @@ fn build_into(
     // Carried files' rows stream from the base bundle in path order; the ids of the chunks
     // carried select which of its postings are carried too.
     let mut base_rows = match reuse {
-        Some(r) => Some(FileRows::open(&r.dir, r.dim)?),
+        Some(r) => Some(FileRows::open(&r.dir, r.dim, 0)?),
         None => None,
     };
-    let mut carried_ids: FxHashSet<i64> = FxHashSet::default();
     let threads = if opts.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -407,17 +406,12 @@ fn build_into(
                     FileResult::Failed(e) => {
                         Err(Error::Other(format!("{}: {e}", files[next - 1].rel)))
                     }
-                    FileResult::Carried => carry(
-                        &files[next - 1].rel,
-                        reuse,
-                        base_rows.as_mut(),
-                        &mut carried_ids,
-                    )
-                    .map(|f| {
-                        summary.files_reused += 1;
-                        summary.chunks_reused += f.chunks.len() as u64;
-                        Some(f)
-                    }),
+                    FileResult::Carried => carry(&files[next - 1].rel, reuse, base_rows.as_mut())
+                        .map(|f| {
+                            summary.files_reused += 1;
+                            summary.chunks_reused += f.chunks.len() as u64;
+                            Some(f)
+                        }),
                 };
                 let written_ok = record.and_then(|f| match f {
                     Some(f) => {
@@ -463,11 +457,11 @@ fn build_into(
         avgdl,
     } = {
         let mut carried: Vec<GroupSource> = Vec::new();
-        if let Some(r) = reuse
-            && !carried_ids.is_empty()
-        {
-            let keep = std::sync::Arc::new(std::mem::take(&mut carried_ids));
-            carried.push(Box::new(PostingStream::open(&r.dir, Some(keep))?));
+        if let Some(r) = reuse {
+            let renumber = writer.renumbering(0);
+            if !renumber.is_empty() {
+                carried.push(Box::new(PostingStream::open(&r.dir, renumber)?));
+            }
         }
         drop(base_rows);
         writer.finish(&skipped, carried)?
@@ -681,6 +675,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         chunks.push(ChunkRecord {
             chunk: ch,
             chunk_id,
+            origin: None,
             token_len,
             terms: counts.into_iter().collect(),
             embedding,
@@ -831,7 +826,6 @@ fn carry(
     path: &str,
     reuse: Option<&incremental::Reuse>,
     stream: Option<&mut FileRows>,
-    ids: &mut FxHashSet<i64>,
 ) -> Result<FileRecord> {
     let (Some(r), Some(stream)) = (reuse, stream) else {
         return Err(Error::Other(format!(
@@ -843,9 +837,7 @@ fn carry(
         .get(path)
         .cloned()
         .ok_or_else(|| Error::bundle(&r.dir, format!("files.parquet has no row for {path}")))?;
-    let rec = stream.take(row)?;
-    ids.extend(rec.chunks.iter().map(|c| c.chunk_id));
-    Ok(rec)
+    stream.take(row)
 }
 
 /// RFC 3339 UTC; `SOURCE_DATE_EPOCH` (reproducible builds) wins over the clock.

@@ -1,21 +1,22 @@
-//! The BM25 arm's inverted index: `postings.parquet` read once into a cache file laid out for
-//! term-at-a-time scoring (keyed by that file's sha256, see [`super::cache`]), so a query reads the
-//! postings of its few terms from mapped memory instead of running SQL over the table.
+//! The BM25 arm's inverted index: `postings.parquet` (with each chunk's id and length from
+//! `chunks.parquet`) read once into a cache file laid out for term-at-a-time scoring (keyed by the
+//! two files' sha256, see [`super::cache`]), so a query reads the postings of its few terms from
+//! mapped memory instead of running SQL over the table.
 //!
 //! The ranking is the one of the `bm25_search` SQL macro (`trove sql`), which any Parquet engine can
-//! run over the same bundle: Okapi BM25 with the manifest's k1, b and avgdl, each posting's
-//! `doc_len`, the term weight × idf given by the caller; best score first, ties by chunk id.
+//! run over the same bundle: Okapi BM25 with the manifest's k1, b and avgdl, each chunk's
+//! `token_len`, the term weight × idf given by the caller; best score first, ties by chunk id.
 //! Parquet gives it no way to reach one term's postings without decoding whole row groups; an
-//! inverted index with dense chunk ordinals scores 1M postings in a few milliseconds.
+//! inverted index scores 1M postings in a few milliseconds.
 //!
 //! Layout (little endian): magic, chunks n (u64), terms t (u64), postings p (u64), heap bytes (u64);
-//! n sorted chunk ids (i64); n doc lengths (u32, by chunk ordinal); t + 1 posting offsets (u64);
+//! n chunk ids (i64, by `chunk_ord`); n lengths (u32, by `chunk_ord`); t + 1 posting offsets (u64);
 //! t + 1 heap offsets (u64, the terms in byte order); p chunk ordinals (u32, ascending within a
 //! term); p term frequencies (u32); the heap (the terms' UTF-8 bytes).
 use arrow::array::{Array, Int32Array, Int64Array, StringArray};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::Mutex;
@@ -24,7 +25,7 @@ use super::cache::{self, Bytes, u64_at};
 use crate::bundle::Manifest;
 use crate::{Error, Result};
 
-const MAGIC: &[u8; 8] = b"TRVINV01";
+const MAGIC: &[u8; 8] = b"TRVINV02";
 const HEADER: usize = 8 + 4 * 8;
 
 /// BM25 parameters, as the manifest records them.
@@ -56,11 +57,14 @@ impl Inverted {
     /// The bundle's index, from the cache when present and intact, else built and cached.
     pub fn load(bundle: &Path, manifest: &Manifest) -> Result<Self> {
         let sha = cache::file_sha(bundle, manifest, "postings.parquet")?;
-        let path = bundle.join("postings.parquet");
+        let chunks_sha = cache::file_sha(bundle, manifest, "chunks.parquet")?;
         let bytes = cache::load(
-            &format!("inverted-{sha}.bin"),
+            &format!(
+                "inverted-{sha}-{}.bin",
+                chunks_sha.get(..16).unwrap_or(&chunks_sha)
+            ),
             |b| Self::check(b).is_some(),
-            || build(&path),
+            || build(bundle),
         )?;
         let (n, terms, postings) = Self::check(&bytes)
             .ok_or_else(|| Error::bundle(bundle, "inverted index failed a check"))?;
@@ -291,73 +295,89 @@ impl Layout {
     }
 }
 
-/// Reads `postings.parquet` (sorted by term, then chunk id) into the cache layout: one pass for
-/// the chunk ids (the dense ordinals), one for the postings.
-fn build(path: &Path) -> Result<Vec<u8>> {
-    let bad = || Error::bundle(path, "postings.parquet has an unexpected schema");
-    let corrupt = |e: parquet::errors::ParquetError| {
-        Error::bundle(
-            path,
-            format!("unreadable ({e}): run `trove verify` on the bundle"),
-        )
-    };
-    let batches = |columns: &[&str]| -> Result<_> {
+/// Reads `chunks.parquet` (each chunk's id and length, by `chunk_ord`) and `postings.parquet`
+/// (sorted by term, then `chunk_ord`) of `bundle` into the cache layout.
+fn build(bundle: &Path) -> Result<Vec<u8>> {
+    let chunks_path = bundle.join("chunks.parquet");
+    let path = bundle.join("postings.parquet");
+    let batches = |path: &Path, columns: &[&str]| -> Result<_> {
+        let corrupt = |e: parquet::errors::ParquetError| {
+            Error::bundle(
+                path,
+                format!("unreadable ({e}): run `trove verify` on the bundle"),
+            )
+        };
         let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(corrupt)?;
         let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
         builder.with_projection(mask).build().map_err(corrupt)
     };
-    let mut ids: Vec<i64> = Vec::new();
+    let unreadable =
+        |p: &Path, e: arrow::error::ArrowError| Error::bundle(p, format!("unreadable ({e})"));
+    let (mut ids, mut lens): (Vec<i64>, Vec<u32>) = (Vec::new(), Vec::new());
     {
-        let mut seen = FxHashSet::default();
-        for batch in batches(&["chunk_id"])? {
-            let batch = batch.map_err(|e| Error::bundle(path, format!("unreadable ({e})")))?;
-            let col = batch
-                .column_by_name("chunk_id")
-                .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
+        let bad = || Error::bundle(&chunks_path, "chunks.parquet has an unexpected schema");
+        for batch in batches(&chunks_path, &["chunk_id", "chunk_ord", "token_len"])? {
+            let batch = batch.map_err(|e| unreadable(&chunks_path, e))?;
+            let col = |name: &str| batch.column_by_name(name).ok_or_else(bad);
+            let id = col("chunk_id")?
+                .as_any()
+                .downcast_ref::<Int64Array>()
                 .ok_or_else(bad)?;
-            seen.extend(col.iter().flatten());
+            let ord = col("chunk_ord")?
+                .as_any()
+                .downcast_ref::<Int32Array>()
+                .ok_or_else(bad)?;
+            let len = col("token_len")?
+                .as_any()
+                .downcast_ref::<Int32Array>()
+                .ok_or_else(bad)?;
+            for r in 0..batch.num_rows() {
+                if usize::try_from(ord.value(r)).ok() != Some(ids.len()) {
+                    return Err(Error::bundle(
+                        &chunks_path,
+                        "chunk_ord is not the row number (run `trove verify` on the bundle)",
+                    ));
+                }
+                ids.push(id.value(r));
+                lens.push(len.value(r).max(0) as u32);
+            }
         }
-        ids.extend(seen);
     }
-    ids.sort_unstable();
-    let ord: FxHashMap<i64, u32> = ids
-        .iter()
-        .enumerate()
-        .map(|(i, id)| (*id, i as u32))
-        .collect();
-    let mut lens = vec![0u32; ids.len()];
+    let bad = || Error::bundle(&path, "postings.parquet has an unexpected schema");
     let (mut post_off, mut heap_off, mut heap) = (vec![0u64], vec![0u64], Vec::new());
     let (mut ords, mut tfs): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
     let mut last: Option<Vec<u8>> = None;
-    for batch in batches(&["term", "chunk_id", "tf", "doc_len"])? {
-        let batch = batch.map_err(|e| Error::bundle(path, format!("unreadable ({e})")))?;
+    for batch in batches(&path, &["term", "chunk_ord", "tf"])? {
+        let batch = batch.map_err(|e| unreadable(&path, e))?;
         let col = |name: &str| batch.column_by_name(name).ok_or_else(bad);
         let term = col("term")?
             .as_any()
             .downcast_ref::<StringArray>()
             .ok_or_else(bad)?;
-        let id = col("chunk_id")?
+        let ord = col("chunk_ord")?
             .as_any()
-            .downcast_ref::<Int64Array>()
+            .downcast_ref::<Int32Array>()
             .ok_or_else(bad)?;
         let tf = col("tf")?
             .as_any()
             .downcast_ref::<Int32Array>()
             .ok_or_else(bad)?;
-        let dl = col("doc_len")?
-            .as_any()
-            .downcast_ref::<Int32Array>()
-            .ok_or_else(bad)?;
         for r in 0..batch.num_rows() {
-            if term.is_null(r) || id.is_null(r) {
-                continue;
-            }
+            let o = match usize::try_from(ord.value(r)) {
+                Ok(o) if !term.is_null(r) && !ord.is_null(r) && o < ids.len() => o as u32,
+                _ => {
+                    return Err(Error::bundle(
+                        &path,
+                        "a posting names no chunk (run `trove verify` on the bundle)",
+                    ));
+                }
+            };
             let t = term.value(r).as_bytes();
             if last.as_deref() != Some(t) {
                 if last.as_deref().is_some_and(|l| l > t) {
                     return Err(Error::bundle(
-                        path,
+                        &path,
                         "postings.parquet is not sorted by term",
                     ));
                 }
@@ -368,18 +388,12 @@ fn build(path: &Path) -> Result<Vec<u8>> {
                 heap.extend_from_slice(t);
                 last = Some(t.to_vec());
             }
-            let o = ord[&id.value(r)];
             ords.push(o);
             tfs.push(if tf.is_null(r) {
                 0
             } else {
                 tf.value(r).max(0) as u32
             });
-            lens[o as usize] = if dl.is_null(r) {
-                0
-            } else {
-                dl.value(r).max(0) as u32
-            };
         }
     }
     if last.is_some() {

@@ -179,6 +179,16 @@ impl Bundle {
         let label = path.display().to_string();
         let dir = &crate::bundle::pack::open_path(path)?;
         let manifest = read_manifest(dir)?;
+        if manifest.format_version < crate::bundle::FORMAT_VERSION {
+            return Err(Error::bundle(
+                dir,
+                format!(
+                    "format_version {} was written by an older trove (this one reads {}): re-index it",
+                    manifest.format_version,
+                    crate::bundle::FORMAT_VERSION
+                ),
+            ));
+        }
         for t in crate::bundle::TABLES {
             let name = format!("{t}.parquet");
             let p = dir.join(&name);
