@@ -100,7 +100,11 @@ def main():
         repo, bundle = os.path.join(base, "repo"), os.path.join(base, "bundle")
         if not os.path.isdir(repo):
             generate(repo, n)
-        if not os.path.isfile(os.path.join(bundle, "manifest.json")):
+        # A kept bundle this trove cannot query (another format version) is indexed again.
+        usable = os.path.isfile(os.path.join(bundle, "manifest.json")) and subprocess.run(
+            [a.trove, "query", bundle, "parse", "--mode", "bm25", "-k", "1", "--format", "jsonl"],
+            capture_output=True).returncode == 0
+        if not usable:
             t = time.perf_counter()
             subprocess.run([a.trove, "index", repo, "-o", bundle, "--quiet"], check=True)
             print(f"[{n}] indexed in {time.perf_counter() - t:.1f} s", file=sys.stderr)

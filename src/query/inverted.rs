@@ -14,8 +14,6 @@
 //! t + 1 heap offsets (u64, the terms in byte order); p chunk ordinals (u32, ascending within a
 //! term); p term frequencies (u32); the heap (the terms' UTF-8 bytes).
 use arrow::array::{Array, Int32Array, Int64Array, StringArray};
-use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rustc_hash::FxHashSet;
 use std::collections::BinaryHeap;
 use std::path::Path;
@@ -300,18 +298,7 @@ impl Layout {
 fn build(bundle: &Path) -> Result<Vec<u8>> {
     let chunks_path = bundle.join("chunks.parquet");
     let path = bundle.join("postings.parquet");
-    let batches = |path: &Path, columns: &[&str]| -> Result<_> {
-        let corrupt = |e: parquet::errors::ParquetError| {
-            Error::bundle(
-                path,
-                format!("unreadable ({e}): run `trove verify` on the bundle"),
-            )
-        };
-        let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(corrupt)?;
-        let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
-        builder.with_projection(mask).build().map_err(corrupt)
-    };
+    let batches = |path: &Path, columns: &[&str]| super::lookup::projected(path, columns, None);
     let unreadable =
         |p: &Path, e: arrow::error::ArrowError| Error::bundle(p, format!("unreadable ({e})"));
     let (mut ids, mut lens): (Vec<i64>, Vec<u32>) = (Vec::new(), Vec::new());

@@ -35,6 +35,16 @@ fn reader(
     keys: &[&str],
     columns: &[&str],
 ) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+    projected(path, columns, Some((key_col, keys)))
+}
+
+/// Opens `path` reading only `columns`: every row group, or with `key` = (column, keys) only
+/// those whose min/max statistics of that string column may hold one of the keys.
+pub(crate) fn projected(
+    path: &Path,
+    columns: &[&str],
+    key: Option<(&str, &[&str])>,
+) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
     let corrupt = |e: parquet::errors::ParquetError| {
         Error::bundle(
             path,
@@ -42,18 +52,17 @@ fn reader(
         )
     };
     let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(corrupt)?;
-    let schema = builder.parquet_schema();
-    let col = (0..schema.num_columns())
-        .find(|&i| schema.column(i).name() == key_col)
-        .ok_or_else(|| Error::bundle(path, format!("has no column {key_col}")))?;
-    let groups = groups_with(builder.metadata(), col, keys);
-    let mask = ProjectionMask::columns(schema, columns.iter().copied());
-    builder
-        .with_projection(mask)
-        .with_row_groups(groups)
-        .build()
-        .map_err(corrupt)
+    let mut builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(corrupt)?;
+    if let Some((key_col, keys)) = key {
+        let schema = builder.parquet_schema();
+        let col = (0..schema.num_columns())
+            .find(|&i| schema.column(i).name() == key_col)
+            .ok_or_else(|| Error::bundle(path, format!("has no column {key_col}")))?;
+        let groups = groups_with(builder.metadata(), col, keys);
+        builder = builder.with_row_groups(groups);
+    }
+    let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
+    builder.with_projection(mask).build().map_err(corrupt)
 }
 
 /// Document frequency of each of `terms` found in `terms.parquet`.
