@@ -643,35 +643,92 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
             .or_else(|| extract::summary::chunk_summary(ch, &calls))
         })
         .collect();
-    // A model reads the start of its input (MiniLM: 256 tokens): the chunk's one-sentence
-    // summary goes there, in words such a model knows. The hash embedder's text stays as it was.
-    let with_summary = ctx.embedder.backend().limits().is_some();
-    let texts: Vec<String> = chunked
-        .chunks
-        .iter()
-        .zip(&summaries)
-        .map(|(ch, sm)| {
-            let sm = sm.as_deref().filter(|_| with_summary);
-            embed_text(&c.rel, ch.symbol_path.as_deref(), sm, &ch.content)
-        })
-        .collect();
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let vectors = match ctx.embedder.embed(&refs) {
-        Ok(v) => v,
-        Err(e) => return FileResult::Failed(e.to_string()),
+    // BM25 terms of a chunk: its content's tokens and the path's. With the inline hash embedder
+    // the same pass counts the token hashes of its text (path, symbol path, content: the tokens
+    // of `embed_text`, in order), so no chunk is tokenized twice.
+    let fnv = crate::util::fnv1a64;
+    let hash = ctx
+        .embedder
+        .inline_hash()
+        .filter(|h| h.max_token_len() == max_len);
+    let path_hashes: Vec<u64> = match hash {
+        Some(_) => path_tokens.iter().map(|t| fnv(t.as_bytes())).collect(),
+        None => Vec::new(),
     };
-    let mut chunks = Vec::with_capacity(chunked.chunks.len());
-    for ((ch, embedding), summary) in chunked.chunks.into_iter().zip(vectors).zip(summaries) {
+    let count_terms = |ch: &crate::chunk::Chunk, mut features: Option<&mut FxHashMap<u64, u32>>| {
         let mut counts: FxHashMap<String, u32> = FxHashMap::default();
-        extract::tokenize(&ch.content, max_len, |t| match counts.get_mut(t) {
-            Some(n) => *n += 1,
-            None => {
-                counts.insert(t.to_string(), 1);
+        extract::tokenize(&ch.content, max_len, |t| {
+            if let Some(f) = features.as_deref_mut() {
+                *f.entry(fnv(t.as_bytes())).or_default() += 1;
+            }
+            match counts.get_mut(t) {
+                Some(n) => *n += 1,
+                None => {
+                    counts.insert(t.to_string(), 1);
+                }
             }
         });
         for t in &path_tokens {
-            *counts.entry(t.clone()).or_default() += 1;
+            match counts.get_mut(t.as_str()) {
+                Some(n) => *n += 1,
+                None => {
+                    counts.insert(t.clone(), 1);
+                }
+            }
         }
+        counts
+    };
+    let mut term_counts: Vec<FxHashMap<String, u32>> = Vec::new();
+    let vectors = if let Some(h) = hash {
+        let mut features: Vec<FxHashMap<u64, u32>> = Vec::with_capacity(chunked.chunks.len());
+        term_counts.reserve(chunked.chunks.len());
+        for ch in &chunked.chunks {
+            let mut f: FxHashMap<u64, u32> = FxHashMap::default();
+            for &p in &path_hashes {
+                *f.entry(p).or_default() += 1;
+            }
+            if let Some(s) = ch.symbol_path.as_deref() {
+                extract::tokenize(s, max_len, |t| {
+                    *f.entry(fnv(t.as_bytes())).or_default() += 1
+                });
+            }
+            term_counts.push(count_terms(ch, Some(&mut f)));
+            features.push(f);
+        }
+        // The byte lengths of the texts `embed_text` would give (no summary: see below).
+        let lens = chunked.chunks.iter().map(|ch| {
+            c.rel.len() + ch.symbol_path.as_ref().map_or(0, |s| 1 + s.len()) + 1 + ch.content.len()
+        });
+        ctx.embedder.embed_inline(lens, || {
+            features.into_iter().map(|f| h.embed_counts(f)).collect()
+        })
+    } else {
+        // A model reads the start of its input (MiniLM: 256 tokens): the chunk's one-sentence
+        // summary goes there, in words such a model knows. The hash embedder's text stays as it was.
+        let with_summary = ctx.embedder.backend().limits().is_some();
+        let texts: Vec<String> = chunked
+            .chunks
+            .iter()
+            .zip(&summaries)
+            .map(|(ch, sm)| {
+                let sm = sm.as_deref().filter(|_| with_summary);
+                embed_text(&c.rel, ch.symbol_path.as_deref(), sm, &ch.content)
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        ctx.embedder.embed(&refs)
+    };
+    let vectors = match vectors {
+        Ok(v) => v,
+        Err(e) => return FileResult::Failed(e.to_string()),
+    };
+    let mut term_counts = term_counts.into_iter();
+    let mut chunks = Vec::with_capacity(chunked.chunks.len());
+    for ((ch, embedding), summary) in chunked.chunks.into_iter().zip(vectors).zip(summaries) {
+        let counts = match term_counts.next() {
+            Some(counts) => counts,
+            None => count_terms(&ch, None),
+        };
         let token_len = counts.values().sum();
         let chunk_id = stable_id(&[
             c.rel.as_bytes(),
