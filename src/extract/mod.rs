@@ -134,6 +134,43 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// A chunk's term counts, keyed by each term's 64-bit hash (the caller's, e.g. the hash
+/// embedder's FNV-1a): a term already seen costs an integer lookup and a compare, not a string
+/// hash. Exact: a term whose hash is another term's is counted on its own.
+#[derive(Debug, Default)]
+pub struct TermCounts {
+    index: rustc_hash::FxHashMap<u64, u32>,
+    terms: Vec<(String, u32)>,
+    collided: rustc_hash::FxHashMap<String, u32>,
+}
+
+impl TermCounts {
+    /// Counts one occurrence of `term`, whose hash is `hash`.
+    pub fn add(&mut self, term: &str, hash: u64) {
+        match self.index.entry(hash) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                let slot = &mut self.terms[*e.get() as usize];
+                if slot.0 == term {
+                    slot.1 += 1;
+                } else {
+                    *self.collided.entry(term.to_string()).or_default() += 1;
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(self.terms.len() as u32);
+                self.terms.push((term.to_string(), 1));
+            }
+        }
+    }
+
+    /// The distinct terms with their counts (in no particular order).
+    pub fn into_terms(self) -> Vec<(String, u32)> {
+        let mut v = self.terms;
+        v.extend(self.collided);
+        v
+    }
+}
+
 /// Tokens of `text` as owned strings (tests, queries).
 pub fn tokens(text: &str, max_len: usize) -> Vec<String> {
     let mut v = Vec::new();
@@ -294,6 +331,17 @@ mod tests {
             }
             assert_eq!(tokens(&s, 64), reference_tokens(&s, 64), "{s:?}");
         }
+    }
+
+    #[test]
+    fn term_counts_are_exact_when_hashes_collide() {
+        let mut c = TermCounts::default();
+        for (t, h) in [("a", 1), ("b", 1), ("a", 1), ("c", 2), ("b", 1)] {
+            c.add(t, h);
+        }
+        let mut v = c.into_terms();
+        v.sort();
+        assert_eq!(v, [("a".into(), 2), ("b".into(), 2), ("c".into(), 1)]);
     }
 
     #[test]

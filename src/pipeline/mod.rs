@@ -655,17 +655,12 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         Some(_) => path_tokens.iter().map(|t| fnv(t.as_bytes())).collect(),
         None => Vec::new(),
     };
-    let count_terms = |ch: &crate::chunk::Chunk, mut features: Option<&mut FxHashMap<u64, u32>>| {
+    let count_terms = |ch: &crate::chunk::Chunk| {
         let mut counts: FxHashMap<String, u32> = FxHashMap::default();
-        extract::tokenize(&ch.content, max_len, |t| {
-            if let Some(f) = features.as_deref_mut() {
-                *f.entry(fnv(t.as_bytes())).or_default() += 1;
-            }
-            match counts.get_mut(t) {
-                Some(n) => *n += 1,
-                None => {
-                    counts.insert(t.to_string(), 1);
-                }
+        extract::tokenize(&ch.content, max_len, |t| match counts.get_mut(t) {
+            Some(n) => *n += 1,
+            None => {
+                counts.insert(t.to_string(), 1);
             }
         });
         for t in &path_tokens {
@@ -676,9 +671,9 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
                 }
             }
         }
-        counts
+        counts.into_iter().collect::<Vec<_>>()
     };
-    let mut term_counts: Vec<FxHashMap<String, u32>> = Vec::new();
+    let mut term_counts: Vec<Vec<(String, u32)>> = Vec::new();
     let vectors = if let Some(h) = hash {
         let mut features: Vec<FxHashMap<u64, u32>> = Vec::with_capacity(chunked.chunks.len());
         term_counts.reserve(chunked.chunks.len());
@@ -692,7 +687,16 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
                     *f.entry(fnv(t.as_bytes())).or_default() += 1
                 });
             }
-            term_counts.push(count_terms(ch, Some(&mut f)));
+            let mut terms = extract::TermCounts::default();
+            extract::tokenize(&ch.content, max_len, |t| {
+                let th = fnv(t.as_bytes());
+                *f.entry(th).or_default() += 1;
+                terms.add(t, th);
+            });
+            for (t, &th) in path_tokens.iter().zip(&path_hashes) {
+                terms.add(t, th);
+            }
+            term_counts.push(terms.into_terms());
             features.push(f);
         }
         // The byte lengths of the texts `embed_text` would give (no summary: see below).
@@ -725,11 +729,11 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     let mut term_counts = term_counts.into_iter();
     let mut chunks = Vec::with_capacity(chunked.chunks.len());
     for ((ch, embedding), summary) in chunked.chunks.into_iter().zip(vectors).zip(summaries) {
-        let counts = match term_counts.next() {
-            Some(counts) => counts,
-            None => count_terms(&ch, None),
+        let terms = match term_counts.next() {
+            Some(terms) => terms,
+            None => count_terms(&ch),
         };
-        let token_len = counts.values().sum();
+        let token_len = terms.iter().map(|(_, n)| n).sum();
         let chunk_id = stable_id(&[
             c.rel.as_bytes(),
             ch.start_byte.to_string().as_bytes(),
@@ -739,7 +743,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
             chunk: ch,
             chunk_id,
             token_len,
-            terms: counts.into_iter().collect(),
+            terms,
             embedding,
             summary,
         });
