@@ -795,19 +795,34 @@ fn ref_records(
     symbols: &[SymbolRecord],
     chunks: &[ChunkRecord],
 ) -> Vec<RefRecord> {
+    // Definitions by (start, index) and by (name, index): each ref looks up its enclosing
+    // definition and its same-named ones instead of scanning them all.
+    let mut by_start: Vec<usize> = (0..symbols.len()).collect();
+    by_start.sort_unstable_by_key(|&i| (symbols[i].symbol.start_byte, i));
+    let mut by_name: Vec<usize> = (0..symbols.len()).collect();
+    by_name.sort_unstable_by(|&a, &b| {
+        (symbols[a].symbol.name.as_str(), a).cmp(&(symbols[b].symbol.name.as_str(), b))
+    });
     refs.into_iter()
         .map(|r| {
             let at = r.start_byte;
-            let from = symbols
+            // The innermost definition holding `at`: the latest start at or before it whose end
+            // is past it (the last such in `symbols` order on equal starts, as `max_by_key`).
+            let before = by_start.partition_point(|&i| symbols[i].symbol.start_byte <= at);
+            let from = by_start[..before]
                 .iter()
-                .filter(|s| s.symbol.start_byte <= at && at < s.symbol.end_byte)
-                .max_by_key(|s| s.symbol.start_byte)
-                .map(|s| s.symbol_id);
+                .rev()
+                .find(|&&i| at < symbols[i].symbol.end_byte)
+                .map(|&i| symbols[i].symbol_id);
             let chunk_id = chunk_at(chunks, at);
             let kinds = bundle::target_kinds(r.kind);
-            let mut here = symbols
+            let lo =
+                by_name.partition_point(|&i| symbols[i].symbol.name.as_str() < r.target.as_str());
+            let hi = lo + by_name[lo..].partition_point(|&i| symbols[i].symbol.name == r.target);
+            let mut here = by_name[lo..hi]
                 .iter()
-                .filter(|s| s.symbol.name == r.target && kinds.contains(&s.symbol.kind.as_str()));
+                .map(|&i| &symbols[i])
+                .filter(|s| kinds.contains(&s.symbol.kind.as_str()));
             let (target_symbol_id, resolution) = match (here.next(), here.next()) {
                 (Some(one), None) => (Some(one.symbol_id), Some("file".to_string())),
                 _ => (None, None),
