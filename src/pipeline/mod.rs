@@ -774,7 +774,9 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         language: lang.map(|l| l.def.id.clone()),
         source_type,
         bytes: size,
-        lines: text.lines().count() as u64,
+        // `text.lines().count()`: a line per `\n`, and the last one when it has none.
+        lines: (text.bytes().filter(|&b| b == b'\n').count()
+            + usize::from(!text.is_empty() && !text.ends_with('\n'))) as u64,
         sha256,
         parse_fallback: chunked.parse_fallback,
         redactions: redacted.len() as u32,
