@@ -49,6 +49,11 @@ pub trait Embedder: Send + Sync {
     fn counters(&self) -> Counters {
         Counters::default()
     }
+    /// This backend as the built-in [`HashEmbedder`], if it is one: the pipeline then feeds it
+    /// the token hashes it has already computed instead of text to tokenize again.
+    fn as_hash(&self) -> Option<&HashEmbedder> {
+        None
+    }
 }
 
 /// How a backend wants to be called (see [`Embedder::limits`]).
@@ -282,6 +287,11 @@ impl HashEmbedder {
         }
     }
 
+    /// The longest token it counts (the tokenizer's `max_len`).
+    pub fn max_token_len(&self) -> usize {
+        self.max_token_len
+    }
+
     /// Embeds one text: each token weighs `1 + ln tf`.
     pub fn embed_one(&self, text: &str) -> Vec<f32> {
         // Count tokens by their hash: no string is allocated per token.
@@ -289,6 +299,13 @@ impl HashEmbedder {
         extract::tokenize(text, self.max_token_len, |t| {
             *counts.entry(fnv1a64(t.as_bytes())).or_default() += 1
         });
+        self.embed_counts(counts)
+    }
+
+    /// The vector of a text whose tokens' [`fnv1a64`] hashes were counted into `counts` in the
+    /// text's token order (a map filled in that order iterates as [`HashEmbedder::embed_one`]'s,
+    /// so the float sums, and the vector, are the same to the bit).
+    pub fn embed_counts(&self, counts: FxHashMap<u64, u32>) -> Vec<f32> {
         self.project(
             counts
                 .into_iter()
@@ -332,6 +349,9 @@ impl Embedder for HashEmbedder {
     }
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         Ok(texts.iter().map(|t| self.embed_one(t)).collect())
+    }
+    fn as_hash(&self) -> Option<&HashEmbedder> {
+        Some(self)
     }
 }
 

@@ -40,6 +40,12 @@ struct Shared {
 impl Shared {
     /// Runs one backend call, counting it and the time some call was in flight.
     fn call(&self, backend: &dyn Embedder, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let tokens: usize = texts.iter().map(|t| t.len().div_ceil(4)).sum();
+        self.counted(texts.len(), tokens, || backend.embed(texts))
+    }
+
+    /// Runs `f`, a call of `texts` texts of `tokens` estimated tokens, counting it as [`Shared::call`].
+    fn counted<R>(&self, texts: usize, tokens: usize, f: impl FnOnce() -> R) -> R {
         if let Ok(mut b) = self.busy.lock() {
             if b.0 == 0 {
                 b.1 = Some(Instant::now());
@@ -47,10 +53,9 @@ impl Shared {
             b.0 += 1;
         }
         self.calls.fetch_add(1, Relaxed);
-        self.texts.fetch_add(texts.len() as u64, Relaxed);
-        let tokens: usize = texts.iter().map(|t| t.len().div_ceil(4)).sum();
+        self.texts.fetch_add(texts as u64, Relaxed);
         self.est_tokens.fetch_add(tokens as u64, Relaxed);
-        let r = backend.embed(texts);
+        let r = f();
         if let Ok(mut b) = self.busy.lock() {
             b.0 -= 1;
             if b.0 == 0
@@ -147,12 +152,70 @@ impl EmbedStage {
         self.limits.map_or(0, |l| (l.concurrency * 4).clamp(4, 32))
     }
 
+    /// The hash backend when the stage calls it inline with no cache (the default): the caller
+    /// may then make the vectors itself from token hashes it has (see [`EmbedStage::embed_inline`]).
+    pub fn inline_hash(&self) -> Option<&super::HashEmbedder> {
+        if self.cache.is_some() || self.limits.is_some() {
+            return None;
+        }
+        self.backend.as_hash()
+    }
+
+    /// What [`EmbedStage::embed`] gives for texts of these byte lengths, `make` giving the
+    /// vectors the backend would ([`EmbedStage::inline_hash`] only): counted, checked and
+    /// normalised the same way.
+    pub fn embed_inline(
+        &self,
+        text_lens: impl Iterator<Item = usize>,
+        make: impl FnOnce() -> Vec<Vec<f32>>,
+    ) -> Result<Vec<Vec<f32>>> {
+        let (mut n, mut tokens) = (0, 0);
+        for len in text_lens {
+            n += 1;
+            tokens += len.div_ceil(4);
+        }
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut vectors = self.shared.counted(n, tokens, make);
+        if vectors.len() != n {
+            return Err(Error::Other(format!(
+                "embedder {} returned {} vectors for {n} texts",
+                self.backend.backend(),
+                vectors.len(),
+            )));
+        }
+        for v in &mut vectors {
+            self.check(v)?;
+            normalize(v);
+        }
+        Ok(vectors)
+    }
+
+    /// A backend's vector is of the stage's dimension and finite.
+    fn check(&self, v: &[f32]) -> Result<()> {
+        let dim = self.backend.dim();
+        if v.len() != dim {
+            return Err(Error::Other(format!(
+                "embedder {} returned a vector of dimension {} (expected {dim})",
+                self.backend.backend(),
+                v.len()
+            )));
+        }
+        if v.iter().any(|x| !x.is_finite()) {
+            return Err(Error::Other(format!(
+                "embedder {} returned a vector with NaN or infinite values",
+                self.backend.backend()
+            )));
+        }
+        Ok(())
+    }
+
     /// Vectors for `texts`, in order (see the module docs).
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let dim = self.backend.dim();
         let mut out: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
         let keys: Vec<u128> = match &self.cache {
             Some(c) => {
@@ -196,19 +259,7 @@ impl EmbedStage {
             )));
         }
         for (i, mut v) in missing.into_iter().zip(vectors) {
-            if v.len() != dim {
-                return Err(Error::Other(format!(
-                    "embedder {} returned a vector of dimension {} (expected {dim})",
-                    self.backend.backend(),
-                    v.len()
-                )));
-            }
-            if v.iter().any(|x| !x.is_finite()) {
-                return Err(Error::Other(format!(
-                    "embedder {} returned a vector with NaN or infinite values",
-                    self.backend.backend()
-                )));
-            }
+            self.check(&v)?;
             normalize(&mut v);
             if let Some(c) = &self.cache {
                 c.put(keys[i], &v);

@@ -18,7 +18,7 @@ pub fn tokenize(text: &str, max_len: usize, mut emit: impl FnMut(&str)) {
     let mut buf = String::new();
     let mut parts: Vec<(usize, usize)> = Vec::new();
     for word in words(text) {
-        let word = word.trim_matches('_');
+        let word = trim_underscores(word);
         if word.is_empty() || word.len() > max_len {
             continue;
         }
@@ -36,6 +36,10 @@ pub fn tokenize(text: &str, max_len: usize, mut emit: impl FnMut(&str)) {
         };
         lower(&mut buf, word);
         emit(&buf);
+        // An ASCII word without `_` or capitals is one sub-word: nothing more to emit.
+        if ascii && !word.bytes().any(|c| c == b'_' || c.is_ascii_uppercase()) {
+            continue;
+        }
         split_parts(word, ascii, &mut parts);
         if parts.len() > 1 {
             for &(s, e) in &parts {
@@ -55,6 +59,31 @@ pub fn tokenize(text: &str, max_len: usize, mut emit: impl FnMut(&str)) {
     }
 }
 
+/// `word` without its leading and trailing `_` (`trim_matches('_')` on bytes: `_` is ASCII).
+fn trim_underscores(word: &str) -> &str {
+    let b = word.as_bytes();
+    let (mut s, mut e) = (0, b.len());
+    while s < e && b[s] == b'_' {
+        s += 1;
+    }
+    while e > s && b[e - 1] == b'_' {
+        e -= 1;
+    }
+    &word[s..e]
+}
+
+/// Which ASCII bytes belong to a word: alphanumerics and `_`.
+const ASCII_WORD: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut c = 0;
+    while c < 128 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'_';
+        c += 1;
+    }
+    t
+};
+
 /// The runs of `text` made of alphanumeric characters and `_` (what `split` on every other
 /// character yields, without the empty pieces), scanning ASCII as bytes.
 fn words(text: &str) -> impl Iterator<Item = &str> {
@@ -64,33 +93,82 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
     let at = move |i: usize| -> (bool, usize) {
         let c = b[i];
         if c.is_ascii() {
-            (c.is_ascii_alphanumeric() || c == b'_', 1)
+            (ASCII_WORD[c as usize], 1)
         } else {
             let ch = text[i..].chars().next().unwrap_or(' ');
             (ch.is_alphanumeric(), ch.len_utf8())
         }
     };
     std::iter::from_fn(move || {
-        while i < b.len() {
-            let (word, len) = at(i);
-            if word {
-                break;
+        loop {
+            let &c = b.get(i)?;
+            if c.is_ascii() {
+                if ASCII_WORD[c as usize] {
+                    break;
+                }
+                i += 1;
+            } else {
+                let (word, len) = at(i);
+                if word {
+                    break;
+                }
+                i += len;
             }
-            i += len;
-        }
-        if i >= b.len() {
-            return None;
         }
         let start = i;
-        while i < b.len() {
-            let (word, len) = at(i);
-            if !word {
-                break;
+        while let Some(&c) = b.get(i) {
+            if c.is_ascii() {
+                if !ASCII_WORD[c as usize] {
+                    break;
+                }
+                i += 1;
+            } else {
+                let (word, len) = at(i);
+                if !word {
+                    break;
+                }
+                i += len;
             }
-            i += len;
         }
         Some(&text[start..i])
     })
+}
+
+/// A chunk's term counts, keyed by each term's 64-bit hash (the caller's, e.g. the hash
+/// embedder's FNV-1a): a term already seen costs an integer lookup and a compare, not a string
+/// hash. Exact: a term whose hash is another term's is counted on its own.
+#[derive(Debug, Default)]
+pub struct TermCounts {
+    index: rustc_hash::FxHashMap<u64, u32>,
+    terms: Vec<(String, u32)>,
+    collided: rustc_hash::FxHashMap<String, u32>,
+}
+
+impl TermCounts {
+    /// Counts one occurrence of `term`, whose hash is `hash`.
+    pub fn add(&mut self, term: &str, hash: u64) {
+        match self.index.entry(hash) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                let slot = &mut self.terms[*e.get() as usize];
+                if slot.0 == term {
+                    slot.1 += 1;
+                } else {
+                    *self.collided.entry(term.to_string()).or_default() += 1;
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(self.terms.len() as u32);
+                self.terms.push((term.to_string(), 1));
+            }
+        }
+    }
+
+    /// The distinct terms with their counts (in no particular order).
+    pub fn into_terms(self) -> Vec<(String, u32)> {
+        let mut v = self.terms;
+        v.extend(self.collided);
+        v
+    }
 }
 
 /// Tokens of `text` as owned strings (tests, queries).
@@ -253,6 +331,17 @@ mod tests {
             }
             assert_eq!(tokens(&s, 64), reference_tokens(&s, 64), "{s:?}");
         }
+    }
+
+    #[test]
+    fn term_counts_are_exact_when_hashes_collide() {
+        let mut c = TermCounts::default();
+        for (t, h) in [("a", 1), ("b", 1), ("a", 1), ("c", 2), ("b", 1)] {
+            c.add(t, h);
+        }
+        let mut v = c.into_terms();
+        v.sort();
+        assert_eq!(v, [("a".into(), 2), ("b".into(), 2), ("c".into(), 1)]);
     }
 
     #[test]

@@ -637,25 +637,19 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
             .or_else(|| extract::summary::chunk_summary(ch, &calls))
         })
         .collect();
-    // A model reads the start of its input (MiniLM: 256 tokens): the chunk's one-sentence
-    // summary goes there, in words such a model knows. The hash embedder's text stays as it was.
-    let with_summary = ctx.embedder.backend().limits().is_some();
-    let texts: Vec<String> = chunked
-        .chunks
-        .iter()
-        .zip(&summaries)
-        .map(|(ch, sm)| {
-            let sm = sm.as_deref().filter(|_| with_summary);
-            embed_text(&c.rel, ch.symbol_path.as_deref(), sm, &ch.content)
-        })
-        .collect();
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let vectors = match ctx.embedder.embed(&refs) {
-        Ok(v) => v,
-        Err(e) => return FileResult::Failed(e.to_string()),
+    // BM25 terms of a chunk: its content's tokens and the path's. With the inline hash embedder
+    // the same pass counts the token hashes of its text (path, symbol path, content: the tokens
+    // of `embed_text`, in order), so no chunk is tokenized twice.
+    let fnv = crate::util::fnv1a64;
+    let hash = ctx
+        .embedder
+        .inline_hash()
+        .filter(|h| h.max_token_len() == max_len);
+    let path_hashes: Vec<u64> = match hash {
+        Some(_) => path_tokens.iter().map(|t| fnv(t.as_bytes())).collect(),
+        None => Vec::new(),
     };
-    let mut chunks = Vec::with_capacity(chunked.chunks.len());
-    for ((ch, embedding), summary) in chunked.chunks.into_iter().zip(vectors).zip(summaries) {
+    let count_terms = |ch: &crate::chunk::Chunk| {
         let mut counts: FxHashMap<String, u32> = FxHashMap::default();
         extract::tokenize(&ch.content, max_len, |t| match counts.get_mut(t) {
             Some(n) => *n += 1,
@@ -664,9 +658,76 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
             }
         });
         for t in &path_tokens {
-            *counts.entry(t.clone()).or_default() += 1;
+            match counts.get_mut(t.as_str()) {
+                Some(n) => *n += 1,
+                None => {
+                    counts.insert(t.clone(), 1);
+                }
+            }
         }
-        let token_len = counts.values().sum();
+        counts.into_iter().collect::<Vec<_>>()
+    };
+    let mut term_counts: Vec<Vec<(String, u32)>> = Vec::new();
+    let vectors = if let Some(h) = hash {
+        let mut features: Vec<FxHashMap<u64, u32>> = Vec::with_capacity(chunked.chunks.len());
+        term_counts.reserve(chunked.chunks.len());
+        for ch in &chunked.chunks {
+            let mut f: FxHashMap<u64, u32> = FxHashMap::default();
+            for &p in &path_hashes {
+                *f.entry(p).or_default() += 1;
+            }
+            if let Some(s) = ch.symbol_path.as_deref() {
+                extract::tokenize(s, max_len, |t| {
+                    *f.entry(fnv(t.as_bytes())).or_default() += 1
+                });
+            }
+            let mut terms = extract::TermCounts::default();
+            extract::tokenize(&ch.content, max_len, |t| {
+                let th = fnv(t.as_bytes());
+                *f.entry(th).or_default() += 1;
+                terms.add(t, th);
+            });
+            for (t, &th) in path_tokens.iter().zip(&path_hashes) {
+                terms.add(t, th);
+            }
+            term_counts.push(terms.into_terms());
+            features.push(f);
+        }
+        // The byte lengths of the texts `embed_text` would give (no summary: see below).
+        let lens = chunked.chunks.iter().map(|ch| {
+            c.rel.len() + ch.symbol_path.as_ref().map_or(0, |s| 1 + s.len()) + 1 + ch.content.len()
+        });
+        ctx.embedder.embed_inline(lens, || {
+            features.into_iter().map(|f| h.embed_counts(f)).collect()
+        })
+    } else {
+        // A model reads the start of its input (MiniLM: 256 tokens): the chunk's one-sentence
+        // summary goes there, in words such a model knows. The hash embedder's text stays as it was.
+        let with_summary = ctx.embedder.backend().limits().is_some();
+        let texts: Vec<String> = chunked
+            .chunks
+            .iter()
+            .zip(&summaries)
+            .map(|(ch, sm)| {
+                let sm = sm.as_deref().filter(|_| with_summary);
+                embed_text(&c.rel, ch.symbol_path.as_deref(), sm, &ch.content)
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        ctx.embedder.embed(&refs)
+    };
+    let vectors = match vectors {
+        Ok(v) => v,
+        Err(e) => return FileResult::Failed(e.to_string()),
+    };
+    let mut term_counts = term_counts.into_iter();
+    let mut chunks = Vec::with_capacity(chunked.chunks.len());
+    for ((ch, embedding), summary) in chunked.chunks.into_iter().zip(vectors).zip(summaries) {
+        let terms = match term_counts.next() {
+            Some(terms) => terms,
+            None => count_terms(&ch),
+        };
+        let token_len = terms.iter().map(|(_, n)| n).sum();
         let chunk_id = stable_id(&[
             c.rel.as_bytes(),
             ch.start_byte.to_string().as_bytes(),
@@ -677,7 +738,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
             chunk_id,
             origin: None,
             token_len,
-            terms: counts.into_iter().collect(),
+            terms,
             embedding,
             summary,
         });
@@ -708,7 +769,9 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         language: lang.map(|l| l.def.id.clone()),
         source_type,
         bytes: size,
-        lines: text.lines().count() as u64,
+        // `text.lines().count()`: a line per `\n`, and the last one when it has none.
+        lines: (text.bytes().filter(|&b| b == b'\n').count()
+            + usize::from(!text.is_empty() && !text.ends_with('\n'))) as u64,
         sha256,
         parse_fallback: chunked.parse_fallback,
         redactions: redacted.len() as u32,
@@ -729,19 +792,34 @@ fn ref_records(
     symbols: &[SymbolRecord],
     chunks: &[ChunkRecord],
 ) -> Vec<RefRecord> {
+    // Definitions by (start, index) and by (name, index): each ref looks up its enclosing
+    // definition and its same-named ones instead of scanning them all.
+    let mut by_start: Vec<usize> = (0..symbols.len()).collect();
+    by_start.sort_unstable_by_key(|&i| (symbols[i].symbol.start_byte, i));
+    let mut by_name: Vec<usize> = (0..symbols.len()).collect();
+    by_name.sort_unstable_by(|&a, &b| {
+        (symbols[a].symbol.name.as_str(), a).cmp(&(symbols[b].symbol.name.as_str(), b))
+    });
     refs.into_iter()
         .map(|r| {
             let at = r.start_byte;
-            let from = symbols
+            // The innermost definition holding `at`: the latest start at or before it whose end
+            // is past it (the last such in `symbols` order on equal starts, as `max_by_key`).
+            let before = by_start.partition_point(|&i| symbols[i].symbol.start_byte <= at);
+            let from = by_start[..before]
                 .iter()
-                .filter(|s| s.symbol.start_byte <= at && at < s.symbol.end_byte)
-                .max_by_key(|s| s.symbol.start_byte)
-                .map(|s| s.symbol_id);
+                .rev()
+                .find(|&&i| at < symbols[i].symbol.end_byte)
+                .map(|&i| symbols[i].symbol_id);
             let chunk_id = chunk_at(chunks, at);
             let kinds = bundle::target_kinds(r.kind);
-            let mut here = symbols
+            let lo =
+                by_name.partition_point(|&i| symbols[i].symbol.name.as_str() < r.target.as_str());
+            let hi = lo + by_name[lo..].partition_point(|&i| symbols[i].symbol.name == r.target);
+            let mut here = by_name[lo..hi]
                 .iter()
-                .filter(|s| s.symbol.name == r.target && kinds.contains(&s.symbol.kind.as_str()));
+                .map(|&i| &symbols[i])
+                .filter(|s| kinds.contains(&s.symbol.kind.as_str()));
             let (target_symbol_id, resolution) = match (here.next(), here.next()) {
                 (Some(one), None) => (Some(one.symbol_id), Some("file".to_string())),
                 _ => (None, None),
