@@ -58,7 +58,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut ids = Vec::with_capacity(top.len());
         for (_, addr) in top {
             let doc: TantivyDocument = searcher.doc(addr)?;
-            ids.push(doc.get_first(id).and_then(|v| v.as_i64()).unwrap_or_default());
+            ids.push(
+                doc.get_first(id)
+                    .and_then(|v| v.as_i64())
+                    .unwrap_or_default(),
+            );
         }
         Ok(ids)
     };
