@@ -241,14 +241,20 @@ fn props(table: &str) -> Result<WriterProperties> {
     Ok(b.build())
 }
 
-/// A Parquet file being written plus its row count.
+/// A Parquet file being written plus its row count. Batches are encoded and compressed on a
+/// thread of the table's own (fed through a short bounded channel), so the tables of a run encode
+/// side by side instead of one after another on the writer's thread.
 struct Table {
     name: &'static str,
     path: PathBuf,
     schema: SchemaRef,
-    writer: ArrowWriter<BufWriter<File>>,
+    tx: Option<crossbeam_channel::Sender<RecordBatch>>,
+    encoder: Option<std::thread::JoinHandle<Result<()>>>,
     rows: u64,
 }
+
+/// Batches a table's encoder may hold queued (a chunks batch is a few MB).
+const QUEUED_BATCHES: usize = 2;
 
 impl Table {
     fn create(dir: &Path, name: &'static str, dim: usize) -> Result<Self> {
@@ -256,13 +262,31 @@ impl Table {
         let schema = expected_schema(name, dim)
             .ok_or_else(|| Error::Other(format!("no schema for {name}")))?;
         let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
-        let writer =
+        let mut writer =
             ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(props(name)?))?;
+        let (tx, rx) = crossbeam_channel::bounded::<RecordBatch>(QUEUED_BATCHES);
+        let at = path.clone();
+        let encoder = std::thread::Builder::new()
+            .name(format!("trove-write-{name}"))
+            .spawn(move || -> Result<()> {
+                for batch in rx {
+                    writer.write(&batch)?;
+                }
+                // Closed: the file is complete. Footer, flush, sync.
+                let mut inner = writer.into_inner()?;
+                inner.flush().map_err(|e| Error::io(&at, e))?;
+                let file = inner
+                    .into_inner()
+                    .map_err(|e| Error::io(&at, e.into_error()))?;
+                file.sync_all().map_err(|e| Error::io(&at, e))
+            })
+            .map_err(|e| Error::io(&path, e))?;
         Ok(Table {
             name,
             path,
             schema,
-            writer,
+            tx: Some(tx),
+            encoder: Some(encoder),
             rows: 0,
         })
     }
@@ -270,18 +294,36 @@ impl Table {
     fn write(&mut self, columns: Vec<ArrayRef>) -> Result<()> {
         let batch = RecordBatch::try_new(self.schema.clone(), columns)?;
         self.rows += batch.num_rows() as u64;
-        self.writer.write(&batch)?;
-        Ok(())
+        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(batch).is_ok());
+        if sent {
+            Ok(())
+        } else {
+            // The encoder stopped: its error says why.
+            self.tx = None;
+            self.join().and(Err(Error::Other(format!(
+                "writing {}.parquet stopped",
+                self.name
+            ))))
+        }
+    }
+
+    /// Closes the channel and waits for the encoder: its result.
+    fn join(&mut self) -> Result<()> {
+        self.tx = None;
+        match self.encoder.take() {
+            Some(h) => h.join().unwrap_or_else(|_| {
+                Err(Error::Other(format!(
+                    "writing {}.parquet panicked",
+                    self.name
+                )))
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Closes the file, syncs it, and returns its manifest entry.
-    fn finish(self) -> Result<FileEntry> {
-        let mut inner = self.writer.into_inner()?;
-        inner.flush().map_err(|e| Error::io(&self.path, e))?;
-        let file = inner
-            .into_inner()
-            .map_err(|e| Error::io(&self.path, e.into_error()))?;
-        file.sync_all().map_err(|e| Error::io(&self.path, e))?;
+    fn finish(mut self) -> Result<FileEntry> {
+        self.join()?;
         let (bytes, sha256) = hash_file(&self.path)?;
         Ok(FileEntry {
             name: format!("{}.parquet", self.name),
@@ -289,6 +331,14 @@ impl Table {
             bytes,
             sha256,
         })
+    }
+}
+
+impl Drop for Table {
+    /// A table dropped unfinished (a failed run) still stops its encoder before its directory is
+    /// removed.
+    fn drop(&mut self) {
+        let _ = self.join();
     }
 }
 
