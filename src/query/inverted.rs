@@ -26,24 +26,14 @@ use crate::{Error, Result};
 const MAGIC: &[u8; 8] = b"TRVINV02";
 const HEADER: usize = 8 + 4 * 8;
 
-/// BM25 parameters, as the manifest records them.
-#[derive(Debug, Clone, Copy)]
-struct Params {
-    /// Term-frequency saturation.
-    k1: f64,
-    /// Length normalisation.
-    b: f64,
-    /// Mean chunk length in tokens.
-    avgdl: f64,
-}
-
 /// A bundle's postings, ready to score.
 pub struct Inverted {
     bytes: Bytes,
     n: usize,
     terms: usize,
     postings: usize,
-    params: Params,
+    /// BM25's term-frequency saturation (the manifest's k1).
+    k1: f64,
     /// Each chunk's length normalisation, `k1 · (1 − b + b · doc_len / avgdl)`, computed once.
     norms: Vec<f64>,
     /// Score accumulators, one per chunk ordinal, all zero between queries (reused: a 1M-chunk
@@ -66,12 +56,11 @@ impl Inverted {
         )?;
         let (n, terms, postings) = Self::check(&bytes)
             .ok_or_else(|| Error::bundle(bundle, "inverted index failed a check"))?;
-        let b = &manifest.bm25;
-        let params = Params {
-            k1: b.k1,
-            b: b.b,
-            avgdl: b.avgdl.max(1e-9),
-        };
+        let (k1, b, avgdl) = (
+            manifest.bm25.k1,
+            manifest.bm25.b,
+            manifest.bm25.avgdl.max(1e-9),
+        );
         let lens = Layout {
             n,
             t: terms,
@@ -83,7 +72,7 @@ impl Inverted {
             .chunks_exact(4)
             .map(|l| {
                 let dl = f64::from(le_u32(l));
-                params.k1 * (1.0 - params.b + params.b * dl / params.avgdl)
+                k1 * (1.0 - b + b * dl / avgdl)
             })
             .collect();
         Ok(Inverted {
@@ -91,7 +80,7 @@ impl Inverted {
             n,
             terms,
             postings,
-            params,
+            k1,
             norms,
             scratch: Mutex::new(Vec::new()),
         })
@@ -193,7 +182,7 @@ impl Inverted {
         let mut guard = self.scratch.try_lock().ok();
         let scores: &mut Vec<f64> = guard.as_deref_mut().unwrap_or(&mut own);
         scores.resize(self.n, 0.0);
-        let k1 = self.params.k1;
+        let k1 = self.k1;
         let mut any = false;
         for (term, w) in weighted {
             let Some((s, e)) = self.range(term) else {
@@ -235,7 +224,7 @@ impl Inverted {
             }
         }
         let mut out: Vec<(i64, f64)> = heap.into_iter().map(|w| (w.1, w.0)).collect();
-        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.sort_by(super::best_first);
         out
     }
 }

@@ -305,20 +305,6 @@ impl Bundle {
         !(o.langs.is_empty() && o.types.is_empty() && o.kinds.is_empty() && o.path.is_none())
     }
 
-    /// BM25 over the query terms, given as (term, weight × idf) from [`Bundle::idf`], over the
-    /// chunks in `allowed` (all when `None`); returns the best `n` (chunk id, score), best first.
-    pub fn bm25(
-        &self,
-        idf: &[(String, f64)],
-        allowed: Option<&FxHashSet<i64>>,
-        n: usize,
-    ) -> Result<Vec<(i64, f64)>> {
-        if idf.is_empty() {
-            return Ok(Vec::new());
-        }
-        Ok(self.inverted()?.top(idf, n, allowed))
-    }
-
     /// The BM25 inverted index (built from `postings.parquet` on first use, then cached).
     fn inverted(&self) -> Result<&inverted::Inverted> {
         loaded(&self.inverted, || {
@@ -784,7 +770,7 @@ pub fn rrf(lists: &[(&[(i64, f64)], f64)]) -> Vec<(i64, f64)> {
 }
 
 /// Order of a ranked (chunk id, score) list: best score first, ties by id (deterministic).
-fn best_first(a: &(i64, f64), b: &(i64, f64)) -> std::cmp::Ordering {
+pub(crate) fn best_first(a: &(i64, f64), b: &(i64, f64)) -> std::cmp::Ordering {
     b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
 }
 
