@@ -299,7 +299,6 @@ impl Table {
             Ok(())
         } else {
             // The encoder stopped: its error says why.
-            self.tx = None;
             self.join().and(Err(Error::Other(format!(
                 "writing {}.parquet stopped",
                 self.name
@@ -472,8 +471,10 @@ impl BundleWriter {
         self.counts.chunks += total as u64;
         self.counts.source_bytes += f.bytes;
         for (index, mut rec) in std::mem::take(&mut f.chunks).into_iter().enumerate() {
-            let ord = u32::try_from(first + index as u64)
-                .map_err(|_| Error::Other("more than 4 billion chunks in one bundle".into()))?;
+            // `chunk_ord` is an INT32 column: refuse what it cannot hold rather than clamp it.
+            let ord = i32::try_from(first + index as u64)
+                .map_err(|_| Error::Other("more than 2^31 chunks in one bundle".into()))?
+                .unsigned_abs();
             self.total_tokens += u64::from(rec.token_len);
             for (term, tf) in std::mem::take(&mut rec.terms) {
                 self.postings.push(term, ord, tf)?;
@@ -874,7 +875,7 @@ pub type Group = (String, Vec<Posting>);
 /// from another bundle, renumbered to this bundle's ordinals.
 pub type GroupSource = Box<dyn Iterator<Item = Result<Group>> + Send>;
 
-/// Postings grouped by term in memory (each term stored once, ids sorted as integers), spilled to
+/// Postings grouped by term in memory (each term stored once, ordinals sorted), spilled to
 /// sorted runs on disk when the memory budget fills, merged once at the end.
 struct Spill {
     dir: PathBuf,
