@@ -161,11 +161,7 @@ struct Ctx<'a> {
 /// Runs the whole index: walk, process, write, swap. Returns the manifest and a summary.
 pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
     let started = Instant::now();
-    opts.config.validate()?;
-    let root = opts
-        .root
-        .canonicalize()
-        .map_err(|e| Error::io(&opts.root, e))?;
+    let root = checked_root(opts)?;
     let out = absolute(&opts.out)?;
     if root.starts_with(&out) {
         check_output(&out, &root)?;
@@ -211,6 +207,14 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         plan,
     };
     bundle::build_beside(&out, |tmp| build_into(opts, &root, &out, tmp, started, run))
+}
+
+/// The run's root, canonical, once the configuration has passed its checks.
+fn checked_root(opts: &IndexOptions) -> Result<PathBuf> {
+    opts.config.validate()?;
+    opts.root
+        .canonicalize()
+        .map_err(|e| Error::io(&opts.root, e))
 }
 
 /// The built-in languages, then the repo's `.trove/languages`, then `--languages` directories.

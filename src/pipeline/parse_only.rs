@@ -37,11 +37,7 @@ pub struct ParseOnlySummary {
 /// Walks, reads, decodes and parses `opts.root` as `trove index` would, writing nothing.
 pub fn run_parse_only(opts: &IndexOptions) -> Result<ParseOnlySummary> {
     let started = Instant::now();
-    opts.config.validate()?;
-    let root = opts
-        .root
-        .canonicalize()
-        .map_err(|e| Error::io(&opts.root, e))?;
+    let root = super::checked_root(opts)?;
     let registry = super::load_registry(&root, &opts.languages_dirs)?;
     let mut walk_opts = opts.walk.clone();
     walk_opts.skip_nested_repos = git2::Repository::discover(&root).is_ok();
