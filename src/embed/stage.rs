@@ -178,18 +178,23 @@ impl EmbedStage {
             return Ok(Vec::new());
         }
         let mut vectors = self.shared.counted(n, tokens, make);
-        if vectors.len() != n {
-            return Err(Error::Other(format!(
-                "embedder {} returned {} vectors for {n} texts",
-                self.backend.backend(),
-                vectors.len(),
-            )));
-        }
+        self.check_count(vectors.len(), n)?;
         for v in &mut vectors {
             self.check(v)?;
             normalize(v);
         }
         Ok(vectors)
+    }
+
+    /// A backend answered `texts` texts with one vector each.
+    fn check_count(&self, vectors: usize, texts: usize) -> Result<()> {
+        if vectors == texts {
+            return Ok(());
+        }
+        Err(Error::Other(format!(
+            "embedder {} returned {vectors} vectors for {texts} texts",
+            self.backend.backend(),
+        )))
     }
 
     /// A backend's vector is of the stage's dimension and finite.
@@ -250,14 +255,7 @@ impl EmbedStage {
             }
             None => self.shared.call(&*self.backend, &ask)?,
         };
-        if vectors.len() != ask.len() {
-            return Err(Error::Other(format!(
-                "embedder {} returned {} vectors for {} texts",
-                self.backend.backend(),
-                vectors.len(),
-                ask.len()
-            )));
-        }
+        self.check_count(vectors.len(), ask.len())?;
         for (i, mut v) in missing.into_iter().zip(vectors) {
             self.check(&v)?;
             normalize(&mut v);
