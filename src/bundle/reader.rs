@@ -3,8 +3,7 @@
 //! term at a time (in term order). Nothing is held beyond one record batch per table, so carrying
 //! a large bundle over costs no more memory than writing it.
 use arrow::array::{
-    Array, AsArray, BooleanArray, FixedSizeListArray, Float32Array, Int32Array, Int64Array,
-    StringArray,
+    Array, AsArray, BooleanArray, FixedSizeListArray, Int32Array, Int64Array, StringArray,
 };
 use arrow::datatypes::Float32Type;
 use arrow::record_batch::RecordBatch;
@@ -64,9 +63,9 @@ impl FileRows {
         Ok(FileRows {
             dir: dir.to_path_buf(),
             chunks: ChunkStream::open(dir, dim, source)?,
-            symbols: RowStream::open(dir, "symbols", symbol_row)?,
-            refs: RowStream::open(dir, "refs", |b, i, d| ref_row(b, i, d).map(|(_, r)| r))?,
-            deps: RowStream::open(dir, "deps", dep_row)?,
+            symbols: RowStream::open(dir, "symbols", symbol_rows)?,
+            refs: RowStream::open(dir, "refs", ref_records)?,
+            deps: RowStream::open(dir, "deps", dep_rows)?,
         })
     }
 
@@ -107,25 +106,29 @@ impl FileRows {
     }
 }
 
-/// Rows of a table sorted by path, decoded one at a time and handed out a file at a time.
+/// Rows of a table sorted by path, decoded a record batch at a time (each column looked up once
+/// per batch, not per row) and handed out a file at a time.
 pub struct RowStream<T> {
     dir: PathBuf,
     reader: ParquetRecordBatchReader,
-    batch: Option<RecordBatch>,
+    /// The loaded batch's path column and its rows, decoded; `row` indexes both.
+    paths: Option<StringArray>,
+    rows: std::vec::IntoIter<T>,
     row: usize,
-    decode: fn(&RecordBatch, usize, &Path) -> Result<T>,
+    decode: fn(&RecordBatch, &Path) -> Result<Vec<T>>,
 }
 
 impl<T> RowStream<T> {
     fn open(
         dir: &Path,
         table: &str,
-        decode: fn(&RecordBatch, usize, &Path) -> Result<T>,
+        decode: fn(&RecordBatch, &Path) -> Result<Vec<T>>,
     ) -> Result<Self> {
         Ok(RowStream {
             dir: dir.to_path_buf(),
             reader: open_table(dir, table)?,
-            batch: None,
+            paths: None,
+            rows: Vec::new().into_iter(),
             row: 0,
             decode,
         })
@@ -135,30 +138,34 @@ impl<T> RowStream<T> {
     pub fn take(&mut self, path: &str) -> Result<Vec<T>> {
         let mut out = Vec::new();
         loop {
-            let loaded = matches!(&self.batch, Some(b) if self.row < b.num_rows());
+            let loaded = matches!(&self.paths, Some(p) if self.row < p.len());
             if !loaded {
                 match self.reader.next().transpose()? {
                     None => {
-                        self.batch = None;
+                        self.paths = None;
                         break;
                     }
                     Some(b) => {
-                        self.batch = Some(b);
+                        let rows = (self.decode)(&b, &self.dir)?;
+                        self.paths = Some(col::<StringArray>(&b, "path", &self.dir)?.clone());
+                        self.rows = rows.into_iter();
                         self.row = 0;
                         continue;
                     }
                 }
             }
-            let b = self.batch.as_ref().expect("loaded");
-            let here = col::<StringArray>(b, "path", &self.dir)?.value(self.row);
-            match here.cmp(path) {
-                std::cmp::Ordering::Less => self.row += 1,
-                std::cmp::Ordering::Greater => break,
-                std::cmp::Ordering::Equal => {
-                    out.push((self.decode)(b, self.row, &self.dir)?);
-                    self.row += 1;
-                }
+            let here = self.paths.as_ref().expect("loaded").value(self.row);
+            let order = here.cmp(path);
+            if order == std::cmp::Ordering::Greater {
+                break;
             }
+            let row = self.rows.next().ok_or_else(|| {
+                Error::bundle(&self.dir, "a batch decoded to fewer rows than it has")
+            })?;
+            if order == std::cmp::Ordering::Equal {
+                out.push(row);
+            }
+            self.row += 1;
         }
         Ok(out)
     }
@@ -168,65 +175,93 @@ fn opt_i64(a: &Int64Array, i: usize) -> Option<i64> {
     (!a.is_null(i)).then(|| a.value(i))
 }
 
-fn symbol_row(b: &RecordBatch, i: usize, d: &Path) -> Result<SymbolRecord> {
+fn symbol_rows(b: &RecordBatch, d: &Path) -> Result<Vec<SymbolRecord>> {
     let s = |n: &str| col::<StringArray>(b, n, d);
     let i64c = |n: &str| col::<Int64Array>(b, n, d);
-    let i32v = |n: &str| -> Result<usize> {
-        Ok(usize_of(i64::from(col::<Int32Array>(b, n, d)?.value(i))))
-    };
+    let i32c = |n: &str| col::<Int32Array>(b, n, d);
+    let (kind, name, symbol_path) = (s("kind")?, s("name")?, s("symbol_path")?);
+    let (signature, docs) = (s("signature")?, s("docs")?);
+    let (start_byte, end_byte) = (i64c("start_byte")?, i64c("end_byte")?);
+    let (start_line, end_line) = (i32c("start_line")?, i32c("end_line")?);
+    let name_line = i32c("name_line")?;
     let exported = col::<BooleanArray>(b, "exported", d)?;
-    Ok(SymbolRecord {
-        symbol: Symbol {
-            kind: s("kind")?.value(i).to_string(),
-            name: s("name")?.value(i).to_string(),
-            symbol_path: s("symbol_path")?.value(i).to_string(),
-            start_byte: usize_of(i64c("start_byte")?.value(i)),
-            end_byte: usize_of(i64c("end_byte")?.value(i)),
-            start_line: i32v("start_line")?,
-            end_line: i32v("end_line")?,
-            name_line: i32v("name_line")?,
-            signature: opt_str(s("signature")?, i),
-            docs: opt_str(s("docs")?, i),
-            parent: None,
-            exported: (!exported.is_null(i)).then(|| exported.value(i)),
-        },
-        symbol_id: i64c("symbol_id")?.value(i),
-        parent_id: opt_i64(i64c("parent_id")?, i),
-        chunk_id: opt_i64(i64c("chunk_id")?, i),
-    })
+    let (symbol_id, parent_id, chunk_id) =
+        (i64c("symbol_id")?, i64c("parent_id")?, i64c("chunk_id")?);
+    let line = |a: &Int32Array, i: usize| usize_of(i64::from(a.value(i)));
+    Ok((0..b.num_rows())
+        .map(|i| SymbolRecord {
+            symbol: Symbol {
+                kind: kind.value(i).to_string(),
+                name: name.value(i).to_string(),
+                symbol_path: symbol_path.value(i).to_string(),
+                start_byte: usize_of(start_byte.value(i)),
+                end_byte: usize_of(end_byte.value(i)),
+                start_line: line(start_line, i),
+                end_line: line(end_line, i),
+                name_line: line(name_line, i),
+                signature: opt_str(signature, i),
+                docs: opt_str(docs, i),
+                parent: None,
+                exported: (!exported.is_null(i)).then(|| exported.value(i)),
+            },
+            symbol_id: symbol_id.value(i),
+            parent_id: opt_i64(parent_id, i),
+            chunk_id: opt_i64(chunk_id, i),
+        })
+        .collect())
 }
 
-/// Row `i` of a refs table: its path and record.
-fn ref_row(b: &RecordBatch, i: usize, d: &Path) -> Result<(Arc<str>, RefRecord)> {
+/// Every row of a batch of a refs table, without its path.
+fn ref_records(b: &RecordBatch, d: &Path) -> Result<Vec<RefRecord>> {
     let s = |n: &str| col::<StringArray>(b, n, d);
     let i64c = |n: &str| col::<Int64Array>(b, n, d);
-    Ok((
-        Arc::from(s("path")?.value(i)),
-        RefRecord {
-            line: usize_of(i64::from(col::<Int32Array>(b, "line", d)?.value(i))),
-            kind: s("kind")?.value(i).to_string(),
-            target: s("target")?.value(i).to_string(),
-            from_symbol_id: opt_i64(i64c("from_symbol_id")?, i),
-            chunk_id: opt_i64(i64c("chunk_id")?, i),
-            target_symbol_id: opt_i64(i64c("target_symbol_id")?, i),
-            resolution: opt_str(s("resolution")?, i),
-        },
-    ))
+    let line = col::<Int32Array>(b, "line", d)?;
+    let (kind, target, resolution) = (s("kind")?, s("target")?, s("resolution")?);
+    let (from_symbol_id, chunk_id) = (i64c("from_symbol_id")?, i64c("chunk_id")?);
+    let target_symbol_id = i64c("target_symbol_id")?;
+    Ok((0..b.num_rows())
+        .map(|i| RefRecord {
+            line: usize_of(i64::from(line.value(i))),
+            kind: kind.value(i).to_string(),
+            target: target.value(i).to_string(),
+            from_symbol_id: opt_i64(from_symbol_id, i),
+            chunk_id: opt_i64(chunk_id, i),
+            target_symbol_id: opt_i64(target_symbol_id, i),
+            resolution: opt_str(resolution, i),
+        })
+        .collect())
 }
 
-/// Every row of a batch of a refs table.
+/// Every row of a batch of a refs table: its path and record.
 pub(crate) fn ref_rows(b: &RecordBatch, d: &Path) -> Result<Vec<(Arc<str>, RefRecord)>> {
-    (0..b.num_rows()).map(|i| ref_row(b, i, d)).collect()
+    let path = col::<StringArray>(b, "path", d)?;
+    let mut last: Option<Arc<str>> = None;
+    Ok(ref_records(b, d)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            // A file's refs are consecutive: they share one path.
+            let p = match &last {
+                Some(p) if **p == *path.value(i) => p.clone(),
+                _ => last.insert(Arc::from(path.value(i))).clone(),
+            };
+            (p, r)
+        })
+        .collect())
 }
 
-fn dep_row(b: &RecordBatch, i: usize, d: &Path) -> Result<Dep> {
+fn dep_rows(b: &RecordBatch, d: &Path) -> Result<Vec<Dep>> {
     let s = |n: &str| col::<StringArray>(b, n, d);
-    Ok(Dep {
-        ecosystem: s("ecosystem")?.value(i).to_string(),
-        name: s("name")?.value(i).to_string(),
-        version: opt_str(s("version")?, i),
-        scope: s("scope")?.value(i).to_string(),
-    })
+    let (ecosystem, name, version, scope) =
+        (s("ecosystem")?, s("name")?, s("version")?, s("scope")?);
+    Ok((0..b.num_rows())
+        .map(|i| Dep {
+            ecosystem: ecosystem.value(i).to_string(),
+            name: name.value(i).to_string(),
+            version: opt_str(version, i),
+            scope: scope.value(i).to_string(),
+        })
+        .collect())
 }
 
 fn open_table(dir: &Path, table: &str) -> Result<ParquetRecordBatchReader> {
@@ -310,7 +345,7 @@ pub struct ChunkStream {
     dim: usize,
     chunks: ParquetRecordBatchReader,
     embeddings: ParquetRecordBatchReader,
-    batch: Option<(RecordBatch, RecordBatch)>,
+    batch: Option<ChunkCols>,
     row: usize,
     source: usize,
     /// Chunks handed out.
@@ -336,8 +371,8 @@ impl ChunkStream {
     /// `None` at the end.
     fn peek_path(&mut self) -> Result<Option<&str>> {
         loop {
-            if let Some((c, _)) = &self.batch
-                && self.row < c.num_rows()
+            if let Some(c) = &self.batch
+                && self.row < c.path.len()
             {
                 break;
             }
@@ -354,13 +389,11 @@ impl ChunkStream {
                     "embeddings.parquet is not row for row with chunks.parquet",
                 ));
             }
-            self.batch = Some((c, e));
+            self.batch = Some(ChunkCols::new(&c, &e, self.dim, &self.dir)?);
             self.row = 0;
         }
-        let (c, _) = self.batch.as_ref().expect("loaded above");
-        Ok(Some(
-            col::<StringArray>(c, "path", &self.dir)?.value(self.row),
-        ))
+        let c = self.batch.as_ref().expect("loaded above");
+        Ok(Some(c.path.value(self.row)))
     }
 
     /// The chunks of `path`, skipping any rows of paths before it. Paths must be asked for in
@@ -387,60 +420,114 @@ impl ChunkStream {
 
     /// The chunk record of the current row (terms left empty: postings are carried separately).
     fn record(&self) -> Result<ChunkRecord> {
-        let (c, e) = self.batch.as_ref().expect("peeked");
-        let i = self.row;
-        let d = &self.dir;
-        let s = |n: &str| col::<StringArray>(c, n, d);
-        let i32v = |n: &str| -> Result<usize> {
-            Ok(usize_of(i64::from(col::<Int32Array>(c, n, d)?.value(i))))
-        };
-        let i64v = |n: &str| -> Result<i64> { Ok(col::<Int64Array>(c, n, d)?.value(i)) };
-        let chunk_id = i64v("chunk_id")?;
-        if col::<Int64Array>(e, "chunk_id", d)?.value(i) != chunk_id {
+        let c = self.batch.as_ref().expect("peeked");
+        let (i, d) = (self.row, &self.dir);
+        let chunk_id = c.chunk_id.value(i);
+        if c.embedding_id.value(i) != chunk_id {
             return Err(Error::bundle(
                 d,
                 "embeddings.parquet is not row for row with chunks.parquet",
             ));
         }
-        let list: &FixedSizeListArray = col(e, "embedding", d)?;
-        if list.value_length() as usize != self.dim {
-            return Err(Error::bundle(
-                d,
-                format!(
-                    "embeddings have {} floats, the manifest says {}",
-                    list.value_length(),
-                    self.dim
-                ),
-            ));
-        }
-        let values: &Float32Array = list.values().as_primitive::<Float32Type>();
-        let at = list.value_offset_at(i);
-        let embedding = values.values()[at..at + self.dim].to_vec();
-        let token_len = col::<Int32Array>(c, "token_len", d)?.value(i).max(0) as u32;
-        let ord = col::<Int32Array>(c, "chunk_ord", d)?.value(i);
+        let at = c.embeddings.value_offset_at(i);
+        let embedding = c.embeddings.values().as_primitive::<Float32Type>().values()
+            [at..at + self.dim]
+            .to_vec();
+        let ord = c.chunk_ord.value(i);
         let ord = u32::try_from(ord)
             .map_err(|_| Error::bundle(d, format!("chunk_ord {ord} is negative")))?;
+        let int = |a: &Int32Array| usize_of(i64::from(a.value(i)));
         Ok(ChunkRecord {
             chunk: Chunk {
-                kind: s("kind")?.value(i).to_string(),
-                symbol: opt_str(s("symbol")?, i),
-                symbol_path: opt_str(s("symbol_path")?, i),
-                signature: opt_str(s("signature")?, i),
-                docs: opt_str(s("docs")?, i),
-                start_byte: usize_of(i64v("start_byte")?),
-                end_byte: usize_of(i64v("end_byte")?),
-                start_line: i32v("start_line")?,
-                start_col: i32v("start_col")?,
-                end_line: i32v("end_line")?,
-                end_col: i32v("end_col")?,
-                content: s("content")?.value(i).to_string(),
+                kind: c.kind.value(i).to_string(),
+                symbol: opt_str(&c.symbol, i),
+                symbol_path: opt_str(&c.symbol_path, i),
+                signature: opt_str(&c.signature, i),
+                docs: opt_str(&c.docs, i),
+                start_byte: usize_of(c.start_byte.value(i)),
+                end_byte: usize_of(c.end_byte.value(i)),
+                start_line: int(&c.start_line),
+                start_col: int(&c.start_col),
+                end_line: int(&c.end_line),
+                end_col: int(&c.end_col),
+                content: c.content.value(i).to_string(),
             },
             chunk_id,
             origin: Some((self.source, ord)),
-            token_len,
+            token_len: c.token_len.value(i).max(0) as u32,
             terms: Vec::new(),
             embedding,
-            summary: opt_str(s("summary")?, i),
+            summary: opt_str(&c.summary, i),
+        })
+    }
+}
+
+/// The columns of one batch of `chunks.parquet` and the matching batch of `embeddings.parquet`,
+/// looked up (by name, checked for type) once per batch.
+struct ChunkCols {
+    path: StringArray,
+    kind: StringArray,
+    symbol: StringArray,
+    symbol_path: StringArray,
+    signature: StringArray,
+    docs: StringArray,
+    content: StringArray,
+    summary: StringArray,
+    chunk_id: Int64Array,
+    start_byte: Int64Array,
+    end_byte: Int64Array,
+    start_line: Int32Array,
+    start_col: Int32Array,
+    end_line: Int32Array,
+    end_col: Int32Array,
+    token_len: Int32Array,
+    chunk_ord: Int32Array,
+    embedding_id: Int64Array,
+    embeddings: FixedSizeListArray,
+}
+
+impl ChunkCols {
+    fn new(c: &RecordBatch, e: &RecordBatch, dim: usize, d: &Path) -> Result<Self> {
+        let s = |n: &str| col::<StringArray>(c, n, d).cloned();
+        let i64c = |n: &str| col::<Int64Array>(c, n, d).cloned();
+        let i32c = |n: &str| col::<Int32Array>(c, n, d).cloned();
+        let embeddings: FixedSizeListArray = col::<FixedSizeListArray>(e, "embedding", d)?.clone();
+        if embeddings.value_length() as usize != dim {
+            return Err(Error::bundle(
+                d,
+                format!(
+                    "embeddings have {} floats, the manifest says {dim}",
+                    embeddings.value_length(),
+                ),
+            ));
+        }
+        if embeddings
+            .values()
+            .as_primitive_opt::<Float32Type>()
+            .is_none()
+        {
+            return Err(Error::bundle(d, "embeddings are not 32-bit floats"));
+        }
+        Ok(ChunkCols {
+            path: s("path")?,
+            kind: s("kind")?,
+            symbol: s("symbol")?,
+            symbol_path: s("symbol_path")?,
+            signature: s("signature")?,
+            docs: s("docs")?,
+            content: s("content")?,
+            summary: s("summary")?,
+            chunk_id: i64c("chunk_id")?,
+            start_byte: i64c("start_byte")?,
+            end_byte: i64c("end_byte")?,
+            start_line: i32c("start_line")?,
+            start_col: i32c("start_col")?,
+            end_line: i32c("end_line")?,
+            end_col: i32c("end_col")?,
+            token_len: i32c("token_len")?,
+            chunk_ord: i32c("chunk_ord")?,
+            embedding_id: col::<Int64Array>(e, "chunk_id", d)?.clone(),
+            embeddings,
         })
     }
 }
