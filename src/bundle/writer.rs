@@ -184,6 +184,12 @@ pub struct ChunkRecord {
     pub summary: Option<String>,
 }
 
+/// A column's path from its dotted name: `embedding.list.item` is three parts (a nested
+/// column), which `ColumnPath::from(&str)` would take as one name that matches nothing.
+fn column(dotted: &str) -> ColumnPath {
+    ColumnPath::new(dotted.split('.').map(String::from).collect())
+}
+
 fn props(table: &str) -> Result<WriterProperties> {
     let rows = match table {
         "chunks" => CHUNKS_ROW_GROUP_ROWS,
@@ -196,7 +202,14 @@ fn props(table: &str) -> Result<WriterProperties> {
     let mut b = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL)?))
         .set_max_row_group_row_count(Some(rows));
-    // Dictionaries pay off for repeated values (paths, kinds, terms), not for free text or floats.
+    // Dictionaries pay off for repeated values (paths, kinds, terms), not for free text, floats,
+    // or ids that are unique row by row (there a dictionary only adds an index to every value,
+    // and hashing each value into it costs more than writing it).
+    let unique_ids: &[&str] = match table {
+        "chunks" | "embeddings" => &["chunk_id"],
+        "symbols" => &["symbol_id"],
+        _ => &[],
+    };
     for col in [
         "content",
         "docs",
@@ -204,8 +217,11 @@ fn props(table: &str) -> Result<WriterProperties> {
         "embedding.list.item",
         "sha256",
         "summary",
-    ] {
-        b = b.set_column_dictionary_enabled(ColumnPath::from(col), false);
+    ]
+    .iter()
+    .chain(unique_ids)
+    {
+        b = b.set_column_dictionary_enabled(column(col), false);
     }
     // Integers that ascend row by row (ordinals; lines and offsets within a file): stored as
     // deltas of a few bits each. Postings' ordinals ascend within a term, which is what made them
@@ -231,12 +247,12 @@ fn props(table: &str) -> Result<WriterProperties> {
     };
     for col in ascending {
         b = b
-            .set_column_dictionary_enabled(ColumnPath::from(*col), false)
-            .set_column_encoding(ColumnPath::from(*col), Encoding::DELTA_BINARY_PACKED);
+            .set_column_dictionary_enabled(column(col), false)
+            .set_column_encoding(column(col), Encoding::DELTA_BINARY_PACKED);
     }
     if table == "terms" {
         // Every term is unique here: a dictionary would only double the bytes to decode.
-        b = b.set_column_dictionary_enabled(ColumnPath::from("term"), false);
+        b = b.set_column_dictionary_enabled(column("term"), false);
     }
     Ok(b.build())
 }
@@ -1251,6 +1267,26 @@ pub fn swap_into_place(tmp: &Path, out: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writer_settings_reach_nested_and_id_columns() {
+        let p = props("embeddings").unwrap();
+        // The floats sit three levels down; a one-part path would leave their dictionary on.
+        assert!(!p.dictionary_enabled(&column("embedding.list.item")));
+        assert!(!p.dictionary_enabled(&column("chunk_id")));
+        let p = props("chunks").unwrap();
+        assert!(!p.dictionary_enabled(&column("content")));
+        assert!(p.dictionary_enabled(&column("path")));
+        assert_eq!(
+            p.encoding(&column("chunk_ord")),
+            Some(Encoding::DELTA_BINARY_PACKED)
+        );
+        assert!(
+            props("postings")
+                .unwrap()
+                .dictionary_enabled(&column("term"))
+        );
+    }
 
     fn merged(budget: usize, dir: &Path) -> (Vec<u8>, Vec<u8>, usize) {
         std::fs::create_dir_all(dir).unwrap();
