@@ -649,32 +649,25 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         .embedder
         .inline_hash()
         .filter(|h| h.max_token_len() == max_len);
-    let path_hashes: Vec<u64> = match hash {
-        Some(_) => path_tokens.iter().map(|t| fnv(t.as_bytes())).collect(),
-        None => Vec::new(),
-    };
-    let count_terms = |ch: &crate::chunk::Chunk| {
-        let mut counts: FxHashMap<String, u32> = FxHashMap::default();
-        extract::tokenize(&ch.content, max_len, |t| match counts.get_mut(t) {
-            Some(n) => *n += 1,
-            None => {
-                counts.insert(t.to_string(), 1);
+    let path_hashes: Vec<u64> = path_tokens.iter().map(|t| fnv(t.as_bytes())).collect();
+    // A chunk's terms (content, then path), each content token's hash also handed to `seen`.
+    let count_terms = |ch: &crate::chunk::Chunk, mut seen: Option<&mut FxHashMap<u64, u32>>| {
+        let mut terms = extract::TermCounts::default();
+        extract::tokenize(&ch.content, max_len, |t| {
+            let th = fnv(t.as_bytes());
+            if let Some(f) = seen.as_deref_mut() {
+                *f.entry(th).or_default() += 1;
             }
+            terms.add(t, th);
         });
-        for t in &path_tokens {
-            match counts.get_mut(t.as_str()) {
-                Some(n) => *n += 1,
-                None => {
-                    counts.insert(t.clone(), 1);
-                }
-            }
+        for (t, &th) in path_tokens.iter().zip(&path_hashes) {
+            terms.add(t, th);
         }
-        counts.into_iter().collect::<Vec<_>>()
+        terms.into_terms()
     };
-    let mut term_counts: Vec<Vec<(String, u32)>> = Vec::new();
+    let mut term_counts: Vec<Vec<(String, u32)>> = Vec::with_capacity(chunked.chunks.len());
     let vectors = if let Some(h) = hash {
         let mut features: Vec<FxHashMap<u64, u32>> = Vec::with_capacity(chunked.chunks.len());
-        term_counts.reserve(chunked.chunks.len());
         for ch in &chunked.chunks {
             let mut f: FxHashMap<u64, u32> = FxHashMap::default();
             for &p in &path_hashes {
@@ -685,16 +678,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
                     *f.entry(fnv(t.as_bytes())).or_default() += 1
                 });
             }
-            let mut terms = extract::TermCounts::default();
-            extract::tokenize(&ch.content, max_len, |t| {
-                let th = fnv(t.as_bytes());
-                *f.entry(th).or_default() += 1;
-                terms.add(t, th);
-            });
-            for (t, &th) in path_tokens.iter().zip(&path_hashes) {
-                terms.add(t, th);
-            }
-            term_counts.push(terms.into_terms());
+            term_counts.push(count_terms(ch, Some(&mut f)));
             features.push(f);
         }
         // The byte lengths of the texts `embed_text` would give (no summary: see below).
@@ -705,6 +689,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
             features.into_iter().map(|f| h.embed_counts(f)).collect()
         })
     } else {
+        term_counts.extend(chunked.chunks.iter().map(|ch| count_terms(ch, None)));
         // A model reads the start of its input (MiniLM: 256 tokens): the chunk's one-sentence
         // summary goes there, in words such a model knows. The hash embedder's text stays as it was.
         let with_summary = ctx.embedder.backend().limits().is_some();
@@ -724,13 +709,14 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         Ok(v) => v,
         Err(e) => return FileResult::Failed(e.to_string()),
     };
-    let mut term_counts = term_counts.into_iter();
     let mut chunks = Vec::with_capacity(chunked.chunks.len());
-    for ((ch, embedding), summary) in chunked.chunks.into_iter().zip(vectors).zip(summaries) {
-        let terms = match term_counts.next() {
-            Some(terms) => terms,
-            None => count_terms(&ch),
-        };
+    for (((ch, embedding), summary), terms) in chunked
+        .chunks
+        .into_iter()
+        .zip(vectors)
+        .zip(summaries)
+        .zip(term_counts)
+    {
         let token_len = terms.iter().map(|(_, n)| n).sum();
         let chunk_id = stable_id(&[
             c.rel.as_bytes(),
