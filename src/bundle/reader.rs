@@ -147,7 +147,7 @@ impl<T> RowStream<T> {
                     }
                     Some(b) => {
                         let rows = (self.decode)(&b, &self.dir)?;
-                        self.paths = Some(col::<StringArray>(&b, "path", &self.dir)?.clone());
+                        self.paths = Some(column::<StringArray>(&b, "path", &self.dir)?.clone());
                         self.rows = rows.into_iter();
                         self.row = 0;
                         continue;
@@ -176,18 +176,17 @@ fn opt_i64(a: &Int64Array, i: usize) -> Option<i64> {
 }
 
 fn symbol_rows(b: &RecordBatch, d: &Path) -> Result<Vec<SymbolRecord>> {
-    let s = |n: &str| col::<StringArray>(b, n, d);
-    let i64c = |n: &str| col::<Int64Array>(b, n, d);
-    let i32c = |n: &str| col::<Int32Array>(b, n, d);
+    let s = |n: &str| column::<StringArray>(b, n, d);
+    let i64c = |n: &str| column::<Int64Array>(b, n, d);
+    let i32c = |n: &str| column::<Int32Array>(b, n, d);
     let (kind, name, symbol_path) = (s("kind")?, s("name")?, s("symbol_path")?);
     let (signature, docs) = (s("signature")?, s("docs")?);
     let (start_byte, end_byte) = (i64c("start_byte")?, i64c("end_byte")?);
     let (start_line, end_line) = (i32c("start_line")?, i32c("end_line")?);
     let name_line = i32c("name_line")?;
-    let exported = col::<BooleanArray>(b, "exported", d)?;
+    let exported = column::<BooleanArray>(b, "exported", d)?;
     let (symbol_id, parent_id, chunk_id) =
         (i64c("symbol_id")?, i64c("parent_id")?, i64c("chunk_id")?);
-    let line = |a: &Int32Array, i: usize| usize_of(i64::from(a.value(i)));
     Ok((0..b.num_rows())
         .map(|i| SymbolRecord {
             symbol: Symbol {
@@ -196,9 +195,9 @@ fn symbol_rows(b: &RecordBatch, d: &Path) -> Result<Vec<SymbolRecord>> {
                 symbol_path: symbol_path.value(i).to_string(),
                 start_byte: usize_of(start_byte.value(i)),
                 end_byte: usize_of(end_byte.value(i)),
-                start_line: line(start_line, i),
-                end_line: line(end_line, i),
-                name_line: line(name_line, i),
+                start_line: usize_at(start_line, i),
+                end_line: usize_at(end_line, i),
+                name_line: usize_at(name_line, i),
                 signature: opt_str(signature, i),
                 docs: opt_str(docs, i),
                 parent: None,
@@ -213,15 +212,15 @@ fn symbol_rows(b: &RecordBatch, d: &Path) -> Result<Vec<SymbolRecord>> {
 
 /// Every row of a batch of a refs table, without its path.
 fn ref_records(b: &RecordBatch, d: &Path) -> Result<Vec<RefRecord>> {
-    let s = |n: &str| col::<StringArray>(b, n, d);
-    let i64c = |n: &str| col::<Int64Array>(b, n, d);
-    let line = col::<Int32Array>(b, "line", d)?;
+    let s = |n: &str| column::<StringArray>(b, n, d);
+    let i64c = |n: &str| column::<Int64Array>(b, n, d);
+    let line = column::<Int32Array>(b, "line", d)?;
     let (kind, target, resolution) = (s("kind")?, s("target")?, s("resolution")?);
     let (from_symbol_id, chunk_id) = (i64c("from_symbol_id")?, i64c("chunk_id")?);
     let target_symbol_id = i64c("target_symbol_id")?;
     Ok((0..b.num_rows())
         .map(|i| RefRecord {
-            line: usize_of(i64::from(line.value(i))),
+            line: usize_at(line, i),
             kind: kind.value(i).to_string(),
             target: target.value(i).to_string(),
             from_symbol_id: opt_i64(from_symbol_id, i),
@@ -234,7 +233,7 @@ fn ref_records(b: &RecordBatch, d: &Path) -> Result<Vec<RefRecord>> {
 
 /// Every row of a batch of a refs table: its path and record.
 pub(crate) fn ref_rows(b: &RecordBatch, d: &Path) -> Result<Vec<(Arc<str>, RefRecord)>> {
-    let path = col::<StringArray>(b, "path", d)?;
+    let path = column::<StringArray>(b, "path", d)?;
     let mut last: Option<Arc<str>> = None;
     Ok(ref_records(b, d)?
         .into_iter()
@@ -251,7 +250,7 @@ pub(crate) fn ref_rows(b: &RecordBatch, d: &Path) -> Result<Vec<(Arc<str>, RefRe
 }
 
 fn dep_rows(b: &RecordBatch, d: &Path) -> Result<Vec<Dep>> {
-    let s = |n: &str| col::<StringArray>(b, n, d);
+    let s = |n: &str| column::<StringArray>(b, n, d);
     let (ecosystem, name, version, scope) =
         (s("ecosystem")?, s("name")?, s("version")?, s("scope")?);
     Ok((0..b.num_rows())
@@ -272,10 +271,12 @@ fn open_table(dir: &Path, table: &str) -> Result<ParquetRecordBatchReader> {
         .build()?)
 }
 
-fn col<'a, T: 'static>(b: &'a RecordBatch, name: &str, dir: &Path) -> Result<&'a T> {
+/// Column `name` of a batch read from `path` (a bundle or one of its files), as the array type
+/// `T`; a bundle error naming the column when it is missing or of another type.
+pub(crate) fn column<'a, T: 'static>(b: &'a RecordBatch, name: &str, path: &Path) -> Result<&'a T> {
     b.column_by_name(name)
         .and_then(|c| c.as_any().downcast_ref::<T>())
-        .ok_or_else(|| Error::bundle(dir, format!("column {name} is missing or of another type")))
+        .ok_or_else(|| Error::bundle(path, format!("column {name} is missing or of another type")))
 }
 
 fn opt_str(a: &StringArray, i: usize) -> Option<String> {
@@ -286,21 +287,26 @@ fn usize_of(v: i64) -> usize {
     usize::try_from(v).unwrap_or(0)
 }
 
+/// Row `i` of an INT32 line/column as a `usize` (0 for a negative value).
+fn usize_at(a: &Int32Array, i: usize) -> usize {
+    usize_of(i64::from(a.value(i)))
+}
+
 /// Every row of `files.parquet`, in path order.
 pub fn read_files(dir: &Path) -> Result<Vec<FileRow>> {
     let mut out = Vec::new();
     for batch in open_table(dir, "files")? {
         let b = batch?;
-        let path = col::<StringArray>(&b, "path", dir)?;
-        let language = col::<StringArray>(&b, "language", dir)?;
-        let source_type = col::<StringArray>(&b, "source_type", dir)?;
-        let bytes = col::<Int64Array>(&b, "bytes", dir)?;
-        let lines = col::<Int64Array>(&b, "lines", dir)?;
-        let sha = col::<StringArray>(&b, "sha256", dir)?;
-        let chunks = col::<Int32Array>(&b, "chunks", dir)?;
-        let fallback = col::<BooleanArray>(&b, "parse_fallback", dir)?;
-        let redactions = col::<Int32Array>(&b, "redactions", dir)?;
-        let summary = col::<StringArray>(&b, "summary", dir)?;
+        let path = column::<StringArray>(&b, "path", dir)?;
+        let language = column::<StringArray>(&b, "language", dir)?;
+        let source_type = column::<StringArray>(&b, "source_type", dir)?;
+        let bytes = column::<Int64Array>(&b, "bytes", dir)?;
+        let lines = column::<Int64Array>(&b, "lines", dir)?;
+        let sha = column::<StringArray>(&b, "sha256", dir)?;
+        let chunks = column::<Int32Array>(&b, "chunks", dir)?;
+        let fallback = column::<BooleanArray>(&b, "parse_fallback", dir)?;
+        let redactions = column::<Int32Array>(&b, "redactions", dir)?;
+        let summary = column::<StringArray>(&b, "summary", dir)?;
         for i in 0..b.num_rows() {
             out.push(FileRow {
                 path: path.value(i).to_string(),
@@ -324,9 +330,9 @@ pub fn read_skipped(dir: &Path) -> Result<Vec<crate::source::Skipped>> {
     let mut out = Vec::new();
     for batch in open_table(dir, "skipped")? {
         let b = batch?;
-        let path = col::<StringArray>(&b, "path", dir)?;
-        let reason = col::<StringArray>(&b, "reason", dir)?;
-        let bytes = col::<Int64Array>(&b, "bytes", dir)?;
+        let path = column::<StringArray>(&b, "path", dir)?;
+        let reason = column::<StringArray>(&b, "reason", dir)?;
+        let bytes = column::<Int64Array>(&b, "bytes", dir)?;
         for i in 0..b.num_rows() {
             out.push(crate::source::Skipped {
                 path: path.value(i).to_string(),
@@ -436,7 +442,6 @@ impl ChunkStream {
         let ord = c.chunk_ord.value(i);
         let ord = u32::try_from(ord)
             .map_err(|_| Error::bundle(d, format!("chunk_ord {ord} is negative")))?;
-        let int = |a: &Int32Array| usize_of(i64::from(a.value(i)));
         Ok(ChunkRecord {
             chunk: Chunk {
                 kind: c.kind.value(i).to_string(),
@@ -446,10 +451,10 @@ impl ChunkStream {
                 docs: opt_str(&c.docs, i),
                 start_byte: usize_of(c.start_byte.value(i)),
                 end_byte: usize_of(c.end_byte.value(i)),
-                start_line: int(&c.start_line),
-                start_col: int(&c.start_col),
-                end_line: int(&c.end_line),
-                end_col: int(&c.end_col),
+                start_line: usize_at(&c.start_line, i),
+                start_col: usize_at(&c.start_col, i),
+                end_line: usize_at(&c.end_line, i),
+                end_col: usize_at(&c.end_col, i),
                 content: c.content.value(i).to_string(),
             },
             chunk_id,
@@ -488,10 +493,11 @@ struct ChunkCols {
 
 impl ChunkCols {
     fn new(c: &RecordBatch, e: &RecordBatch, dim: usize, d: &Path) -> Result<Self> {
-        let s = |n: &str| col::<StringArray>(c, n, d).cloned();
-        let i64c = |n: &str| col::<Int64Array>(c, n, d).cloned();
-        let i32c = |n: &str| col::<Int32Array>(c, n, d).cloned();
-        let embeddings: FixedSizeListArray = col::<FixedSizeListArray>(e, "embedding", d)?.clone();
+        let s = |n: &str| column::<StringArray>(c, n, d).cloned();
+        let i64c = |n: &str| column::<Int64Array>(c, n, d).cloned();
+        let i32c = |n: &str| column::<Int32Array>(c, n, d).cloned();
+        let embeddings: FixedSizeListArray =
+            column::<FixedSizeListArray>(e, "embedding", d)?.clone();
         if embeddings.value_length() as usize != dim {
             return Err(Error::bundle(
                 d,
@@ -526,7 +532,7 @@ impl ChunkCols {
             end_col: i32c("end_col")?,
             token_len: i32c("token_len")?,
             chunk_ord: i32c("chunk_ord")?,
-            embedding_id: col::<Int64Array>(e, "chunk_id", d)?.clone(),
+            embedding_id: column::<Int64Array>(e, "chunk_id", d)?.clone(),
             embeddings,
         })
     }
@@ -587,9 +593,9 @@ impl PostingStream {
                     break;
                 }
                 let b = self.batch.as_ref().expect("loaded by current");
-                let terms = col::<StringArray>(b, "term", &self.dir)?;
-                let ords = col::<Int32Array>(b, "chunk_ord", &self.dir)?;
-                let tfs = col::<Int32Array>(b, "tf", &self.dir)?;
+                let terms = column::<StringArray>(b, "term", &self.dir)?;
+                let ords = column::<Int32Array>(b, "chunk_ord", &self.dir)?;
+                let tfs = column::<Int32Array>(b, "tf", &self.dir)?;
                 let mut r = self.row;
                 let mut ended = false;
                 while r < b.num_rows() {

@@ -21,6 +21,7 @@ use std::sync::Mutex;
 
 use super::cache::{self, Bytes, u64_at};
 use crate::bundle::Manifest;
+use crate::bundle::reader::column;
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"TRVINV02";
@@ -291,54 +292,30 @@ fn build(bundle: &Path) -> Result<Vec<u8>> {
     let unreadable =
         |p: &Path, e: arrow::error::ArrowError| Error::bundle(p, format!("unreadable ({e})"));
     let (mut ids, mut lens): (Vec<i64>, Vec<u32>) = (Vec::new(), Vec::new());
-    {
-        let bad = || Error::bundle(&chunks_path, "chunks.parquet has an unexpected schema");
-        for batch in batches(&chunks_path, &["chunk_id", "chunk_ord", "token_len"])? {
-            let batch = batch.map_err(|e| unreadable(&chunks_path, e))?;
-            let col = |name: &str| batch.column_by_name(name).ok_or_else(bad);
-            let id = col("chunk_id")?
-                .as_any()
-                .downcast_ref::<Int64Array>()
-                .ok_or_else(bad)?;
-            let ord = col("chunk_ord")?
-                .as_any()
-                .downcast_ref::<Int32Array>()
-                .ok_or_else(bad)?;
-            let len = col("token_len")?
-                .as_any()
-                .downcast_ref::<Int32Array>()
-                .ok_or_else(bad)?;
-            for r in 0..batch.num_rows() {
-                if usize::try_from(ord.value(r)).ok() != Some(ids.len()) {
-                    return Err(Error::bundle(
-                        &chunks_path,
-                        "chunk_ord is not the row number (run `trove verify` on the bundle)",
-                    ));
-                }
-                ids.push(id.value(r));
-                lens.push(len.value(r).max(0) as u32);
+    for batch in batches(&chunks_path, &["chunk_id", "chunk_ord", "token_len"])? {
+        let batch = batch.map_err(|e| unreadable(&chunks_path, e))?;
+        let id = column::<Int64Array>(&batch, "chunk_id", &chunks_path)?;
+        let ord = column::<Int32Array>(&batch, "chunk_ord", &chunks_path)?;
+        let len = column::<Int32Array>(&batch, "token_len", &chunks_path)?;
+        for r in 0..batch.num_rows() {
+            if usize::try_from(ord.value(r)).ok() != Some(ids.len()) {
+                return Err(Error::bundle(
+                    &chunks_path,
+                    "chunk_ord is not the row number (run `trove verify` on the bundle)",
+                ));
             }
+            ids.push(id.value(r));
+            lens.push(len.value(r).max(0) as u32);
         }
     }
-    let bad = || Error::bundle(&path, "postings.parquet has an unexpected schema");
     let (mut post_off, mut heap_off, mut heap) = (vec![0u64], vec![0u64], Vec::new());
     let (mut ords, mut tfs): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
     let mut last: Option<Vec<u8>> = None;
     for batch in batches(&path, &["term", "chunk_ord", "tf"])? {
         let batch = batch.map_err(|e| unreadable(&path, e))?;
-        let col = |name: &str| batch.column_by_name(name).ok_or_else(bad);
-        let term = col("term")?
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .ok_or_else(bad)?;
-        let ord = col("chunk_ord")?
-            .as_any()
-            .downcast_ref::<Int32Array>()
-            .ok_or_else(bad)?;
-        let tf = col("tf")?
-            .as_any()
-            .downcast_ref::<Int32Array>()
-            .ok_or_else(bad)?;
+        let term = column::<StringArray>(&batch, "term", &path)?;
+        let ord = column::<Int32Array>(&batch, "chunk_ord", &path)?;
+        let tf = column::<Int32Array>(&batch, "tf", &path)?;
         for r in 0..batch.num_rows() {
             let o = match usize::try_from(ord.value(r)) {
                 Ok(o) if !term.is_null(r) && !ord.is_null(r) && o < ids.len() => o as u32,

@@ -9,6 +9,7 @@ use parquet::file::metadata::ParquetMetaData;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::Path;
 
+use crate::bundle::reader::column;
 use crate::{Error, Result};
 
 /// The row groups whose string column `col` may contain one of `keys` (by min/max statistics; a
@@ -72,17 +73,10 @@ pub fn document_frequencies(path: &Path, terms: &[&str]) -> Result<FxHashMap<Str
     if wanted.is_empty() {
         return Ok(out);
     }
-    let bad = || Error::bundle(path, "terms.parquet has an unexpected schema");
     for batch in reader(path, "term", terms, &["term", "df"])? {
         let batch = batch.map_err(|e| Error::bundle(path, format!("unreadable ({e})")))?;
-        let term = batch
-            .column_by_name("term")
-            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-            .ok_or_else(bad)?;
-        let df = batch
-            .column_by_name("df")
-            .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
-            .ok_or_else(bad)?;
+        let term = column::<StringArray>(&batch, "term", path)?;
+        let df = column::<Int64Array>(&batch, "df", path)?;
         for r in 0..batch.num_rows() {
             if wanted.contains(term.value(r)) {
                 out.insert(term.value(r).to_string(), df.value(r));
@@ -99,17 +93,10 @@ pub fn contents(path: &Path, ids: &[i64], paths: &[&str]) -> Result<FxHashMap<i6
     if wanted.is_empty() {
         return Ok(out);
     }
-    let bad = || Error::bundle(path, "chunks.parquet has an unexpected schema");
     for batch in reader(path, "path", paths, &["chunk_id", "content"])? {
         let batch = batch.map_err(|e| Error::bundle(path, format!("unreadable ({e})")))?;
-        let id = batch
-            .column_by_name("chunk_id")
-            .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
-            .ok_or_else(bad)?;
-        let content = batch
-            .column_by_name("content")
-            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-            .ok_or_else(bad)?;
+        let id = column::<Int64Array>(&batch, "chunk_id", path)?;
+        let content = column::<StringArray>(&batch, "content", path)?;
         for r in 0..batch.num_rows() {
             if wanted.contains(&id.value(r)) && !content.is_null(r) {
                 out.insert(id.value(r), content.value(r).to_string());

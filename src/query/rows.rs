@@ -10,13 +10,12 @@
 //! n row numbers (u32, the row of the i-th sorted id); n rows of [`FIELDS`] u32 (line numbers, then
 //! string numbers, `u32::MAX` = NULL); strings + 1 heap offsets (u64); the heap.
 use arrow::array::{Array, Int32Array, Int64Array, StringArray};
-use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rustc_hash::FxHashMap;
 use std::path::Path;
 
 use super::cache::{self, Bytes, i64_at, u32_at, u64_at};
 use crate::bundle::Manifest;
+use crate::bundle::reader::column;
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"TRVROW01";
@@ -157,15 +156,11 @@ impl Rows {
 
 /// Reads the row columns of `chunks.parquet` (never `content` or `docs`) into the cache layout.
 fn build(path: &Path) -> Result<Vec<u8>> {
-    let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(f)?;
     let wanted: Vec<&str> = ["chunk_id", "start_line", "end_line"]
         .into_iter()
         .chain(STRING_COLUMNS)
         .collect();
-    let mask = ProjectionMask::columns(builder.parquet_schema(), wanted.iter().copied());
-    let reader = builder.with_projection(mask).build()?;
-    let bad = || Error::bundle(path, "chunks.parquet has an unexpected schema");
+    let reader = super::lookup::projected(path, &wanted, None)?;
     let mut ids: Vec<i64> = Vec::new();
     let mut rows: Vec<u32> = Vec::new();
     let mut interned: FxHashMap<String, u32> = FxHashMap::default();
@@ -173,27 +168,13 @@ fn build(path: &Path) -> Result<Vec<u8>> {
     let mut offsets: Vec<u64> = vec![0];
     for batch in reader {
         let batch = batch?;
-        let col = |name: &str| batch.column_by_name(name).ok_or_else(bad);
-        let id = col("chunk_id")?
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .ok_or_else(bad)?
-            .clone();
-        let lines = ["start_line", "end_line"]
-            .map(|c| col(c).map(|a| a.as_any().downcast_ref::<Int32Array>().cloned()));
-        let [Ok(Some(start)), Ok(Some(end))] = lines else {
-            return Err(bad());
-        };
-        let mut strs = Vec::with_capacity(STRING_COLUMNS.len());
-        for c in STRING_COLUMNS {
-            strs.push(
-                col(c)?
-                    .as_any()
-                    .downcast_ref::<StringArray>()
-                    .ok_or_else(bad)?
-                    .clone(),
-            );
-        }
+        let id = column::<Int64Array>(&batch, "chunk_id", path)?;
+        let start = column::<Int32Array>(&batch, "start_line", path)?;
+        let end = column::<Int32Array>(&batch, "end_line", path)?;
+        let strs = STRING_COLUMNS
+            .iter()
+            .map(|c| column::<StringArray>(&batch, c, path))
+            .collect::<Result<Vec<_>>>()?;
         for r in 0..batch.num_rows() {
             ids.push(id.value(r));
             rows.push(u32::try_from(start.value(r)).unwrap_or(0));
