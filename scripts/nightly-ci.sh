@@ -7,7 +7,15 @@
 #                (GitHub Actions: actions/checkout with fetch-depth: 0)
 #   PUBLISH_DIR  where packed bundles are published (a mounted share, a synced bucket, an artifact dir);
 #                yesterday's REPO_NAME.trove is read from here and today's replaces it
-# Environment: TROVE (the trove binary, default: trove on PATH), TROVE_INDEX_ARGS (extra index flags).
+# Environment:
+#   TROVE             the trove binary to use (default: trove on PATH, or the one TROVE_VERSION installs)
+#   TROVE_VERSION     install this released version first with scripts/install.sh, into
+#                     TROVE_BIN_CACHE/VERSION (default ~/.cache/trove-bin/VERSION): cache that folder
+#                     keyed by the version and only the first night downloads (or compiles) anything
+#   TROVE_SHA256      the release tarball's sha256, pinned (default: the published .sha256)
+#   TROVE_SOURCE      build that version from this git URL or checkout instead of downloading it
+#   TROVE_GITHUB_REPO / TROVE_RELEASE_URL   where releases are published (see scripts/install.sh)
+#   TROVE_INDEX_ARGS  extra index flags
 #
 # The first night (nothing published yet) is a full build; after that `--since auto` re-processes only
 # the files changed since the commit stamped in the bundle, and carries everything else over. If the
@@ -18,6 +26,13 @@ set -euo pipefail
 repo=${1:?usage: nightly-ci.sh REPO PUBLISH_DIR}
 publish=${2:?usage: nightly-ci.sh REPO PUBLISH_DIR}
 trove=${TROVE:-trove}
+if [ -z "${TROVE:-}" ] && [ -n "${TROVE_VERSION:-}" ]; then
+  bin_dir="${TROVE_BIN_CACHE:-$HOME/.cache/trove-bin}/${TROVE_VERSION#v}"
+  "$(dirname "$0")/install.sh" ${TROVE_SHA256:+--sha256 "$TROVE_SHA256"} \
+    ${TROVE_SOURCE:+--source "$TROVE_SOURCE"} "$TROVE_VERSION" "$bin_dir"
+  trove="$bin_dir/trove"
+fi
+"$trove" --version >&2
 name=$(basename "$(cd "$repo" && pwd)")
 latest="$publish/$name.trove"
 work=$(mktemp -d)

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::util::{
-    duck, git, index, index_cmd, manifest, pq, query_jsonl, sample_repo, trove, write,
+    commit, duck, git, index, index_cmd, manifest, pq, query_jsonl, sample_repo, trove, write,
 };
 
 /// Each table's (name, rows, sha256) from the manifest: equal lists mean byte-identical tables.
@@ -41,11 +41,6 @@ fn head(root: &Path) -> String {
         .output()
         .unwrap();
     String::from_utf8(o.stdout).unwrap().trim().to_string()
-}
-
-fn commit(root: &Path, msg: &str) {
-    git(root, &["add", "-A"]);
-    git(root, &["commit", "-q", "-m", msg]);
 }
 
 /// Hits of a few queries, without the bundle label (the two bundles live at different paths).

@@ -10,6 +10,7 @@ mod openai_mock;
 mod pack;
 mod portability;
 mod query;
+mod release;
 mod reliability;
 mod sql;
 mod structure;

@@ -74,6 +74,12 @@ pub fn git(dir: &Path, args: &[&str]) {
     );
 }
 
+/// Stages everything in `root` and commits it.
+pub fn commit(root: &Path, msg: &str) {
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", msg]);
+}
+
 pub fn write(dir: &Path, rel: &str, bytes: &[u8]) {
     let p = dir.join(rel);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();

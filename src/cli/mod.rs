@@ -14,9 +14,29 @@ pub mod verify;
 
 use clap::{Parser, Subcommand};
 
+/// `trove --version`: the version, the commit it was built from and the cargo features compiled in,
+/// e.g. `0.1.0 (commit 1c6fc33a…, features: engine local openai)`.
+pub static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let features: Vec<&str> = [
+        ("engine", cfg!(feature = "engine")),
+        ("local", cfg!(feature = "local")),
+        ("openai", cfg!(feature = "openai")),
+        ("cuda", cfg!(feature = "cuda")),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect();
+    format!(
+        "{} (commit {}, features: {})",
+        env!("CARGO_PKG_VERSION"),
+        env!("TROVE_GIT_COMMIT"),
+        features.join(" ")
+    )
+});
+
 /// trove: index source repositories into portable Parquet bundles, and query them.
 #[derive(Debug, Parser)]
-#[command(name = "trove", version, about, long_about = None, propagate_version = true)]
+#[command(name = "trove", version = VERSION.as_str(), about, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// The subcommand.
     #[command(subcommand)]

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Builds a versioned release tarball of trove, with its sha256, and optionally checks it.
+#
+# Usage: scripts/release.sh [--bin PATH] [--target TRIPLE] [--platform NAME] [--out DIR] [--check]
+#   --bin PATH       package this trove binary (default: build it with `cargo build --release --locked`)
+#   --target TRIPLE  cross-build for this rustc target (ignored with --bin)
+#   --platform NAME  the platform part of the file name (default: from uname, e.g. linux-x86_64,
+#                    linux-aarch64, macos-arm64)
+#   --out DIR        where the tarball and its .sha256 go (default: dist/)
+#   --check          unpack the tarball into a temp dir outside the checkout and run it there:
+#                    `trove --version`, then the example job (index, verify, query the bundled
+#                    example repository) with a clean environment
+#
+# Output: DIR/trove-VERSION-PLATFORM.tar.gz and DIR/trove-VERSION-PLATFORM.tar.gz.sha256
+# (`sha256sum -c` format). VERSION is what the binary itself reports. The tarball holds one folder,
+# trove-VERSION-PLATFORM/, with the binary, README.md, the licences, the nightly script and
+# example/sample-repo. The release workflow (.github/workflows/release.yml) runs this per platform.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bin="" target="" platform="" out=dist check=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin=${2:?--bin needs a path}; shift 2 ;;
+    --target) target=${2:?--target needs a triple}; shift 2 ;;
+    --platform) platform=${2:?--platform needs a name}; shift 2 ;;
+    --out) out=${2:?--out needs a directory}; shift 2 ;;
+    --check) check=1; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "release.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+sha256() { if command -v sha256sum >/dev/null; then sha256sum "$@"; else shasum -a 256 "$@"; fi; }
+
+if [ -z "$bin" ]; then
+  cargo build --release --locked ${target:+--target "$target"}
+  tdir=${CARGO_TARGET_DIR:-target}
+  bin="$tdir/${target:+$target/}release/trove"
+fi
+[ -x "$bin" ] || { echo "release.sh: no trove binary at $bin" >&2; exit 2; }
+
+if [ -z "$platform" ]; then
+  case "${target:-$(uname -s)-$(uname -m)}" in
+    *linux*x86_64* | Linux-x86_64) platform=linux-x86_64 ;;
+    *aarch64*linux* | Linux-aarch64 | Linux-arm64) platform=linux-aarch64 ;;
+    *aarch64*apple* | Darwin-arm64) platform=macos-arm64 ;;
+    *x86_64*apple* | Darwin-x86_64) platform=macos-x86_64 ;;
+    *) platform=$(uname -s | tr '[:upper:]' '[:lower:]')-$(uname -m) ;;
+  esac
+fi
+
+# "trove 0.1.0 (commit …, features: …)": the version is the binary's own.
+version_line=$("$bin" --version)
+version=$(printf '%s\n' "$version_line" | awk 'NR == 1 { print $2 }')
+[ -n "$version" ] || { echo "release.sh: '$bin --version' printed no version" >&2; exit 2; }
+name="trove-$version-$platform"
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+dir="$stage/$name"
+mkdir -p "$dir/example" "$dir/scripts"
+cp "$bin" "$dir/trove"
+cp README.md LICENSE-MIT LICENSE-APACHE "$dir/"
+cp scripts/nightly-ci.sh scripts/install.sh "$dir/scripts/"
+cp -R fixtures/sample-repo "$dir/example/sample-repo"
+chmod 0755 "$dir/trove" "$dir/scripts/"*.sh
+
+mkdir -p "$out"
+tarball="$out/$name.tar.gz"
+# Reproducible where GNU tar is at hand: sorted names, fixed owner and times, no gzip timestamp.
+epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
+gtar=$(command -v gtar || command -v tar)
+if "$gtar" --version 2>/dev/null | grep -q 'GNU tar'; then
+  "$gtar" -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -cf - "$name" | gzip -n -9 >"$tarball"
+else
+  "$gtar" -C "$stage" -cf - "$name" | gzip -n -9 >"$tarball"
+fi
+(cd "$out" && sha256 "$name.tar.gz" >"$name.tar.gz.sha256")
+echo "release.sh: $tarball ($version_line)" >&2
+
+if [ "$check" = 1 ]; then
+  t=$(mktemp -d)
+  trap 'rm -rf "$stage" "$t"' EXIT
+  cp "$tarball" "$tarball.sha256" "$t/"
+  (
+    cd "$t"
+    sha256 -c "$name.tar.gz.sha256" >/dev/null
+    tar -xzf "$name.tar.gz"
+    cd "$name"
+    # A clean environment: nothing from the checkout or the build reaches the run.
+    run() { env -i HOME="$t/home" PATH=/usr/bin:/bin TROVE_CACHE_DIR="$t/cache" "$@"; }
+    run ./trove --version | grep -q "^trove $version " || { echo "release.sh: unpacked trove reports another version" >&2; exit 1; }
+    run ./trove index example/sample-repo -o "$t/sample.bundle" --quiet
+    run ./trove verify "$t/sample.bundle" >/dev/null
+    run ./trove query "$t/sample.bundle" "how is an invoice charged" -k 3
+  )
+  echo "release.sh: checked $name: --version, index, verify and query ran from $t" >&2
+fi
+echo "$tarball"

