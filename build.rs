@@ -54,10 +54,10 @@ fn git_commit() {
                 let mut watch = vec!["HEAD".to_string(), "packed-refs".to_string()];
                 watch.extend(git(&["symbolic-ref", "-q", "HEAD"]));
                 for w in watch {
-                    if let Some(p) = git(&["rev-parse", "--git-path", &w]) {
-                        if Path::new(&p).exists() {
-                            println!("cargo:rerun-if-changed={p}");
-                        }
+                    if let Some(p) = git(&["rev-parse", "--git-path", &w])
+                        && Path::new(&p).exists()
+                    {
+                        println!("cargo:rerun-if-changed={p}");
                     }
                 }
                 c
