@@ -61,6 +61,8 @@ trap 'rm -rf "$stage"' EXIT
 dir="$stage/$name"
 mkdir -p "$dir/example" "$dir/scripts"
 cp "$bin" "$dir/trove"
+# Symbols are most of the binary's size and nothing a user runs needs them.
+if command -v strip >/dev/null; then strip "$dir/trove" 2>/dev/null || true; fi
 cp README.md LICENSE-MIT LICENSE-APACHE "$dir/"
 cp scripts/nightly-ci.sh scripts/install.sh "$dir/scripts/"
 cp -R fixtures/sample-repo "$dir/example/sample-repo"
