@@ -60,7 +60,7 @@ fn bench(c: &mut Criterion) {
         return;
     };
     let mut cfg = PipelineConfig::defaults().expect("defaults").embed;
-    cfg.backend = "local".into();
+    cfg.backend = trove::embed::EmbedBackend::Local;
     cfg.model_dir = dir.to_string_lossy().into_owned();
     let e = trove::embed::from_config(&cfg, 64, None).expect("the model loads");
     let mut g = c.benchmark_group("local-minilm");

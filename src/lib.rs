@@ -21,6 +21,8 @@ pub mod lang;
 pub mod pipeline;
 #[cfg(feature = "engine")]
 pub mod query;
+pub mod record;
+pub mod resolve;
 pub mod source;
 pub mod summarize;
 pub(crate) mod util;

@@ -38,8 +38,8 @@ pub struct Request<'a> {
 
 /// A summary backend.
 pub trait Summarizer: Send + Sync {
-    /// Backend name (`extractive`, `llm`).
-    fn name(&self) -> &str;
+    /// Which backend it is.
+    fn backend(&self) -> SummaryBackend;
     /// A summary of undocumented code, or `None` to keep the extractive one.
     fn summarize(&self, req: &Request<'_>) -> Option<String>;
     /// Calls made, cache hits, and fallbacks to the extractive summary by reason.
@@ -51,7 +51,7 @@ pub trait Summarizer: Send + Sync {
 /// What a summarizer did in a run.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct SummaryStats {
-    /// Backend name.
+    /// Backend name (empty: the extractive default, which counts nothing).
     pub backend: String,
     /// Calls to the server.
     pub calls: u64,
@@ -67,8 +67,8 @@ pub struct SummaryStats {
 pub struct Extractive;
 
 impl Summarizer for Extractive {
-    fn name(&self) -> &str {
-        "extractive"
+    fn backend(&self) -> SummaryBackend {
+        SummaryBackend::Extractive
     }
     fn summarize(&self, _req: &Request<'_>) -> Option<String> {
         None
@@ -95,12 +95,23 @@ struct Prompts {
     file: String,
 }
 
+crate::record::named_set! {
+    /// A summarizer (`summary.backend`, `--summarizer`).
+    SummaryBackend {
+        /// From docs and the syntax tree.
+        Extractive = "extractive",
+        /// An OpenAI-compatible chat server, for code without docs only.
+        Llm = "llm",
+    }
+}
+
 /// Builds the summarizer a config asks for.
+#[allow(unreachable_patterns)] // `other` is reachable only when `llm` is not compiled in
 pub fn from_config(cfg: &SummaryConfig) -> Result<Box<dyn Summarizer>> {
-    match cfg.backend.as_str() {
-        "extractive" => Ok(Box::new(Extractive)),
+    match cfg.backend {
+        SummaryBackend::Extractive => Ok(Box::new(Extractive)),
         #[cfg(feature = "openai")]
-        "llm" => Ok(Box::new(llm::LlmSummarizer::new(cfg)?)),
+        SummaryBackend::Llm => Ok(Box::new(llm::LlmSummarizer::new(cfg)?)),
         other => Err(Error::Config(format!(
             "summarizer {other:?} is not built into this trove"
         ))),
@@ -280,8 +291,8 @@ mod llm {
     }
 
     impl Summarizer for LlmSummarizer {
-        fn name(&self) -> &str {
-            "llm"
+        fn backend(&self) -> SummaryBackend {
+            SummaryBackend::Llm
         }
 
         fn summarize(&self, r: &Request<'_>) -> Option<String> {
@@ -325,7 +336,7 @@ mod llm {
 
         fn stats(&self) -> SummaryStats {
             SummaryStats {
-                backend: "llm".into(),
+                backend: SummaryBackend::Llm.to_string(),
                 calls: self.counts.calls.load(Relaxed),
                 cache_hits: self.counts.hits.load(Relaxed),
                 written: self.counts.written.load(Relaxed),

@@ -314,7 +314,7 @@ fn markdown_heading_sections() {
 #[test]
 fn lines_chunker_is_a_fixed_window_baseline() {
     let c = ChunkConfig {
-        chunker: "lines".into(),
+        chunker: trove::chunk::Chunker::Lines,
         window_lines: 10,
         ..cfg()
     };
@@ -498,7 +498,10 @@ fn every_language_with_reference_rules_finds_them_in_its_fixture() {
             ("import", &lang.def.import_nodes),
             ("call", &lang.def.call_nodes),
         ] {
-            if !declared.is_empty() && !refs.iter().any(|r| r.kind == kind && !r.target.is_empty())
+            if !declared.is_empty()
+                && !refs
+                    .iter()
+                    .any(|r| r.kind.as_str() == kind && !r.target.is_empty())
             {
                 missing.push(format!("{rel}: no {kind} found by {declared:?}"));
             }

@@ -369,7 +369,9 @@ fn since_in_a_shallow_clone_says_how_to_deepen() {
     assert!(err.contains("shallow") && err.contains("--deepen"), "{err}");
 }
 
-/// Three shards merged equal one full run; overlapping inputs are refused.
+/// Three shards merged equal one full run — shard 1 named on the command line, shards 2 and 3
+/// taken by `--shard auto` from a Kubernetes Indexed Job's and a GitLab job's environment;
+/// overlapping inputs are refused.
 #[test]
 fn three_shards_merged_equal_the_full_bundle() {
     let t = sample_repo();
@@ -381,7 +383,32 @@ fn three_shards_merged_equal_the_full_bundle() {
     let mut files = 0;
     for i in 1..=3 {
         let s = scratch.path().join(format!("s{i}"));
-        index(root, &s, &["--shard", &format!("{i}/3")]);
+        let mut cmd = index_cmd(root, &s, &["--quiet"]);
+        // Whatever CI variables the machine running the tests has, these alone speak.
+        for v in [
+            "TROVE_SHARD",
+            "JOB_COMPLETION_INDEX",
+            "TROVE_SHARD_COUNT",
+            "BUILDKITE_PARALLEL_JOB",
+            "BUILDKITE_PARALLEL_JOB_COUNT",
+            "CI_NODE_INDEX",
+            "CI_NODE_TOTAL",
+        ] {
+            cmd.env_remove(v);
+        }
+        match i {
+            1 => cmd.args(["--shard", "1/3"]),
+            2 => cmd
+                .args(["--shard", "auto"])
+                .env("JOB_COMPLETION_INDEX", "1")
+                .env("TROVE_SHARD_COUNT", "3"),
+            _ => cmd
+                .args(["--shard", "auto"])
+                .env("CI_NODE_INDEX", "3")
+                .env("CI_NODE_TOTAL", "3"),
+        }
+        .assert()
+        .success();
         assert_eq!(
             manifest(&s)["shard"],
             serde_json::json!({"index": i, "count": 3})
@@ -424,6 +451,16 @@ fn three_shards_merged_equal_the_full_bundle() {
         .assert()
         .code(2);
     assert!(String::from_utf8_lossy(&o.get_output().stderr).contains("between 1 and N"));
+    // `auto` with no job slice in the environment: refused, naming the variables.
+    let o = trove()
+        .args(["index", ".", "-o", "x", "--shard", "auto"])
+        .env_remove("TROVE_SHARD")
+        .env_remove("JOB_COMPLETION_INDEX")
+        .env_remove("BUILDKITE_PARALLEL_JOB")
+        .env_remove("CI_NODE_INDEX")
+        .assert()
+        .code(2);
+    assert!(String::from_utf8_lossy(&o.get_output().stderr).contains("TROVE_SHARD"));
 }
 
 /// The README's nightly job, run twice on a repository with a commit in between.

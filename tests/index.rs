@@ -146,6 +146,10 @@ fn same_input_gives_identical_parquet_bytes_at_any_thread_count() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-hooks"),
+    ignore = "needs the test-hooks feature (scripts/test.sh)"
+)]
 fn a_failed_run_leaves_the_previous_bundle_intact() {
     let repo = sample_repo();
     let out = tempfile::tempdir().unwrap();

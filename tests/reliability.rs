@@ -159,6 +159,10 @@ fn a_write_failure_fails_cleanly_and_keeps_the_old_bundle() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-hooks"),
+    ignore = "needs the test-hooks feature (scripts/test.sh)"
+)]
 fn a_panicking_file_is_skipped_and_strict_makes_it_an_error() {
     let (r, w) = (many_files(6), tempfile::tempdir().unwrap());
     let b = w.path().join("b");

@@ -104,6 +104,64 @@ impl Shard {
         Ok(Shard { index, count })
     }
 
+    /// `I/N`, or `auto`: the slice of the CI or cluster job this process runs in
+    /// ([`Shard::from_env`] over the process environment).
+    pub fn parse_or_auto(s: &str) -> std::result::Result<Self, String> {
+        if s.trim() == "auto" {
+            Shard::from_env(|k| std::env::var(k).ok())
+        } else {
+            Shard::parse(s)
+        }
+    }
+
+    /// The slice of the job this process runs in, read through `var`: `TROVE_SHARD` (`I/N`);
+    /// a Kubernetes Indexed Job's `JOB_COMPLETION_INDEX` (0-based) with `TROVE_SHARD_COUNT` (its
+    /// `completions`); Buildkite's `BUILDKITE_PARALLEL_JOB` (0-based) and
+    /// `BUILDKITE_PARALLEL_JOB_COUNT`; GitLab's `CI_NODE_INDEX` (1-based) and `CI_NODE_TOTAL`.
+    /// The first pair present wins; none, or a bad value, is an error that names them.
+    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> std::result::Result<Self, String> {
+        let get = |k: &str| var(k).filter(|v| !v.trim().is_empty());
+        if let Some(s) = get("TROVE_SHARD") {
+            return Shard::parse(&s).map_err(|e| format!("TROVE_SHARD: {e}"));
+        }
+        // (index variable, count variable, whether the index is 0-based)
+        let pairs = [
+            ("JOB_COMPLETION_INDEX", "TROVE_SHARD_COUNT", true),
+            (
+                "BUILDKITE_PARALLEL_JOB",
+                "BUILDKITE_PARALLEL_JOB_COUNT",
+                true,
+            ),
+            ("CI_NODE_INDEX", "CI_NODE_TOTAL", false),
+        ];
+        for (iv, nv, zero_based) in pairs {
+            let Some(i) = get(iv) else { continue };
+            let n = get(nv).ok_or_else(|| {
+                format!("--shard auto: {iv} is set but {nv} (the number of slices) is not")
+            })?;
+            let num = |v: &str, k: &str| {
+                v.trim()
+                    .parse::<u32>()
+                    .map_err(|_| format!("--shard auto: {k}={v:?} is not a number"))
+            };
+            let (i, n) = (num(&i, iv)?, num(&n, nv)?);
+            let index = if zero_based {
+                i.checked_add(1)
+            } else {
+                Some(i)
+            }
+            .unwrap_or(0);
+            return Shard::parse(&format!("{index}/{n}"))
+                .map_err(|e| format!("--shard auto from {iv}/{nv}: {e}"));
+        }
+        Err(
+            "--shard auto: no job slice in the environment (set TROVE_SHARD=I/N, or run as a \
+             Kubernetes Indexed Job with TROVE_SHARD_COUNT, a Buildkite parallel job, or a \
+             GitLab parallel job)"
+                .into(),
+        )
+    }
+
     /// Whether repo-relative `path` belongs to this shard: FNV-1a of the path, so the split is the
     /// same on every machine and every run.
     pub fn holds(&self, path: &str) -> bool {
@@ -246,6 +304,67 @@ pub fn parse_manifest(bundle: &Path, text: &str) -> Result<Manifest> {
         .map_err(|e| Error::bundle(bundle, format!("{MANIFEST} is malformed: {e}")))
 }
 
+/// What a run knows of the bundle it writes beyond what the writer counted: where the rows came
+/// from and how they were made. With the writer's [`super::Finished`] it makes the manifest
+/// ([`Provenance::manifest`]), the one assembly that index and merge share.
+#[derive(Debug, Clone)]
+pub struct Provenance {
+    /// The indexed tree.
+    pub source: SourceInfo,
+    /// The bundle(s) the run started from.
+    pub base: Option<serde_json::Value>,
+    /// The resolved pipeline config.
+    pub pipeline: serde_json::Value,
+    /// Its sha256.
+    pub pipeline_hash: String,
+    /// sha256 of the language files.
+    pub languages_hash: Option<String>,
+    /// `--shard I/N`.
+    pub shard: Option<Shard>,
+    /// The embedder's stamp.
+    pub embedder: EmbedderInfo,
+    /// BM25 parameters and tokenizer; `avgdl` and `n_docs` are replaced by the rows written.
+    pub bm25: Bm25Info,
+}
+
+impl Provenance {
+    /// The manifest of a bundle whose writer finished with `f`: this build's tool stamp, the
+    /// time of writing, the counts, and BM25 statistics of the rows written.
+    pub fn manifest(self, f: super::Finished) -> Manifest {
+        Manifest {
+            format: super::FORMAT.into(),
+            format_version: super::FORMAT_VERSION,
+            tool: manifest_tool(),
+            created_at: created_at(),
+            source: self.source,
+            base: self.base,
+            pipeline: self.pipeline,
+            pipeline_hash: self.pipeline_hash,
+            languages_hash: self.languages_hash,
+            shard: self.shard,
+            embedder: self.embedder,
+            bm25: Bm25Info {
+                avgdl: f.avgdl,
+                n_docs: f.counts.chunks,
+                ..self.bm25
+            },
+            counts: f.counts,
+            languages: f.languages,
+            files: f.entries,
+        }
+    }
+}
+
+/// RFC 3339 UTC; `SOURCE_DATE_EPOCH` (reproducible builds) wins over the clock.
+pub fn created_at() -> String {
+    let t = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+        .unwrap_or_else(chrono::Utc::now);
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
 /// This build's tool stamp.
 pub fn manifest_tool() -> Tool {
     Tool {
@@ -278,6 +397,41 @@ mod tests {
         assert_eq!(Shard::parse("2/3"), Ok(Shard { index: 2, count: 3 }));
         for bad in ["0/3", "4/3", "1/0", "x/3", "3", "1/y"] {
             assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+        let env = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(name, _)| name == k)
+                    .map(|(_, v)| v.clone())
+            }
+        };
+        let s = |index, count| Ok(Shard { index, count });
+        assert_eq!(Shard::from_env(env(&[("TROVE_SHARD", "2/5")])), s(2, 5));
+        let k8s = [("JOB_COMPLETION_INDEX", "0"), ("TROVE_SHARD_COUNT", "8")];
+        assert_eq!(Shard::from_env(env(&k8s)), s(1, 8));
+        let bk = [
+            ("BUILDKITE_PARALLEL_JOB", "3"),
+            ("BUILDKITE_PARALLEL_JOB_COUNT", "4"),
+        ];
+        assert_eq!(Shard::from_env(env(&bk)), s(4, 4));
+        let gl = [("CI_NODE_INDEX", "2"), ("CI_NODE_TOTAL", "3")];
+        assert_eq!(Shard::from_env(env(&gl)), s(2, 3));
+        for bad in [
+            &[][..],
+            &[("JOB_COMPLETION_INDEX", "1")][..],
+            &[("CI_NODE_INDEX", "0"), ("CI_NODE_TOTAL", "3")][..],
+            &[
+                ("BUILDKITE_PARALLEL_JOB", "4"),
+                ("BUILDKITE_PARALLEL_JOB_COUNT", "4"),
+            ][..],
+            &[("CI_NODE_INDEX", "x"), ("CI_NODE_TOTAL", "3")][..],
+        ] {
+            assert!(Shard::from_env(env(bad)).is_err(), "{bad:?}");
         }
         let shards: Vec<Shard> = (1..=3).map(|i| Shard { index: i, count: 3 }).collect();
         let mut sizes = [0usize; 3];

@@ -5,25 +5,28 @@
 //! input gives byte-identical Parquet files (fixed writer settings, rows ordered by path then
 //! position, postings by term then chunk id); no absolute path of the indexing machine is written.
 mod manifest;
+mod output;
 pub mod pack;
+mod postings;
 pub mod reader;
 mod schema;
+mod table;
 mod verify;
 mod writer;
 
 pub use manifest::{
-    Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, MANIFEST, Manifest, Shard, SourceInfo,
-    Tool, manifest_tool, parse_manifest, read_manifest, write_manifest,
+    Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, MANIFEST, Manifest, Provenance, Shard,
+    SourceInfo, Tool, created_at, manifest_tool, parse_manifest, read_manifest, write_manifest,
+};
+pub use output::{
+    OutputLock, build_beside, check_replaceable, lock_output, lock_path, swap_into_place,
+    temp_beside,
 };
 pub use schema::{TABLES, expected_schema};
-pub use verify::{VerifyReport, verify};
 #[cfg(feature = "engine")]
-pub(crate) use writer::hash_file;
-pub use writer::{
-    BundleWriter, CALLABLE_KINDS, ChunkRecord, FileRecord, Finished, Group, GroupSource,
-    OutputLock, Posting, RefRecord, SymbolRecord, TYPE_KINDS, build_beside, check_replaceable,
-    lock_output, lock_path, swap_into_place, target_kinds, temp_beside,
-};
+pub(crate) use table::hash_file;
+pub use verify::{VerifyReport, verify};
+pub use writer::{BundleWriter, Finished};
 
 /// The format name in every manifest.
 pub const FORMAT: &str = "trove-bundle";

@@ -87,7 +87,7 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
         let _ = std::fs::remove_file(&tmp);
         Error::io(out, e)
     })?;
-    let (packed_bytes, sha256) = super::writer::hash_file(out)?;
+    let (packed_bytes, sha256) = super::table::hash_file(out)?;
     Ok(PackSummary {
         files: names.len(),
         bundle_bytes,
@@ -260,7 +260,7 @@ pub(crate) fn content_key(p: &Path, root: &Path) -> Result<String> {
     {
         return Ok(s);
     }
-    let (_, sha) = super::writer::hash_file(p)?;
+    let (_, sha) = super::table::hash_file(p)?;
     let _ = std::fs::write(&memo, &sha);
     Ok(sha)
 }

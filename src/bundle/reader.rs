@@ -13,9 +13,10 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::writer::{ChunkRecord, FileRecord, Group, RefRecord, SymbolRecord};
 use crate::chunk::{Chunk, Symbol};
 use crate::extract::deps::Dep;
+use crate::record::{ChunkRecord, FileRecord, Group, RefKind, RefRecord, Resolution, SymbolRecord};
+use crate::resolve::{Pending, PendingRef};
 use crate::{Error, Result};
 
 /// Rows decoded per batch.
@@ -218,17 +219,66 @@ fn ref_records(b: &RecordBatch, d: &Path) -> Result<Vec<RefRecord>> {
     let (kind, target, resolution) = (s("kind")?, s("target")?, s("resolution")?);
     let (from_symbol_id, chunk_id) = (i64c("from_symbol_id")?, i64c("chunk_id")?);
     let target_symbol_id = i64c("target_symbol_id")?;
-    Ok((0..b.num_rows())
-        .map(|i| RefRecord {
-            line: usize_at(line, i),
-            kind: kind.value(i).to_string(),
-            target: target.value(i).to_string(),
-            from_symbol_id: opt_i64(from_symbol_id, i),
-            chunk_id: opt_i64(chunk_id, i),
-            target_symbol_id: opt_i64(target_symbol_id, i),
-            resolution: opt_str(resolution, i),
+    (0..b.num_rows())
+        .map(|i| {
+            let bad = |what: &str, v: &str| Error::bundle(d, format!("refs: unknown {what} {v:?}"));
+            let k = kind.value(i);
+            let resolution = match resolution.is_null(i) {
+                true => None,
+                false => {
+                    let v = resolution.value(i);
+                    Some(Resolution::parse(v).ok_or_else(|| bad("resolution", v))?)
+                }
+            };
+            Ok(RefRecord {
+                line: usize_at(line, i),
+                kind: RefKind::parse(k).ok_or_else(|| bad("kind", k))?,
+                target: target.value(i).to_string(),
+                from_symbol_id: opt_i64(from_symbol_id, i),
+                chunk_id: opt_i64(chunk_id, i),
+                target_symbol_id: opt_i64(target_symbol_id, i),
+                resolution,
+            })
         })
-        .collect())
+        .collect()
+}
+
+/// Every row of a batch of the writer's raw refs spill: path, record, and the bundle-wide
+/// context of an open reference (see `BundleWriter`'s `refs-raw`).
+pub(crate) fn pending_ref_rows(b: &RecordBatch, d: &Path) -> Result<Vec<PendingRef>> {
+    let family = column::<StringArray>(b, "family", d)?;
+    let import_name = column::<StringArray>(b, "import_name", d)?;
+    let import_files = column::<arrow::array::ListArray>(b, "import_files", d)?;
+    let rows = ref_rows(b, d)?;
+    rows.into_iter()
+        .enumerate()
+        .map(|(i, (path, r))| {
+            let pending = (!family.is_null(i)).then(|| -> Result<Pending> {
+                let import = match import_name.is_null(i) {
+                    true => None,
+                    false => {
+                        let files = import_files.value(i);
+                        let files =
+                            files
+                                .as_any()
+                                .downcast_ref::<StringArray>()
+                                .ok_or_else(|| {
+                                    Error::bundle(d, "column import_files is of another type")
+                                })?;
+                        Some((
+                            import_name.value(i).to_string(),
+                            files.iter().flatten().map(str::to_string).collect(),
+                        ))
+                    }
+                };
+                Ok(Pending {
+                    family: family.value(i).to_string(),
+                    import,
+                })
+            });
+            Ok((path, r, pending.transpose()?))
+        })
+        .collect()
 }
 
 /// Every row of a batch of a refs table: its path and record.
@@ -334,9 +384,11 @@ pub fn read_skipped(dir: &Path) -> Result<Vec<crate::source::Skipped>> {
         let reason = column::<StringArray>(&b, "reason", dir)?;
         let bytes = column::<Int64Array>(&b, "bytes", dir)?;
         for i in 0..b.num_rows() {
+            let r = reason.value(i);
             out.push(crate::source::Skipped {
                 path: path.value(i).to_string(),
-                reason: reason.value(i).to_string(),
+                reason: crate::record::SkipReason::parse(r)
+                    .ok_or_else(|| Error::bundle(dir, format!("skipped: unknown reason {r:?}")))?,
                 bytes: bytes.value(i).max(0) as u64,
             });
         }

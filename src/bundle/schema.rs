@@ -91,16 +91,32 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
             Field::new("exported", DataType::Boolean, true),
             Field::new("chunk_id", DataType::Int64, true),
         ],
-        "refs" | "refs-raw" => vec![
-            utf8("path", false),
-            i32f("line"),
-            utf8("kind", false),
-            utf8("target", false),
-            Field::new("from_symbol_id", DataType::Int64, true),
-            Field::new("chunk_id", DataType::Int64, true),
-            Field::new("target_symbol_id", DataType::Int64, true),
-            utf8("resolution", true),
-        ],
+        "refs" | "refs-raw" => {
+            let mut f = vec![
+                utf8("path", false),
+                i32f("line"),
+                utf8("kind", false),
+                utf8("target", false),
+                Field::new("from_symbol_id", DataType::Int64, true),
+                Field::new("chunk_id", DataType::Int64, true),
+                Field::new("target_symbol_id", DataType::Int64, true),
+                utf8("resolution", true),
+            ];
+            if name == "refs-raw" {
+                // The writer's spill: what an open reference needs to resolve across the bundle
+                // (`crate::resolve::Pending`); never part of a bundle.
+                f.extend([
+                    utf8("family", true),
+                    utf8("import_name", true),
+                    Field::new_list(
+                        "import_files",
+                        Field::new_list_field(DataType::Utf8, true),
+                        true,
+                    ),
+                ]);
+            }
+            f
+        }
         "deps" => vec![
             utf8("path", false),
             utf8("ecosystem", false),

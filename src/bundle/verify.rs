@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::manifest::{MANIFEST, Manifest, read_manifest};
 use super::schema::{TABLES, expected_schema};
-use super::writer::hash_file;
+use super::table::hash_file;
 use crate::{Error, Result};
 
 /// What `verify` checked.

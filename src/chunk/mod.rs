@@ -97,7 +97,28 @@ pub struct ChunkedFile {
     pub parse_fallback: bool,
 }
 
-/// Chunks `text` as its language says (or by line windows when `cfg.chunker == "lines"`).
+crate::record::named_set! {
+    /// How a file is cut into chunks (a language file's `chunker`; `chunk.chunker` picks `ast`,
+    /// the language's own, or `lines` for every file).
+    Chunker {
+        /// Syntax scopes, by the language's tree-sitter grammar.
+        Ast = "ast",
+        /// Markdown heading sections.
+        Markdown = "markdown",
+        /// reStructuredText title sections.
+        Rst = "rst",
+        /// AsciiDoc title sections.
+        Asciidoc = "asciidoc",
+        /// Regex block rules (languages without a grammar).
+        Rules = "rules",
+        /// Paragraphs packed up to the budget (plain text).
+        Paragraphs = "paragraphs",
+        /// Fixed line windows.
+        Lines = "lines",
+    }
+}
+
+/// Chunks `text` as its language says (or by line windows when `cfg.chunker` is `lines`).
 pub fn chunk_file(text: &str, lang: Option<&Language>, cfg: &ChunkConfig) -> ChunkedFile {
     let idx = LineIndex::new(text);
     let mut b = Builder {
@@ -109,24 +130,24 @@ pub fn chunk_file(text: &str, lang: Option<&Language>, cfg: &ChunkConfig) -> Chu
         refs: Vec::new(),
     };
     let mut parse_fallback = false;
-    let chunker = if cfg.chunker == "lines" {
-        "lines"
+    let chunker = if cfg.chunker == Chunker::Lines {
+        Chunker::Lines
     } else {
-        lang.map_or("lines", |l| l.def.chunker.as_str())
+        lang.map_or(Chunker::Lines, |l| l.def.chunker)
     };
     match (chunker, lang) {
-        ("ast", Some(l)) => {
+        (Chunker::Ast, Some(l)) => {
             if !ast::chunk(&mut b, l) {
                 parse_fallback = true;
                 b.out.clear();
                 b.windows(0, text.len());
             }
         }
-        ("markdown", _) => markdown::chunk(&mut b, markdown::Style::Markdown),
-        ("rst", _) => markdown::chunk(&mut b, markdown::Style::Rst),
-        ("asciidoc", _) => markdown::chunk(&mut b, markdown::Style::Asciidoc),
-        ("rules", Some(l)) => rules::chunk(&mut b, l),
-        ("paragraphs", _) => b.paragraphs(),
+        (Chunker::Markdown, _) => markdown::chunk(&mut b, markdown::Style::Markdown),
+        (Chunker::Rst, _) => markdown::chunk(&mut b, markdown::Style::Rst),
+        (Chunker::Asciidoc, _) => markdown::chunk(&mut b, markdown::Style::Asciidoc),
+        (Chunker::Rules, Some(l)) => rules::chunk(&mut b, l),
+        (Chunker::Paragraphs, _) => b.paragraphs(),
         _ => b.windows(0, text.len()),
     }
     ChunkedFile {

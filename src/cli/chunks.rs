@@ -76,10 +76,9 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
     // Each chunk's imports and (distinct) called names, by the language file's node kinds.
     let refs_of = |c: &trove::chunk::Chunk, kind: &str| -> Vec<String> {
         let mut v: Vec<String> = Vec::new();
-        for r in refs
-            .iter()
-            .filter(|r| r.kind == kind && (c.start_byte..c.end_byte).contains(&r.start_byte))
-        {
+        for r in refs.iter().filter(|r| {
+            r.kind.as_str() == kind && (c.start_byte..c.end_byte).contains(&r.start_byte)
+        }) {
             if !v.contains(&r.target) {
                 v.push(r.target.clone());
             }

@@ -73,8 +73,10 @@ pub struct IndexArgs {
     #[arg(long, requires = "since")]
     pub include_uncommitted: bool,
     /// Index only slice I of N of the tree (by a hash of each path), for CI matrix jobs; join the
-    /// slices with `trove merge`. Numbered 1/N .. N/N.
-    #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
+    /// slices with `trove merge`. Numbered 1/N .. N/N. `auto`: the slice of the job this runs in
+    /// (TROVE_SHARD=I/N; a Kubernetes Indexed Job's JOB_COMPLETION_INDEX with TROVE_SHARD_COUNT;
+    /// Buildkite's BUILDKITE_PARALLEL_JOB/_COUNT; GitLab's CI_NODE_INDEX/CI_NODE_TOTAL).
+    #[arg(long, value_name = "I/N|auto", value_parser = Shard::parse_or_auto)]
     pub shard: Option<Shard>,
     /// Embedding backend [config default: hash]: hash (no model, deterministic), openai (an
     /// OpenAI-compatible /v1/embeddings server: needs --embed-url and --embed-model; API key from
@@ -139,13 +141,13 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
         config.source.max_file_bytes = n;
     }
     if let Some(c) = &a.chunker {
-        config.chunk.chunker = c.clone();
+        config.chunk.chunker = c.parse().map_err(trove::Error::Config)?;
     }
     if a.no_ignore {
         config.source.respect_gitignore = false;
     }
     if let Some(e) = &a.embedder {
-        config.embed.backend = e.clone();
+        config.embed.backend = e.parse().map_err(trove::Error::Config)?;
     }
     if let Some(u) = &a.embed_url {
         config.embed.url = u.clone();
@@ -164,7 +166,7 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
         config.embed.cache = false;
     }
     if let Some(v) = &a.summarizer {
-        config.summary.backend = v.clone();
+        config.summary.backend = v.parse().map_err(trove::Error::Config)?;
     }
     if let Some(v) = &a.summary_url {
         config.summary.url = v.clone();
@@ -297,7 +299,7 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
         eprintln!("{line}");
     }
     let sm = &s.summaries;
-    if sm.backend == "llm" {
+    if sm.backend == trove::summarize::SummaryBackend::Llm.as_str() {
         let fb: Vec<String> = sm
             .fallbacks
             .iter()

@@ -3,6 +3,7 @@ use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 
+use trove::chunk::Chunker;
 use trove::lang::Registry;
 
 use super::Format;
@@ -26,8 +27,8 @@ pub fn run(a: LanguagesArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for l in reg.languages() {
         let d = &l.def;
-        let chunking = match (d.chunker.as_str(), &d.grammar) {
-            ("ast", Some(g)) => format!("ast ({g} grammar)"),
+        let chunking = match (d.chunker, &d.grammar) {
+            (Chunker::Ast, Some(g)) => format!("ast ({g} grammar)"),
             (c, _) => c.to_string(),
         };
         let mut names: Vec<String> = d.extensions.iter().map(|e| format!(".{e}")).collect();
@@ -37,7 +38,10 @@ pub fn run(a: LanguagesArgs) -> anyhow::Result<()> {
             extracted.push("docs");
         }
         if !d.definitions.is_empty()
-            || matches!(d.chunker.as_str(), "markdown" | "rst" | "asciidoc")
+            || matches!(
+                d.chunker,
+                Chunker::Markdown | Chunker::Rst | Chunker::Asciidoc
+            )
         {
             extracted.push("symbols");
         }

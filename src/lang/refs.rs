@@ -5,12 +5,13 @@ use tree_sitter::{Node, Parser};
 use std::num::NonZeroU16;
 
 use super::{KindInfo, Language, child_by_field, node_text};
+use crate::record::RefKind;
 
 /// An import or a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reference {
-    /// `import`, `call`, `inherits`, `implements` or `references` (a type used by name).
-    pub kind: &'static str,
+    /// Import, call, base type or type used by name.
+    pub kind: RefKind,
     /// For a call, the called name (last segment: `self.gateway.charge(..)` → `charge`); for an
     /// import, the statement's text with whitespace collapsed.
     pub target: String,
@@ -110,8 +111,8 @@ impl<'a> RefWalk<'a> {
         let mut heritage_here = in_heritage;
         if info.is_heritage() {
             for (specs, rel) in [
-                (&d.inherit_nodes, "inherits"),
-                (&d.implement_nodes, "implements"),
+                (&d.inherit_nodes, RefKind::Inherits),
+                (&d.implement_nodes, RefKind::Implements),
             ] {
                 for spec in specs {
                     if let Some(holder) = heritage(n, parent, spec) {
@@ -131,13 +132,13 @@ impl<'a> RefWalk<'a> {
         if info.is_import() {
             let t = collapse(node_text(text, n));
             let t: String = t.chars().take(MAX_IMPORT).collect();
-            self.out.push(reference("import", t, n));
+            self.out.push(reference(RefKind::Import, t, n));
             return None;
         }
         if info.is_call()
             && let Some(name) = callee(text, n, &self.lang.fields.callee)
         {
-            self.out.push(reference("call", name, n));
+            self.out.push(reference(RefKind::Call, name, n));
         }
         // A type named where it is used (not where it is defined: a definition's own name).
         // The name-field lookup is asked last: it is the costly test, and most nodes are not
@@ -150,7 +151,8 @@ impl<'a> RefWalk<'a> {
         {
             let t = node_text(text, n).trim();
             if !t.is_empty() {
-                self.out.push(reference("references", t.to_string(), n));
+                self.out
+                    .push(reference(RefKind::References, t.to_string(), n));
             }
         }
         Some(heritage_here)
@@ -229,7 +231,7 @@ fn base_names<'t>(text: &str, holder: Node<'t>) -> Vec<(String, Node<'t>)> {
     out
 }
 
-fn reference(kind: &'static str, target: String, n: Node<'_>) -> Reference {
+fn reference(kind: RefKind, target: String, n: Node<'_>) -> Reference {
     Reference {
         kind,
         target,
@@ -287,7 +289,7 @@ mod tests {
         let src = "import os\nfrom a.b import c\n\ndef f(g):\n    g.charge(os.getcwd())\n    print(len([]))\n";
         let got: Vec<(&str, String, usize)> = references(py, src)
             .into_iter()
-            .map(|r| (r.kind, r.target, r.line))
+            .map(|r| (r.kind.as_str(), r.target, r.line))
             .collect();
         assert_eq!(
             got,

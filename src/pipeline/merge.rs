@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::bundle::reader::{FileRow, FileRows, PostingStream, read_files, read_skipped};
-use crate::bundle::{self, BundleWriter, GroupSource, Manifest};
+use crate::bundle::{self, BundleWriter, Manifest};
+use crate::record::GroupSource;
 use crate::{Error, Result};
 
 /// What a merge did.
@@ -145,12 +146,7 @@ fn write_merged(
             PostingStream::open(p, writer.renumbering(i)).map(|s| Box::new(s) as GroupSource)
         })
         .collect::<Result<Vec<_>>>()?;
-    let bundle::Finished {
-        entries,
-        counts,
-        languages,
-        avgdl,
-    } = writer.finish(&skipped, postings)?;
+    let finished = writer.finish(&skipped, postings)?;
     let warning = shard_warning(manifests);
     let mut source = first.source.clone();
     source.dirty = manifests.iter().any(|m| m.source.dirty);
@@ -165,11 +161,7 @@ fn write_merged(
             })
         })
         .collect();
-    let manifest = Manifest {
-        format: bundle::FORMAT.into(),
-        format_version: bundle::FORMAT_VERSION,
-        tool: bundle::manifest_tool(),
-        created_at: super::created_at(),
+    let manifest = bundle::Provenance {
         source,
         base: Some(serde_json::json!({ "mode": "merge", "inputs": merged })),
         pipeline: first.pipeline.clone(),
@@ -177,15 +169,9 @@ fn write_merged(
         languages_hash: first.languages_hash.clone(),
         shard: None,
         embedder: first.embedder.clone(),
-        bm25: bundle::Bm25Info {
-            avgdl,
-            n_docs: counts.chunks,
-            ..first.bm25.clone()
-        },
-        counts,
-        languages,
-        files: entries,
-    };
+        bm25: first.bm25.clone(),
+    }
+    .manifest(finished);
     bundle::write_manifest(tmp, &manifest)?;
     let summary = MergeSummary {
         inputs: inputs.len(),

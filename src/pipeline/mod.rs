@@ -28,30 +28,53 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::bundle::reader::{FileRows, PostingStream};
-use crate::bundle::{
-    self, BundleWriter, ChunkRecord, FileRecord, GroupSource, Manifest, RefRecord, Shard,
-    SymbolRecord,
-};
+use crate::bundle::{self, BundleWriter, Manifest, Shard};
 use crate::chunk::chunk_file;
 use crate::config::PipelineConfig;
 use crate::embed::{EmbedStage, EmbedStats, embed_text};
 use crate::lang::Registry;
-use crate::source::{self, Candidate, Rules, Skipped, WalkOptions};
+use crate::record::{ChunkRecord, FileRecord, GroupSource, RefKind, SymbolRecord};
+use crate::resolve::{self, chunk_at};
+use crate::source::{self, Candidate, Rules, SkipReason, Skipped, WalkOptions};
+use crate::summarize::SummaryBackend;
 use crate::util::{sha256_hex, stable_id};
 use crate::{Error, Result, extract};
 
-/// Env var (tests only): a worker panics on the file with this repo-relative path, to prove a
-/// panic costs that file only.
-pub const PANIC_ON_ENV: &str = "TROVE_PANIC_ON";
+/// Test hooks, compiled in only with the cargo feature `test-hooks` (which `scripts/test.sh` turns
+/// on for the test build; release builds have none): environment variables that make a run fail
+/// on purpose, read nowhere else.
+mod hooks {
+    /// A worker panics on the file with this repo-relative path, to prove a panic costs that
+    /// file only.
+    pub const PANIC_ON_ENV: &str = "TROVE_PANIC_ON";
+    /// The writer fails after this many files, to prove a failed run leaves the previous bundle
+    /// intact.
+    pub const FAIL_AFTER_ENV: &str = "TROVE_FAIL_AFTER_FILES";
+
+    /// Panics when `rel` is the file `TROVE_PANIC_ON` names.
+    pub fn panic_on(rel: &str) {
+        if cfg!(feature = "test-hooks") && std::env::var_os(PANIC_ON_ENV).is_some_and(|p| p == rel)
+        {
+            panic!("{PANIC_ON_ENV}: panicking on {rel} on purpose");
+        }
+    }
+
+    /// The file count `TROVE_FAIL_AFTER_FILES` names.
+    pub fn fail_after() -> Option<u64> {
+        if !cfg!(feature = "test-hooks") {
+            return None;
+        }
+        std::env::var(FAIL_AFTER_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+    }
+}
 
 /// Files read, chunked or waiting for the writer at any one time: bounds memory (each holds one
 /// file's text and chunks; files are at most `max_file_bytes`) while keeping every core busy even
 /// when one large file holds up the in-order writer. 256 cost ~10% more peak memory than 64 on the
 /// crates corpus for no speed gain.
 pub const WINDOW_FILES: usize = 64;
-/// Env var (tests only): make the writer fail after this many files, to prove a failed run leaves
-/// the previous bundle intact.
-pub const FAIL_AFTER_ENV: &str = "TROVE_FAIL_AFTER_FILES";
 
 /// What `trove index` was asked to do.
 #[derive(Debug, Clone)]
@@ -178,7 +201,7 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         .cache
         .then(crate::util::cache_dir)
         .flatten();
-    if opts.config.embed.backend == "local" {
+    if opts.config.embed.backend == crate::embed::EmbedBackend::Local {
         crate::embed::remember_model_dir(&backend.fingerprint(), &opts.config.embed.model_dir);
     }
     let embedder = EmbedStage::new(backend, cache_root.as_deref());
@@ -325,15 +348,13 @@ fn build_into(
         opts.threads
     };
     // Workers wait on a batching backend's replies: more of them keep its batches full.
-    let extra = if cfg.summary.backend == "llm" {
+    let extra = if cfg.summary.backend == crate::summarize::SummaryBackend::Llm {
         embedder.extra_workers().max(cfg.summary.concurrency * 2)
     } else {
         embedder.extra_workers()
     };
     let threads = threads + extra;
-    let fail_after: Option<u64> = std::env::var(FAIL_AFTER_ENV)
-        .ok()
-        .and_then(|v| v.parse().ok());
+    let fail_after = hooks::fail_after();
     let total_bytes: u64 = walked.files.iter().map(|c| c.bytes).sum();
     let progress = opts.progress.start(walked.files.len() as u64, total_bytes);
     let embed_progress = || embed_line(&embedder.stats());
@@ -366,7 +387,7 @@ fn build_into(
                         .unwrap_or_else(|_| {
                             FileResult::Skipped(Skipped {
                                 path: c.rel.clone(),
-                                reason: "internal-error".into(),
+                                reason: SkipReason::InternalError,
                                 bytes: c.bytes,
                             })
                         });
@@ -432,7 +453,8 @@ fn build_into(
                 progress.advance(bytes, &embed_progress);
                 if fail_after.is_some_and(|n| written >= n) {
                     outcome = Err(Error::Other(format!(
-                        "{FAIL_AFTER_ENV} reached: failing on purpose after {written} files"
+                        "{} reached: failing on purpose after {written} files",
+                        hooks::FAIL_AFTER_ENV
                     )));
                     break 'recv;
                 }
@@ -450,16 +472,11 @@ fn build_into(
     skipped.extend(read_skips);
     skipped.sort();
     for sk in &skipped {
-        *summary.skipped.entry(sk.reason.clone()).or_default() += 1;
+        *summary.skipped.entry(sk.reason.to_string()).or_default() += 1;
     }
     summary.files_seen = walked.files.len() as u64
         + skipped.iter().filter(|s| !s.path.ends_with('/')).count() as u64;
-    let bundle::Finished {
-        entries,
-        counts,
-        languages,
-        avgdl,
-    } = {
+    let finished = {
         let mut carried: Vec<GroupSource> = Vec::new();
         if let Some(r) = reuse {
             let renumber = writer.renumbering(0);
@@ -487,13 +504,9 @@ fn build_into(
         b.insert("chunks_embedded".into(), summary.chunks_embedded.into());
         serde_json::Value::Object(b)
     });
-    summary.source_bytes = counts.source_bytes;
-    summary.bundle_bytes = entries.iter().map(|e| e.bytes).sum();
-    let manifest = Manifest {
-        format: bundle::FORMAT.into(),
-        format_version: bundle::FORMAT_VERSION,
-        tool: bundle::manifest_tool(),
-        created_at: created_at(),
+    summary.source_bytes = finished.counts.source_bytes;
+    summary.bundle_bytes = finished.entries.iter().map(|e| e.bytes).sum();
+    let provenance = bundle::Provenance {
         source,
         base,
         pipeline: stamped_config(cfg),
@@ -512,15 +525,13 @@ fn build_into(
         bm25: bundle::Bm25Info {
             k1: cfg.bm25.k1,
             b: cfg.bm25.b,
-            avgdl,
-            n_docs: counts.chunks,
+            avgdl: 0.0,
+            n_docs: 0,
             tokenizer: extract::TOKENIZER.into(),
             max_token_len: cfg.bm25.max_token_len,
         },
-        counts,
-        languages,
-        files: entries,
     };
+    let manifest = provenance.manifest(finished);
     bundle::write_manifest(tmp, &manifest)?;
     summary.wall_secs = started.elapsed().as_secs_f64();
     summary.peak_rss_bytes = crate::util::peak_rss_bytes();
@@ -529,13 +540,11 @@ fn build_into(
 
 /// Reads, classifies and chunks one file; never fails (problems become a skip reason).
 fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
-    if std::env::var_os(PANIC_ON_ENV).is_some_and(|p| p == c.rel.as_str()) {
-        panic!("{PANIC_ON_ENV}: panicking on {} on purpose", c.rel);
-    }
-    let skip = |reason: &str, bytes: u64| {
+    hooks::panic_on(&c.rel);
+    let skip = |reason: SkipReason, bytes: u64| {
         FileResult::Skipped(Skipped {
             path: c.rel.clone(),
-            reason: reason.into(),
+            reason,
             bytes,
         })
     };
@@ -551,7 +560,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     }
     let bytes = match std::fs::read(&c.abs) {
         Ok(b) => b,
-        Err(_) => return skip("unreadable", c.bytes),
+        Err(_) => return skip(SkipReason::Unreadable, c.bytes),
     };
     let size = bytes.len() as u64;
     let sha256 = sha256_hex(&bytes);
@@ -602,7 +611,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         })
     };
     let summary = if is_code
-        && ctx.summarizer.name() != "extractive"
+        && ctx.summarizer.backend() != SummaryBackend::Extractive
         && extract::summary::file_docs(&text, lang, &source_type, file_symbols).is_none()
     {
         written("file", "file", &c.rel, &text)
@@ -622,11 +631,11 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
             let hi = refs.partition_point(|r| r.start_byte < ch.end_byte);
             let calls: Vec<&str> = refs[lo..hi.max(lo)]
                 .iter()
-                .filter(|r| r.kind == "call")
+                .filter(|r| r.kind == RefKind::Call)
                 .map(|r| r.target.as_str())
                 .collect();
             let own = is_code
-                && ctx.summarizer.name() != "extractive"
+                && ctx.summarizer.backend() != SummaryBackend::Extractive
                 && ch.docs.is_none()
                 && ch.symbol.is_some();
             own.then(|| {
@@ -737,7 +746,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     // (A build file's functions and macros — CMake's — are definitions all the same.)
     let (symbols, refs) = if is_code {
         let symbols = symbol_records(&c.rel, chunked.symbols, &chunks);
-        let refs = ref_records(chunked.refs, &symbols, &chunks);
+        let refs = resolve::in_file(chunked.refs, &symbols, &chunks);
         (symbols, refs)
     } else if source_type == "config" {
         let mut defs = chunked.symbols;
@@ -772,69 +781,6 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         deps,
         refs,
     }))
-}
-
-/// A file's imports, calls and base types with the definition and chunk each occurs in; a call
-/// (base type) whose name is one callable (type) definition of this file resolves to it here
-/// (`file`), the rest are resolved against the whole bundle when it is written.
-fn ref_records(
-    refs: Vec<crate::lang::refs::Reference>,
-    symbols: &[SymbolRecord],
-    chunks: &[ChunkRecord],
-) -> Vec<RefRecord> {
-    // Definitions by (start, index) and by (name, index): each ref looks up its enclosing
-    // definition and its same-named ones instead of scanning them all.
-    let mut by_start: Vec<usize> = (0..symbols.len()).collect();
-    by_start.sort_unstable_by_key(|&i| (symbols[i].symbol.start_byte, i));
-    let mut by_name: Vec<usize> = (0..symbols.len()).collect();
-    by_name.sort_unstable_by(|&a, &b| {
-        (symbols[a].symbol.name.as_str(), a).cmp(&(symbols[b].symbol.name.as_str(), b))
-    });
-    refs.into_iter()
-        .map(|r| {
-            let at = r.start_byte;
-            // The innermost definition holding `at`: the latest start at or before it whose end
-            // is past it (the last such in `symbols` order on equal starts, as `max_by_key`).
-            let before = by_start.partition_point(|&i| symbols[i].symbol.start_byte <= at);
-            let from = by_start[..before]
-                .iter()
-                .rev()
-                .find(|&&i| at < symbols[i].symbol.end_byte)
-                .map(|&i| symbols[i].symbol_id);
-            let chunk_id = chunk_at(chunks, at);
-            let kinds = bundle::target_kinds(r.kind);
-            let lo =
-                by_name.partition_point(|&i| symbols[i].symbol.name.as_str() < r.target.as_str());
-            let hi = lo + by_name[lo..].partition_point(|&i| symbols[i].symbol.name == r.target);
-            let mut here = by_name[lo..hi]
-                .iter()
-                .map(|&i| &symbols[i])
-                .filter(|s| kinds.contains(&s.symbol.kind.as_str()));
-            let (target_symbol_id, resolution) = match (here.next(), here.next()) {
-                (Some(one), None) => (Some(one.symbol_id), Some("file".to_string())),
-                _ => (None, None),
-            };
-            RefRecord {
-                line: r.line,
-                kind: r.kind.to_string(),
-                target: r.target,
-                from_symbol_id: from,
-                chunk_id,
-                target_symbol_id,
-                resolution,
-            }
-        })
-        .collect()
-}
-
-/// The chunk holding byte `at`: chunks are in source order and never overlap, so a binary search
-/// finds it (files with thousands of chunks, symbols and refs stay linear-logarithmic).
-fn chunk_at(chunks: &[ChunkRecord], at: usize) -> Option<i64> {
-    let i = chunks.partition_point(|c| c.chunk.start_byte <= at);
-    chunks[..i]
-        .last()
-        .filter(|c| at < c.chunk.end_byte)
-        .map(|c| c.chunk_id)
 }
 
 /// A file's definitions with their ids: stable symbol ids, the parent's id, and the chunk that
@@ -906,16 +852,6 @@ fn carry(
         .cloned()
         .ok_or_else(|| Error::bundle(&r.dir, format!("files.parquet has no row for {path}")))?;
     stream.take(row)
-}
-
-/// RFC 3339 UTC; `SOURCE_DATE_EPOCH` (reproducible builds) wins over the clock.
-fn created_at() -> String {
-    let t = std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .and_then(|s| s.trim().parse::<i64>().ok())
-        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
-        .unwrap_or_else(chrono::Utc::now);
-    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// Repo name, commit, branch and dirty flag (changes to the bundle `out` itself do not count);

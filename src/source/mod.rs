@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::config::SourceConfig;
+pub use crate::record::SkipReason;
 use crate::{Error, Result};
 
 /// Bytes sniffed for NULs and control characters to call a file binary (what git and ripgrep look at).
@@ -36,10 +37,8 @@ pub struct Candidate {
 pub struct Skipped {
     /// Repo-relative path (directories end with `/`).
     pub path: String,
-    /// Machine-readable reason: ignored, excluded-dir, excluded, not-included, lockfile, minified,
-    /// secret-file, too-large, binary, invalid-utf8, utf16, generated, symlink, not-a-file, unreadable,
-    /// submodule.
-    pub reason: String,
+    /// Why.
+    pub reason: SkipReason,
     /// Size in bytes when known (0 for directories).
     pub bytes: u64,
 }
@@ -110,45 +109,45 @@ impl Rules {
     }
 
     /// The skip reason a file's path alone gives, if any.
-    fn reason_for_path(&self, rel: &str) -> Option<&'static str> {
+    fn reason_for_path(&self, rel: &str) -> Option<SkipReason> {
         let name = rel.rsplit('/').next().unwrap_or(rel);
         if self.secret.is_match(name) || self.secret.is_match(rel) {
-            Some("secret-file")
+            Some(SkipReason::SecretFile)
         } else if self.exclude.is_match(rel) {
-            Some("excluded")
+            Some(SkipReason::Excluded)
         } else if self.lock.is_match(name) {
-            Some("lockfile")
+            Some(SkipReason::Lockfile)
         } else if self.minified.is_match(name) {
-            Some("minified")
+            Some(SkipReason::Minified)
         } else if self.include.as_ref().is_some_and(|inc| !inc.is_match(rel)) {
-            Some("not-included")
+            Some(SkipReason::NotIncluded)
         } else {
             None
         }
     }
 
     /// Classifies a file's bytes: `Ok(text)` to index it, `Err(reason)` to skip it.
-    pub fn classify(&self, bytes: Vec<u8>) -> std::result::Result<String, &'static str> {
+    pub fn classify(&self, bytes: Vec<u8>) -> std::result::Result<String, SkipReason> {
         if bytes.len() as u64 > self.cfg.max_file_bytes {
-            return Err("too-large");
+            return Err(SkipReason::TooLarge);
         }
         if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
-            return Err("utf16");
+            return Err(SkipReason::Utf16);
         }
         if is_binary(&bytes[..bytes.len().min(BINARY_SNIFF_BYTES)]) {
-            return Err("binary");
+            return Err(SkipReason::Binary);
         }
-        let mut text = String::from_utf8(bytes).map_err(|_| "invalid-utf8")?;
+        let mut text = String::from_utf8(bytes).map_err(|_| SkipReason::InvalidUtf8)?;
         if text.starts_with('\u{feff}') {
             // Keep every byte offset equal to the file's: the 3-byte BOM becomes 3 spaces.
             text.replace_range(..3, "   ");
         }
         let head_end = floor_char_boundary(&text, GENERATED_SNIFF_BYTES);
         if self.generated.is_match(&text[..head_end]) {
-            return Err("generated");
+            return Err(SkipReason::Generated);
         }
         if text.split('\n').any(|l| l.len() > self.cfg.max_line_bytes) {
-            return Err("minified");
+            return Err(SkipReason::Minified);
         }
         Ok(text)
     }
@@ -249,11 +248,11 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
             let rel = lossy_rel(&root, p);
             let name = rel.rsplit('/').next().unwrap_or(&rel);
             let reason = if rules_dirs.contains(name) {
-                Some("excluded-dir")
+                Some(SkipReason::ExcludedDir)
             } else if exclude.is_match(&rel) {
-                Some("excluded")
+                Some(SkipReason::Excluded)
             } else if nested && p.join(".git").exists() {
-                Some("submodule")
+                Some(SkipReason::Submodule)
             } else {
                 None
             };
@@ -262,7 +261,7 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
                     if let Ok(mut v) = dir_skips.lock() {
                         v.push(Skipped {
                             path: format!("{rel}/"),
-                            reason: r.into(),
+                            reason: r,
                             bytes: 0,
                         });
                     }
@@ -285,7 +284,7 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
                     .unwrap_or_default();
                 out.skipped.push(Skipped {
                     path,
-                    reason: "unreadable".into(),
+                    reason: SkipReason::Unreadable,
                     bytes: 0,
                 });
                 continue;
@@ -303,7 +302,7 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
         let Some(rel) = rel_string(&root, &p) else {
             out.skipped.push(Skipped {
                 path: lossy_rel(&root, &p),
-                reason: "non-utf8-name".into(),
+                reason: SkipReason::NonUtf8Name,
                 bytes: 0,
             });
             continue;
@@ -319,13 +318,13 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
                 .map(|t| t.starts_with(&root))
                 .unwrap_or(false);
             let reason = if inside {
-                "symlink"
+                SkipReason::Symlink
             } else {
-                "symlink-outside-root"
+                SkipReason::SymlinkOutsideRoot
             };
             out.skipped.push(Skipped {
                 path: rel,
-                reason: reason.into(),
+                reason,
                 bytes: 0,
             });
             continue;
@@ -334,7 +333,7 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
         if !ft.is_file() {
             out.skipped.push(Skipped {
                 path: rel,
-                reason: "not-a-file".into(),
+                reason: SkipReason::NotAFile,
                 bytes: 0,
             });
             continue;
@@ -342,7 +341,7 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
         if let Some(r) = rules.reason_for_path(&rel) {
             out.skipped.push(Skipped {
                 path: rel,
-                reason: r.into(),
+                reason: r,
                 bytes,
             });
             continue;
@@ -350,7 +349,7 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
         if bytes > rules.cfg.max_file_bytes {
             out.skipped.push(Skipped {
                 path: rel,
-                reason: "too-large".into(),
+                reason: SkipReason::TooLarge,
                 bytes,
             });
             continue;
@@ -387,7 +386,7 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
             };
             out.skipped.push(Skipped {
                 path,
-                reason: "ignored".into(),
+                reason: SkipReason::Ignored,
                 bytes,
             });
         }
@@ -420,14 +419,20 @@ mod tests {
     #[test]
     fn classify_reasons() {
         let r = rules();
-        assert_eq!(r.classify(b"a\0b".to_vec()), Err("binary"));
-        assert_eq!(r.classify(vec![0xff, 0xfe, b'a', 0]), Err("utf16"));
-        assert_eq!(r.classify(vec![b'a', 0xc3, 0x28]), Err("invalid-utf8"));
+        assert_eq!(r.classify(b"a\0b".to_vec()), Err(SkipReason::Binary));
+        assert_eq!(
+            r.classify(vec![0xff, 0xfe, b'a', 0]),
+            Err(SkipReason::Utf16)
+        );
+        assert_eq!(
+            r.classify(vec![b'a', 0xc3, 0x28]),
+            Err(SkipReason::InvalidUtf8)
+        );
         assert_eq!(
             r.classify(b"// Code generated by protoc. DO NOT EDIT.\n".to_vec()),
-            Err("generated")
+            Err(SkipReason::Generated)
         );
-        assert_eq!(r.classify(vec![b'x'; 5000]), Err("minified"));
+        assert_eq!(r.classify(vec![b'x'; 5000]), Err(SkipReason::Minified));
         assert_eq!(
             r.classify(b"fn main() {}\n".to_vec()).unwrap(),
             "fn main() {}\n"
@@ -438,15 +443,24 @@ mod tests {
     #[test]
     fn path_reasons() {
         let r = rules();
-        assert_eq!(r.reason_for_path(".env"), Some("secret-file"));
+        assert_eq!(r.reason_for_path(".env"), Some(SkipReason::SecretFile));
         assert_eq!(
             r.reason_for_path("deploy/.env.production"),
-            Some("secret-file")
+            Some(SkipReason::SecretFile)
         );
-        assert_eq!(r.reason_for_path("keys/server.pem"), Some("secret-file"));
-        assert_eq!(r.reason_for_path("home/.ssh/id_rsa"), Some("secret-file"));
-        assert_eq!(r.reason_for_path("Cargo.lock"), Some("lockfile"));
-        assert_eq!(r.reason_for_path("web/app.min.js"), Some("minified"));
+        assert_eq!(
+            r.reason_for_path("keys/server.pem"),
+            Some(SkipReason::SecretFile)
+        );
+        assert_eq!(
+            r.reason_for_path("home/.ssh/id_rsa"),
+            Some(SkipReason::SecretFile)
+        );
+        assert_eq!(r.reason_for_path("Cargo.lock"), Some(SkipReason::Lockfile));
+        assert_eq!(
+            r.reason_for_path("web/app.min.js"),
+            Some(SkipReason::Minified)
+        );
         assert_eq!(r.reason_for_path("src/main.rs"), None);
     }
 }

@@ -1,0 +1,141 @@
+//! The output transaction: a run holds the output's lock, builds the new bundle in a temp
+//! directory beside it, and swaps it into place only when complete, so a reader sees the old
+//! bundle or the new one, never a mix, and a killed run leaves the old one as it was.
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+/// Held while a run writes a bundle: an exclusive `flock` on `<parent>/.<name>.lock`. The kernel
+/// drops it when the process ends, however it ends, so a killed run never leaves it stuck.
+#[derive(Debug)]
+pub struct OutputLock {
+    _file: std::fs::File,
+}
+
+/// `<parent>/.<name>.lock`: the output lock file of `out`.
+pub fn lock_path(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bundle".into());
+    out.with_file_name(format!(".{name}.lock"))
+}
+
+/// Takes the output lock of `out` (creating its parent), or refuses with the pid of the run that
+/// holds it. Holding it, removes what killed runs left beside `out` (`.<name>.tmp-<pid>`).
+pub fn lock_output(out: &Path) -> Result<OutputLock> {
+    use rustix::fs::{FlockOperation, flock};
+    use std::io::{Read, Seek, Write};
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bundle".into());
+    let parent = out.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    let path = lock_path(out);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+        let mut pid = String::new();
+        let _ = file.read_to_string(&mut pid);
+        let pid = pid.trim();
+        return Err(Error::Other(format!(
+            "another trove run{} is writing {}: wait for it to finish (lock {})",
+            if pid.is_empty() {
+                String::new()
+            } else {
+                format!(" (pid {pid})")
+            },
+            out.display(),
+            path.display()
+        )));
+    }
+    let _ = file.set_len(0);
+    let _ = file.rewind();
+    let _ = writeln!(file, "{}", std::process::id());
+    // No other run is writing `out`: temp directories beside it are leftovers of killed runs.
+    let prefix = format!(".{name}.tmp-");
+    if let Ok(entries) = std::fs::read_dir(parent) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    Ok(OutputLock { _file: file })
+}
+
+/// `<parent>/.<name>.tmp-<pid>`: beside the target, so the final rename stays on one filesystem.
+pub fn temp_beside(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bundle".into());
+    out.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Refuses an output path that is a file or a directory other than a trove bundle (an empty one
+/// is fine), and creates its parent.
+pub fn check_replaceable(out: &Path) -> Result<()> {
+    if out.is_file() {
+        return Err(Error::Other(format!(
+            "output {} is a file: choose a directory path for the bundle",
+            out.display()
+        )));
+    }
+    if out.is_dir() {
+        let empty = std::fs::read_dir(out)
+            .map_err(|e| Error::io(out, e))?
+            .next()
+            .is_none();
+        if !empty && super::read_manifest(out).is_err() {
+            return Err(Error::Other(format!(
+                "refusing to overwrite {}: it exists and is not a trove bundle (remove it or choose another -o)",
+                out.display()
+            )));
+        }
+    }
+    if let Some(parent) = out.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    Ok(())
+}
+
+/// Builds a bundle with `build` in a fresh temp directory beside `out`, then swaps it into place;
+/// on any failure the temp directory is removed and `out` is left as it was.
+pub fn build_beside<T>(out: &Path, build: impl FnOnce(&Path) -> Result<T>) -> Result<T> {
+    let tmp = temp_beside(out);
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    }
+    std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    let r = build(&tmp).and_then(|v| swap_into_place(&tmp, out).map(|()| v));
+    if r.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    r
+}
+
+/// Moves the finished bundle `tmp` to `out`. When `out` exists, the two are exchanged atomically
+/// (`renameat2(RENAME_EXCHANGE)`), so a reader sees the old or the new bundle, never a mix; where
+/// the filesystem cannot exchange, the old bundle is renamed aside first. The old bundle is then removed.
+pub fn swap_into_place(tmp: &Path, out: &Path) -> Result<()> {
+    if !out.exists() {
+        return std::fs::rename(tmp, out).map_err(|e| Error::io(out, e));
+    }
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    match renameat_with(CWD, tmp, CWD, out, RenameFlags::EXCHANGE) {
+        Ok(()) => std::fs::remove_dir_all(tmp).map_err(|e| Error::io(tmp, e)),
+        Err(_) => {
+            let old = tmp.with_extension("old");
+            std::fs::rename(out, &old).map_err(|e| Error::io(out, e))?;
+            std::fs::rename(tmp, out).map_err(|e| Error::io(out, e))?;
+            std::fs::remove_dir_all(&old).map_err(|e| Error::io(&old, e))
+        }
+    }
+}
