@@ -3,6 +3,7 @@
 mod chunking;
 mod corrupt;
 mod embedders;
+mod history;
 mod hostile;
 mod incremental;
 mod index;
