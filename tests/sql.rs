@@ -195,7 +195,9 @@ fn vector_search_ranks_like_the_vector_arm() {
 
 /// `trove query --mode bm25` (the cached inverted index) ranks exactly as the `bm25_search` SQL
 /// macro (plain SQL over `terms`/`postings`) on 150 generated config files (no name or doc
-/// signal applies to config chunks), with and without a path filter, ties included.
+/// signal applies to config chunks), with and without a path filter, ties included; and as the
+/// README's plain BM25 SQL run by Python's duckdb package (`scripts/bm25_plain_sql.py`), an engine
+/// trove does not embed.
 #[test]
 fn query_bm25_ranks_as_the_sql_macro() {
     let t = tempfile::tempdir().unwrap();
@@ -277,5 +279,32 @@ fn query_bm25_ranks_as_the_sql_macro() {
             v
         };
         assert_eq!(grouped(&native), grouped(&sql), "{q}");
+        if glob.is_none() {
+            let o = std::process::Command::new("python3")
+                .arg(crate::util::repo().join("scripts/bm25_plain_sql.py"))
+                .arg(&b)
+                .arg("100000")
+                .args(q.split(' '))
+                .output()
+                .expect("python3 runs");
+            assert!(
+                o.status.success(),
+                "scripts/bm25_plain_sql.py (needs the duckdb package: scripts/test.sh installs it):\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let plain: Vec<(String, String, i64)> = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .map(|l| {
+                    let r: serde_json::Value = serde_json::from_str(l).unwrap();
+                    let path = r["path"].as_str().unwrap().to_string();
+                    (
+                        rounded(&r["score"]),
+                        path,
+                        r["start_line"].as_i64().unwrap(),
+                    )
+                })
+                .collect();
+            assert_eq!(grouped(&native), grouped(&plain), "{q}: python duckdb");
+        }
     }
 }
