@@ -6,7 +6,7 @@
 //! tables are byte-identical.
 use std::path::Path;
 
-use crate::util::{commit, git, index, manifest, trove, write};
+use crate::util::{commit, git, index, manifest, tables, trove, write};
 
 /// Same flags on every run (same config): a small size cap, so a file can grow past it.
 const CAP: [&str; 2] = ["--max-file-bytes", "6000"];
@@ -213,22 +213,6 @@ fn answers(bundle: &Path) -> Vec<(String, serde_json::Value)> {
                 Err(_) => serde_json::json!({ "exit": out.status.code(), "stdout": text }),
             };
             (label, v)
-        })
-        .collect()
-}
-
-/// Each table's (name, rows, sha256) from the manifest.
-fn tables(bundle: &Path) -> Vec<(String, u64, String)> {
-    manifest(bundle)["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["name"].as_str().unwrap().to_string(),
-                f["rows"].as_u64().unwrap(),
-                f["sha256"].as_str().unwrap().to_string(),
-            )
         })
         .collect()
 }

@@ -3,24 +3,9 @@
 use std::path::Path;
 
 use crate::util::{
-    commit, duck, git, index, index_cmd, manifest, pq, query_jsonl, sample_repo, trove, write,
+    commit, duck, git, index, index_cmd, manifest, pq, query_jsonl, sample_repo, tables, trove,
+    write,
 };
-
-/// Each table's (name, rows, sha256) from the manifest: equal lists mean byte-identical tables.
-fn tables(bundle: &Path) -> Vec<(String, u64, String)> {
-    manifest(bundle)["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["name"].as_str().unwrap().to_string(),
-                f["rows"].as_u64().unwrap(),
-                f["sha256"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
 
 /// `trove index ROOT -o OUT --json EXTRA...`: the summary, asserting success.
 fn index_json(root: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {

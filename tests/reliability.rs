@@ -84,15 +84,29 @@ fn sigkill_at_any_point_leaves_the_old_bundle_whole() {
     index(r.path(), &fresh, &[]);
     let new = parquet_bytes(&fresh);
     assert_ne!(new, old);
+    let mut args: Vec<std::ffi::OsString> = vec!["index".into(), r.path().into(), "-o".into()];
+    args.extend([b.clone().into_os_string(), "--quiet".into()]);
+    killed_runs_leave_old_or_new(&args, &b, &old, &new, &w.path().join("cache"));
+    // The next run cleans up what the killed ones left beside the bundle.
+    index(r.path(), &b, &[]);
+    assert_no_leftovers(w.path());
+}
+
+/// Runs `trove ARGS` (which writes `b`) again and again, SIGKILLed after growing delays, until
+/// one run finishes: after every kill the bundle verifies and is byte for byte the old one
+/// (`old`) or the whole new one (`new`), never a mix. At least one run must have been killed.
+fn killed_runs_leave_old_or_new(
+    args: &[std::ffi::OsString],
+    b: &Path,
+    old: &std::collections::BTreeMap<String, Vec<u8>>,
+    new: &std::collections::BTreeMap<String, Vec<u8>>,
+    cache: &Path,
+) {
     let mut kills = 0;
-    for delay_ms in [0u64, 30, 80, 150, 250, 400, 600, 900] {
+    for delay_ms in [0u64, 30, 80, 150, 250, 400, 600, 900, 1400] {
         let mut child = Command::new(trove_path())
-            .args(["index"])
-            .arg(r.path())
-            .arg("-o")
-            .arg(&b)
-            .arg("--quiet")
-            .env("TROVE_CACHE_DIR", w.path().join("cache"))
+            .args(args)
+            .env("TROVE_CACHE_DIR", cache)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -101,27 +115,58 @@ fn sigkill_at_any_point_leaves_the_old_bundle_whole() {
         let _ = child.kill(); // SIGKILL
         let status = child.wait().unwrap();
         kills += usize::from(!status.success());
-        // Whenever the kill came, the bundle is the old one or the whole new one, and verifies.
-        trove().arg("verify").arg(&b).assert().success();
-        let now = parquet_bytes(&b);
+        trove().arg("verify").arg(b).assert().success();
+        let now = parquet_bytes(b);
         assert!(
-            now == old || now == new,
+            &now == old || &now == new,
             "after a kill at {delay_ms} ms: a mixed bundle"
         );
-        if now == new {
+        if &now == new {
             break;
         }
     }
     assert!(kills > 0);
-    // The next run cleans up what the killed ones left beside the bundle.
-    index(r.path(), &b, &[]);
-    let mut left: Vec<String> = std::fs::read_dir(w.path())
+}
+
+/// No temp directory of a killed run is left beside the bundle `b` in `dir`.
+fn assert_no_leftovers(dir: &Path) {
+    let mut left: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with(".b.tmp-"))
         .collect();
     left.sort();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// `trove merge` killed at any point leaves the bundle it replaces whole, and the next merge
+/// cleans up after it.
+#[test]
+fn sigkill_during_a_merge_leaves_the_old_bundle_whole() {
+    let (r, w) = (many_files(1500), tempfile::tempdir().unwrap());
+    let b = w.path().join("b");
+    index(r.path(), &b, &["--exclude", "pkg1*/**"]);
+    let old = parquet_bytes(&b);
+    let (s1, s2) = (w.path().join("s1"), w.path().join("s2"));
+    index(r.path(), &s1, &["--shard", "1/2"]);
+    index(r.path(), &s2, &["--shard", "2/2"]);
+    let merged = w.path().join("merged");
+    let merge = |out: &Path| -> Vec<std::ffi::OsString> {
+        vec![
+            "merge".into(),
+            out.into(),
+            s1.clone().into_os_string(),
+            s2.clone().into_os_string(),
+            "--quiet".into(),
+        ]
+    };
+    trove().args(merge(&merged)).assert().success();
+    let new = parquet_bytes(&merged);
+    assert_ne!(new, old);
+    killed_runs_leave_old_or_new(&merge(&b), &b, &old, &new, &w.path().join("cache"));
+    trove().args(merge(&b)).assert().success();
+    assert_eq!(parquet_bytes(&b), new);
+    assert_no_leftovers(w.path());
 }
 
 #[test]

@@ -205,3 +205,19 @@ pub fn query_jsonl<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Vec<serde_json::Val
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// Each table's (name, rows, sha256) from the manifest: equal lists mean byte-identical tables.
+pub fn tables(bundle: &Path) -> Vec<(String, u64, String)> {
+    manifest(bundle)["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_string(),
+                f["rows"].as_u64().unwrap(),
+                f["sha256"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
