@@ -68,7 +68,8 @@ import json, os, sys
 s = json.load(open(sys.argv[1])); b = sys.argv[2]
 parse, index, ctags, rg_files, rg_read = map(float, sys.argv[3:8])
 kb25, kb50, kb100 = map(int, sys.argv[8:11])
-sizes = {f: os.path.getsize(os.path.join(b, f)) for f in os.listdir(b) if f.endswith(".parquet")}
+m = json.load(open(os.path.join(b, "manifest.json")))
+sizes = {os.path.basename(f["name"]): f["bytes"] for f in m["files"] if f["name"].endswith(".parquet")}
 total = sum(sizes.values())
 emb = sizes.get("embeddings.parquet", 0)
 src = s["source_bytes"]

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Runs the README's plain-SQL BM25 over a trove bundle with Python's duckdb package — an engine
-trove does not embed — and prints the top hits as JSON lines (path, start_line, score).
+"""Runs the README's plain-SQL BM25 over a trove bundle's views (views.sql) with Python's duckdb
+package — an engine trove does not embed — and prints the top hits as JSON lines (path,
+start_line, score).
 
 usage: bm25_plain_sql.py BUNDLE K TOKEN...
 
 TOKENs are the query's BM25 tokens (lower-cased words, as trove's tokenizer gives them); k1, b,
-avgdl and n_docs come from the bundle's manifest.json, exactly as the README's SQL says.
+avgdl and n_docs come from the bundle's manifest.json, exactly as the README's SQL says. The views
+are read as `cd BUNDLE && duckdb -init views.sql` would: relative paths resolve in the bundle.
 """
 import json
 import sys
@@ -15,10 +17,10 @@ import duckdb
 
 SQL = """
 WITH q AS (SELECT term, ln(1 + ($n - df + 0.5) / (df + 0.5)) AS idf
-           FROM read_parquet($terms) WHERE list_contains($tokens, term))
+           FROM terms WHERE list_contains($tokens, term))
 SELECT c.path, c.start_line,
        sum(q.idf * p.tf * ($k1 + 1) / (p.tf + $k1 * (1 - $b + $b * c.token_len / $avgdl))) AS score
-FROM q JOIN read_parquet($postings) p USING (term) JOIN read_parquet($chunks) c USING (chunk_ord)
+FROM q JOIN postings p USING (term) JOIN chunks c USING (chunk_ord)
 GROUP BY ALL ORDER BY score DESC, c.path, c.start_line LIMIT $k
 """
 
@@ -26,8 +28,11 @@ GROUP BY ALL ORDER BY score DESC, c.path, c.start_line LIMIT $k
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
-    bundle, k, tokens = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+    bundle, k, tokens = Path(sys.argv[1]).resolve(), int(sys.argv[2]), sys.argv[3:]
     bm25 = json.loads((bundle / "manifest.json").read_text())["bm25"]
+    con = duckdb.connect()
+    con.execute(f"SET file_search_path = '{str(bundle).replace(chr(39), chr(39) * 2)}'")
+    con.execute((bundle / "views.sql").read_text())
     params = {
         "n": bm25["n_docs"],
         "avgdl": bm25["avgdl"],
@@ -35,11 +40,8 @@ def main():
         "b": bm25["b"],
         "k": k,
         "tokens": tokens,
-        "terms": str(bundle / "terms.parquet"),
-        "postings": str(bundle / "postings.parquet"),
-        "chunks": str(bundle / "chunks.parquet"),
     }
-    for path, start_line, score in duckdb.connect().execute(SQL, params).fetchall():
+    for path, start_line, score in con.execute(SQL, params).fetchall():
         print(json.dumps({"path": path, "start_line": start_line, "score": score}))
 
 

@@ -113,7 +113,7 @@ pub fn from_config(cfg: &SummaryConfig) -> Result<Box<dyn Summarizer>> {
         #[cfg(feature = "openai")]
         SummaryBackend::Llm => Ok(Box::new(llm::LlmSummarizer::new(cfg)?)),
         other => Err(Error::Config(format!(
-            "summarizer {other:?} is not built into this trove"
+            "summarizer \"{other}\" is not built into this trove"
         ))),
     }
 }

@@ -13,7 +13,7 @@ fn file_entry<'a>(m: &'a mut serde_json::Value, name: &str) -> &'a mut serde_jso
         .as_array_mut()
         .unwrap()
         .iter_mut()
-        .find(|f| f["name"] == name)
+        .find(|f| f["name"].as_str().unwrap().ends_with(&format!("/{name}")))
         .unwrap()
 }
 
@@ -34,7 +34,7 @@ fn damages() -> Vec<(&'static str, Damage)> {
         (
             "truncated",
             Box::new(|b: &Path| {
-                let p = b.join("chunks.parquet");
+                let p = table_file(b, "chunks");
                 let len = std::fs::metadata(&p).unwrap().len();
                 std::fs::OpenOptions::new()
                     .write(true)
@@ -47,7 +47,7 @@ fn damages() -> Vec<(&'static str, Damage)> {
         (
             "flipped bytes",
             Box::new(|b: &Path| {
-                let p = b.join("postings.parquet");
+                let p = table_file(b, "postings");
                 let mut bytes = std::fs::read(&p).unwrap();
                 let mid = bytes.len() / 2;
                 for x in &mut bytes[mid..mid + 16] {
@@ -58,7 +58,7 @@ fn damages() -> Vec<(&'static str, Damage)> {
         ),
         (
             "missing file",
-            Box::new(|b: &Path| std::fs::remove_file(b.join("terms.parquet")).unwrap()),
+            Box::new(|b: &Path| std::fs::remove_file(table_file(b, "terms")).unwrap()),
         ),
         (
             "newer format",

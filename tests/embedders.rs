@@ -107,9 +107,8 @@ fn openai_batches_across_files_keeps_the_key_secret_and_serves_queries() {
     assert_eq!(m["embedder"]["backend"], "openai");
     assert_eq!(m["embedder"]["model"], "mock-embed");
     assert_eq!(m["embedder"]["dim"], 48);
-    for f in std::fs::read_dir(&b).unwrap() {
-        let bytes = std::fs::read(f.unwrap().path()).unwrap();
-        assert!(!String::from_utf8_lossy(&bytes).contains("sk-test-secret"));
+    for bytes in crate::util::bundle_files(&b).values() {
+        assert!(!String::from_utf8_lossy(bytes).contains("sk-test-secret"));
     }
     // Vectors are stored as the server gave them, normalised.
     let row = duck(&format!(
@@ -562,8 +561,8 @@ fn local_minilm_matches_the_reference_vectors_and_answers_queries() {
         .assert()
         .success();
     assert_eq!(
-        std::fs::read(b.join("embeddings.parquet")).unwrap(),
-        std::fs::read(b2.join("embeddings.parquet")).unwrap()
+        std::fs::read(crate::util::table_file(&b, "embeddings")).unwrap(),
+        std::fs::read(crate::util::table_file(&b2, "embeddings")).unwrap()
     );
     // An incremental run with the same model carries everything over.
     let mut c = index_cmd(

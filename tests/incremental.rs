@@ -301,7 +301,7 @@ fn since_refusals_say_why_and_leave_the_bundle() {
     );
 
     // A bundle that does not verify is not built on.
-    let chunks = b.join("chunks.parquet");
+    let chunks = crate::util::table_file(&b, "chunks");
     let len = std::fs::metadata(&chunks).unwrap().len();
     std::fs::OpenOptions::new()
         .write(true)

@@ -17,7 +17,7 @@ fn index_verify_inspect_and_counts() {
         .arg(&b)
         .assert()
         .success()
-        .stdout(predicates::str::contains("ok: 9 files"));
+        .stdout(predicates::str::contains("ok: 10 files"));
     let inspect = trove()
         .arg("inspect")
         .arg(&b)
@@ -216,7 +216,7 @@ fn verify_catches_a_changed_file_and_bad_input_is_exit_2() {
     let out = tempfile::tempdir().unwrap();
     let b = out.path().join("b");
     index(repo.path(), &b, &[]);
-    let p = b.join("terms.parquet");
+    let p = crate::util::table_file(&b, "terms");
     let mut bytes = std::fs::read(&p).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0xff;

@@ -3,22 +3,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::util::{index, query_jsonl, sample_repo, trove};
+use crate::util::{bundle_files, index, query_jsonl, sample_repo, trove};
 
-/// Every file of a bundle directory with its bytes, sorted by name.
+/// Every file of a bundle directory (segment folders included) with its bytes, sorted by path.
 fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect();
-    v.sort();
-    v
+    bundle_files(dir).into_iter().collect()
 }
 
 fn refused(args: &[&std::ffi::OsStr]) -> String {

@@ -9,10 +9,57 @@ fn duckdb_reads_every_table_and_the_embeddings_as_arrays() {
     let b = out.path().join("b");
     index(repo.path(), &b, &[]);
     let m = manifest(&b);
+    let mut tables = 0;
     for f in m["files"].as_array().unwrap() {
-        let name = f["name"].as_str().unwrap().trim_end_matches(".parquet");
-        let n = duck(&format!("SELECT count(*) FROM {}", pq(&b, name)));
+        let name = f["name"].as_str().unwrap();
+        if !name.ends_with(".parquet") {
+            continue;
+        }
+        let n = duck(&format!(
+            "SELECT count(*) FROM '{}'",
+            b.join(name).display()
+        ));
         assert_eq!(n[0][0], f["rows"].to_string(), "{name}");
+        tables += 1;
+    }
+    assert_eq!(tables, 9);
+    // The bundle's views.sql, run as `cd BUNDLE && duckdb -init views.sql` would (relative paths
+    // resolved in the bundle folder), gives every table under its own name.
+    let conn = duckdb::Connection::open_in_memory().unwrap();
+    conn.execute_batch(&format!(
+        "SET file_search_path = '{}';\n{}",
+        b.display(),
+        std::fs::read_to_string(b.join("views.sql")).unwrap()
+    ))
+    .unwrap();
+    for t in [
+        "files",
+        "chunks",
+        "embeddings",
+        "terms",
+        "postings",
+        "symbols",
+        "refs",
+        "deps",
+        "skipped",
+    ] {
+        let n: i64 = conn
+            .query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
+            .unwrap();
+        let rows = m["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| {
+                f["name"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(&format!("/{t}.parquet"))
+            })
+            .unwrap()["rows"]
+            .as_i64()
+            .unwrap();
+        assert_eq!(n, rows, "view {t}");
     }
     let dim = m["embedder"]["dim"].as_u64().unwrap();
     let self_sim = duck(&format!(

@@ -130,7 +130,7 @@ fn exit_codes_and_clear_errors() {
         d
     };
     let t = copy("truncated");
-    let p = t.join("chunks.parquet");
+    let p = crate::util::table_file(&t, "chunks");
     let bytes = std::fs::read(&p).unwrap();
     std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
     let a = trove().arg("query").arg(&t).arg("payment").assert().code(2);

@@ -279,8 +279,8 @@ fn secrets_are_redacted_everywhere_and_nothing_names_the_machine() {
     assert_eq!(manifest(&b)["counts"]["redactions"], 6);
     let text = all_text(&b);
     let mut raw = Vec::new();
-    for f in std::fs::read_dir(&b).unwrap() {
-        raw.extend(std::fs::read(f.unwrap().path()).unwrap());
+    for bytes in bundle_files(&b).into_values() {
+        raw.extend(bytes);
     }
     let raw = String::from_utf8_lossy(&raw);
     for secret in secrets {

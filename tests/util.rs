@@ -25,19 +25,38 @@ pub fn fixtures() -> PathBuf {
     repo().join("fixtures")
 }
 
-/// Every table of a bundle, its bytes by file name.
+/// Every file of a bundle (segment folders included), its bytes by its path in the bundle.
+pub fn bundle_files(bundle: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(dir: &Path, root: &Path, out: &mut std::collections::BTreeMap<String, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, root, out);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(bundle, bundle, &mut out);
+    out
+}
+
+/// Every table file of a bundle (in every segment folder), its bytes by its path in the bundle.
 pub fn parquet_bytes(bundle: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(bundle)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-            )
-        })
-        .collect()
+    let mut files = bundle_files(bundle);
+    files.retain(|name, _| name.ends_with(".parquet"));
+    files
+}
+
+/// The file of `table` in a bundle (v5: in its segment folder, as its manifest says).
+pub fn table_file(bundle: &Path, table: &str) -> PathBuf {
+    let m = manifest(bundle);
+    let id = m["segments"][0]["id"]
+        .as_str()
+        .expect("a v5 manifest names its segment");
+    bundle.join(format!("segments/{id}/{table}.parquet"))
 }
 
 pub fn copy_dir(from: &Path, to: &Path) {
@@ -162,7 +181,7 @@ pub fn duck(sql: &str) -> Vec<Vec<String>> {
 
 /// `BUNDLE/NAME.parquet` as a SQL string literal.
 pub fn pq(bundle: &Path, name: &str) -> String {
-    format!("'{}'", bundle.join(format!("{name}.parquet")).display())
+    format!("'{}'", table_file(bundle, name).display())
 }
 
 /// Paths in `files.parquet`, in order.

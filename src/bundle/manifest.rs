@@ -42,8 +42,92 @@ pub struct Manifest {
     pub counts: Counts,
     /// Files and chunks per language id.
     pub languages: BTreeMap<String, LangCount>,
-    /// Every data file with rows, bytes and sha256.
+    /// The segments, oldest first (v5; none in older bundles, whose tables sit at the root).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<SegmentInfo>,
+    /// Every data file with rows, bytes and sha256, by its path in the bundle.
     pub files: Vec<FileEntry>,
+}
+
+/// One segment of a bundle: a folder `segments/<id>/` of tables, immutable once written.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SegmentInfo {
+    /// 16 hex digits: sha256 over the segment ids before it and its tables' sha256s, so a full
+    /// build at a commit always gets the same id and segments built apart get different ones.
+    pub id: String,
+    /// Files in the segment.
+    pub files: u64,
+    /// Chunks in the segment.
+    pub chunks: u64,
+}
+
+impl SegmentInfo {
+    /// The id of a segment whose tables have `sha256s` (in table order), following the segments
+    /// `before`.
+    pub fn id_for(before: &[SegmentInfo], sha256s: &[&str]) -> String {
+        let mut text = String::new();
+        for s in before {
+            text.push_str(&s.id);
+            text.push('\n');
+        }
+        for h in sha256s {
+            text.push_str(h);
+            text.push('\n');
+        }
+        crate::util::sha256_hex(text.as_bytes())[..16].to_string()
+    }
+}
+
+impl Manifest {
+    /// The path within the bundle of `table`'s Parquet file: in the bundle's one segment
+    /// (`segments/<id>/<table>.parquet`), or at the root for a bundle older than v5.
+    pub fn table_file(&self, table: &str) -> String {
+        match self.segments.last() {
+            Some(s) => format!("{}/{}/{table}.parquet", super::SEGMENTS, s.id),
+            None => format!("{table}.parquet"),
+        }
+    }
+
+    /// The manifest entry of `table`'s file.
+    pub fn table_entry(&self, table: &str) -> Option<&FileEntry> {
+        let name = self.table_file(table);
+        self.files.iter().find(|f| f.name == name)
+    }
+}
+
+/// `bundle`'s file of `table` (its manifest read for where it lives).
+pub fn table_path(bundle: &Path, table: &str) -> Result<std::path::PathBuf> {
+    Ok(bundle.join(read_manifest(bundle)?.table_file(table)))
+}
+
+/// Whether `name` is a path a bundle may hold: `manifest.json`, `views.sql`, or
+/// `segments/<16 hex digits>/<table>.parquet` (a table name of lower-case letters, digits, `_`
+/// and `-`). Nothing else — no `..`, no absolute path, no other folder — so a manifest or a pack
+/// cannot name a file outside the bundle.
+pub fn is_bundle_file(name: &str) -> bool {
+    if name == MANIFEST || name == super::VIEWS {
+        return true;
+    }
+    let parts: Vec<&str> = name.split('/').collect();
+    let plain_table = |t: &str| {
+        t.strip_suffix(".parquet").is_some_and(|stem| {
+            !stem.is_empty()
+                && stem
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        })
+    };
+    match parts.as_slice() {
+        [dir, id, table] => {
+            *dir == super::SEGMENTS
+                && id.len() == 16
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+                && plain_table(table)
+        }
+        _ => false,
+    }
 }
 
 /// Tool name and version.
@@ -350,6 +434,7 @@ impl Provenance {
             },
             counts: f.counts,
             languages: f.languages,
+            segments: vec![f.segment],
             files: f.entries,
         }
     }
@@ -390,7 +475,50 @@ pub fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::Shard;
+    use super::{SegmentInfo, Shard, is_bundle_file};
+
+    #[test]
+    fn bundle_file_paths_are_the_manifest_views_and_segment_tables_only() {
+        for ok in [
+            "manifest.json",
+            "views.sql",
+            "segments/0123456789abcdef/chunks.parquet",
+            "segments/0123456789abcdef/refs-raw.parquet",
+        ] {
+            assert!(is_bundle_file(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "chunks.parquet",
+            "../chunks.parquet",
+            "/etc/passwd",
+            "segments/0123456789abcdef/../../x.parquet",
+            "segments/0123456789ABCDEF/chunks.parquet",
+            "segments/0123456789abcde/chunks.parquet",
+            "segments/0123456789abcdef/chunks.txt",
+            "segments/0123456789abcdef/.parquet",
+            "segments/0123456789abcdef/sub/chunks.parquet",
+            "other/0123456789abcdef/chunks.parquet",
+            "segments/0123456789abcdef/Chunks.parquet",
+        ] {
+            assert!(!is_bundle_file(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn segment_ids_follow_content_and_what_came_before() {
+        let a = SegmentInfo::id_for(&[], &["aa", "bb"]);
+        assert_eq!(a, SegmentInfo::id_for(&[], &["aa", "bb"]));
+        assert_eq!(a.len(), 16);
+        assert_ne!(a, SegmentInfo::id_for(&[], &["aa", "bc"]));
+        let first = SegmentInfo {
+            id: a.clone(),
+            files: 1,
+            chunks: 1,
+        };
+        // The same content after another segment is another segment.
+        assert_ne!(a, SegmentInfo::id_for(&[first], &["aa", "bb"]));
+    }
 
     #[test]
     fn shards_parse_and_split_every_path_once() {

@@ -15,8 +15,9 @@ mod verify;
 mod writer;
 
 pub use manifest::{
-    Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, MANIFEST, Manifest, Provenance, Shard,
-    SourceInfo, Tool, created_at, manifest_tool, parse_manifest, read_manifest, write_manifest,
+    Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, MANIFEST, Manifest, Provenance,
+    SegmentInfo, Shard, SourceInfo, Tool, created_at, is_bundle_file, manifest_tool,
+    parse_manifest, read_manifest, table_path, write_manifest,
 };
 pub use output::{
     OutputLock, build_beside, check_replaceable, lock_output, lock_path, swap_into_place,
@@ -32,5 +33,10 @@ pub use writer::{BundleWriter, Finished};
 pub const FORMAT: &str = "trove-bundle";
 /// The newest bundle format this build reads and writes.
 /// (4: postings refer to chunks by `chunk_ord`, their row in `chunks.parquet`, and carry no
-/// `doc_len`, which is `chunks.token_len`.)
-pub const FORMAT_VERSION: u32 = 4;
+/// `doc_len`, which is `chunks.token_len`. 5: the tables live in segment folders,
+/// `segments/<id>/<table>.parquet`, listed by the manifest, with `views.sql` beside them.)
+pub const FORMAT_VERSION: u32 = 5;
+/// The folder of the segments.
+pub const SEGMENTS: &str = "segments";
+/// The DuckDB views over the live rows of every table, with paths relative to the bundle.
+pub const VIEWS: &str = "views.sql";

@@ -1,9 +1,10 @@
-//! Packed bundles: one file to ship. A packed bundle is a tar of `manifest.json` and the Parquet
-//! files (names only, no directories, fixed headers: the same bundle always packs to the same
-//! bytes), compressed as one zstd frame with its content checksum.
+//! Packed bundles: one file to ship. A packed bundle is a tar of `manifest.json`, `views.sql` and
+//! the segments' Parquet files (regular files only, fixed headers: the same bundle always packs to
+//! the same bytes), compressed as one zstd frame with its content checksum.
 //!
 //! Reading one back checks everything before anything is used: each tar entry must be a regular
-//! file with a plain name (no path, no `..`, no link), the zstd checksum must hold, and the
+//! file with a bundle file's path ([`super::is_bundle_file`]: no `..`, no other folder, no
+//! link), the zstd checksum must hold, and the
 //! unpacked bundle must pass [`super::verify`] (every file's size and sha256 against the
 //! manifest). Unpacking writes into a temp directory beside the target and swaps it in whole.
 //! `trove query`/`sql` read a packed file directly: it is unpacked once into the cache, keyed by
@@ -136,12 +137,7 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
                 e.header().entry_type()
             )));
         }
-        let plain = !name.is_empty()
-            && !name.contains('/')
-            && !name.contains('\\')
-            && !name.starts_with('.')
-            && !name.contains('\0')
-            && (name == MANIFEST || name.ends_with(".parquet"));
+        let plain = super::is_bundle_file(&name);
         if !plain {
             return Err(damaged(format!(
                 "entry {name:?} is not a bundle file name (paths, `..` and other files are refused)"
@@ -154,6 +150,9 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
             return Err(damaged(format!("more than {MAX_ENTRIES} entries")));
         }
         let p = dir.join(&name);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        }
         let mut w = File::create_new(&p).map_err(|e| Error::io(&p, e))?;
         std::io::copy(&mut e, &mut w).map_err(|e| damaged(format!("{name}: {e}")))?;
         w.sync_all().map_err(|e| Error::io(&p, e))?;

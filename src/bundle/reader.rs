@@ -314,7 +314,7 @@ fn dep_rows(b: &RecordBatch, d: &Path) -> Result<Vec<Dep>> {
 }
 
 fn open_table(dir: &Path, table: &str) -> Result<ParquetRecordBatchReader> {
-    let p = dir.join(format!("{table}.parquet"));
+    let p = super::table_path(dir, table)?;
     let f = File::open(&p).map_err(|e| Error::io(&p, e))?;
     Ok(ParquetRecordBatchReaderBuilder::try_new(f)?
         .with_batch_size(READ_BATCH)

@@ -3,7 +3,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::fs::File;
 use std::path::Path;
 
-use super::manifest::{MANIFEST, Manifest, read_manifest};
+use super::manifest::{MANIFEST, Manifest, is_bundle_file, read_manifest};
 use super::schema::{TABLES, expected_schema};
 use super::table::hash_file;
 use crate::{Error, Result};
@@ -25,13 +25,13 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
     let bad = |m: String| Error::bundle(dir, m);
     let mut bytes_hashed = 0;
     for t in TABLES {
-        let name = format!("{t}.parquet");
+        let name = manifest.table_file(t);
         if !manifest.files.iter().any(|f| f.name == name) {
             return Err(bad(format!("{MANIFEST} does not list {name}")));
         }
     }
     for entry in &manifest.files {
-        if entry.name.contains('/') || entry.name.contains('\\') || entry.name.starts_with('.') {
+        if !is_bundle_file(&entry.name) || entry.name == MANIFEST {
             return Err(bad(format!(
                 "{MANIFEST} names a file outside the bundle: {:?}",
                 entry.name
@@ -55,7 +55,8 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
                 entry.name, entry.sha256
             )));
         }
-        let table = entry.name.trim_end_matches(".parquet");
+        let base = entry.name.rsplit('/').next().unwrap_or(&entry.name);
+        let table = base.trim_end_matches(".parquet");
         let Some(expected) = expected_schema(table, manifest.embedder.dim) else {
             continue;
         };

@@ -12,7 +12,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::manifest::{Counts, FileEntry, LangCount};
+use super::manifest::{Counts, FileEntry, LangCount, SegmentInfo};
 use super::postings::{POSTINGS_SPILL_BYTES, Spill};
 use super::table::{BATCH_ROWS, Table, i32c, i32s, i64s, opt_strings, strings};
 use crate::chunk::Chunk;
@@ -39,6 +39,9 @@ struct ChunkRow {
 
 /// Streams a bundle's tables into a directory.
 pub struct BundleWriter {
+    /// The bundle folder being written.
+    bundle: PathBuf,
+    /// Its segment's folder while the tables are written.
     dir: PathBuf,
     dim: usize,
     files: Table,
@@ -69,9 +72,14 @@ fn c(row: &ChunkRow) -> &Chunk {
 }
 
 impl BundleWriter {
-    /// Starts writing into `dir` (which must exist and be empty).
-    pub fn create(dir: &Path, dim: usize) -> Result<Self> {
+    /// Starts writing a bundle into `bundle` (which must exist and be empty): its one segment's
+    /// tables go to a folder under `segments/` named by their content once they are complete.
+    pub fn create(bundle: &Path, dim: usize) -> Result<Self> {
+        let dir = bundle.join(super::SEGMENTS).join(BUILDING);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let dir = dir.as_path();
         Ok(BundleWriter {
+            bundle: bundle.to_path_buf(),
             dir: dir.to_path_buf(),
             dim,
             files: Table::create(dir, "files", dim)?,
@@ -394,15 +402,61 @@ impl BundleWriter {
         } else {
             self.total_tokens as f64 / self.counts.chunks as f64
         };
+        let mut entries = vec![
+            files, chunks, embeddings, terms, postings, symbols, refs, deps, sk,
+        ];
+        // Named by its content, the segment moves to its place; entries name files by their
+        // path in the bundle.
+        let sha: Vec<&str> = entries.iter().map(|e| e.sha256.as_str()).collect();
+        let segment = SegmentInfo {
+            id: SegmentInfo::id_for(&[], &sha),
+            files: self.counts.files,
+            chunks: self.counts.chunks,
+        };
+        let at = self.bundle.join(super::SEGMENTS).join(&segment.id);
+        std::fs::rename(&self.dir, &at).map_err(|e| Error::io(&at, e))?;
+        for e in &mut entries {
+            e.name = format!("{}/{}/{}", super::SEGMENTS, segment.id, e.name);
+        }
+        entries.push(write_views(&self.bundle, std::slice::from_ref(&segment))?);
         Ok(Finished {
-            entries: vec![
-                files, chunks, embeddings, terms, postings, symbols, refs, deps, sk,
-            ],
+            entries,
+            segment,
             counts: self.counts,
             languages: self.languages,
             avgdl,
         })
     }
+}
+
+/// The folder a segment is written in before it is named.
+const BUILDING: &str = ".building";
+
+/// Writes `views.sql` into `bundle`: a DuckDB view per table over the segments' Parquet files,
+/// by paths relative to the bundle folder (`cd BUNDLE && duckdb -init views.sql`). Its entry.
+fn write_views(bundle: &Path, segments: &[SegmentInfo]) -> Result<FileEntry> {
+    let mut sql = String::from(
+        "-- trove bundle views: every table of the bundle's segments, by paths relative to this\n\
+         -- folder. Use: cd BUNDLE && duckdb -init views.sql\n",
+    );
+    for t in super::TABLES {
+        let files: Vec<String> = segments
+            .iter()
+            .map(|s| format!("'{}/{}/{t}.parquet'", super::SEGMENTS, s.id))
+            .collect();
+        sql.push_str(&format!(
+            "CREATE OR REPLACE VIEW {t} AS SELECT * FROM read_parquet([{}]);\n",
+            files.join(", ")
+        ));
+    }
+    let p = bundle.join(super::VIEWS);
+    std::fs::write(&p, &sql).map_err(|e| Error::io(&p, e))?;
+    Ok(FileEntry {
+        name: super::VIEWS.into(),
+        rows: 0,
+        bytes: sql.len() as u64,
+        sha256: crate::util::sha256_hex(sql.as_bytes()),
+    })
 }
 
 /// The columns `refs` and the raw spill share, for ref rows (path, record).
@@ -462,8 +516,10 @@ fn write_raw_refs(t: &mut Table, r: &[PendingRef]) -> Result<()> {
 
 /// What a finished writer reports for the manifest.
 pub struct Finished {
-    /// File entries, in [`super::TABLES`] order.
+    /// File entries: the tables in [`super::TABLES`] order, then `views.sql`.
     pub entries: Vec<FileEntry>,
+    /// The segment written.
+    pub segment: SegmentInfo,
     /// Totals.
     pub counts: Counts,
     /// Files and chunks per language.

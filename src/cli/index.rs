@@ -243,7 +243,11 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
     } else if !a.quiet {
         print_summary(&summary, &output);
     }
-    let internal = summary.skipped.get("internal-error").copied().unwrap_or(0);
+    let internal = summary
+        .skipped
+        .get(trove::source::SkipReason::InternalError.as_str())
+        .copied()
+        .unwrap_or(0);
     if internal > 0 {
         eprintln!(
             "trove: {internal} file(s) hit an internal error and were skipped (reason internal-error in skipped.parquet){}",

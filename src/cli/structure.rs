@@ -169,7 +169,7 @@ pub fn run_refs(a: RefsArgs) -> anyhow::Result<i32> {
             t(4)
         };
         let target = if to_json(&r[5]).is_null() {
-            if t(2) != "import" {
+            if t(2) != trove::record::RefKind::Import.as_str() {
                 "unresolved".to_string()
             } else {
                 String::new()

@@ -110,7 +110,7 @@ pub fn from_config(
         #[cfg(feature = "local")]
         EmbedBackend::Local => Ok(Box::new(local::LocalEmbedder::load(cfg)?)),
         other => Err(crate::Error::Config(format!(
-            "embedder {other:?} is not built into this trove (cargo features: {})",
+            "embedder \"{other}\" is not built into this trove (cargo features: {})",
             built_features()
         ))),
     }

@@ -33,13 +33,16 @@ impl std::ops::Deref for Bytes {
 }
 
 /// The sha256 the manifest records for `file` (the cache key of what derives from it).
-pub fn file_sha(bundle: &Path, manifest: &Manifest, file: &str) -> Result<String> {
+pub fn file_sha(bundle: &Path, manifest: &Manifest, table: &str) -> Result<String> {
     manifest
-        .files
-        .iter()
-        .find(|f| f.name == file)
+        .table_entry(table)
         .map(|f| f.sha256.clone())
-        .ok_or_else(|| Error::bundle(bundle, format!("manifest lists no {file}")))
+        .ok_or_else(|| {
+            Error::bundle(
+                bundle,
+                format!("manifest lists no {}", manifest.table_file(table)),
+            )
+        })
 }
 
 /// The cache file `name`, when present and `check` accepts it; else `build`'s bytes, stored under

@@ -45,15 +45,20 @@ pub struct Inverted {
 impl Inverted {
     /// The bundle's index, from the cache when present and intact, else built and cached.
     pub fn load(bundle: &Path, manifest: &Manifest) -> Result<Self> {
-        let sha = cache::file_sha(bundle, manifest, "postings.parquet")?;
-        let chunks_sha = cache::file_sha(bundle, manifest, "chunks.parquet")?;
+        let sha = cache::file_sha(bundle, manifest, "postings")?;
+        let chunks_sha = cache::file_sha(bundle, manifest, "chunks")?;
         let bytes = cache::load(
             &format!(
                 "inverted-{sha}-{}.bin",
                 chunks_sha.get(..16).unwrap_or(&chunks_sha)
             ),
             |b| Self::check(b).is_some(),
-            || build(bundle),
+            || {
+                build(
+                    &bundle.join(manifest.table_file("chunks")),
+                    &bundle.join(manifest.table_file("postings")),
+                )
+            },
         )?;
         let (n, terms, postings) = Self::check(&bytes)
             .ok_or_else(|| Error::bundle(bundle, "inverted index failed a check"))?;
@@ -284,23 +289,22 @@ impl Layout {
 }
 
 /// Reads `chunks.parquet` (each chunk's id and length, by `chunk_ord`) and `postings.parquet`
-/// (sorted by term, then `chunk_ord`) of `bundle` into the cache layout.
-fn build(bundle: &Path) -> Result<Vec<u8>> {
-    let chunks_path = bundle.join("chunks.parquet");
-    let path = bundle.join("postings.parquet");
+/// (sorted by term, then `chunk_ord`) of a bundle, at `chunks_path` and `path`, into the cache
+/// layout.
+fn build(chunks_path: &Path, path: &Path) -> Result<Vec<u8>> {
     let batches = |path: &Path, columns: &[&str]| super::lookup::projected(path, columns, None);
     let unreadable =
         |p: &Path, e: arrow::error::ArrowError| Error::bundle(p, format!("unreadable ({e})"));
     let (mut ids, mut lens): (Vec<i64>, Vec<u32>) = (Vec::new(), Vec::new());
-    for batch in batches(&chunks_path, &["chunk_id", "chunk_ord", "token_len"])? {
-        let batch = batch.map_err(|e| unreadable(&chunks_path, e))?;
-        let id = column::<Int64Array>(&batch, "chunk_id", &chunks_path)?;
-        let ord = column::<Int32Array>(&batch, "chunk_ord", &chunks_path)?;
-        let len = column::<Int32Array>(&batch, "token_len", &chunks_path)?;
+    for batch in batches(chunks_path, &["chunk_id", "chunk_ord", "token_len"])? {
+        let batch = batch.map_err(|e| unreadable(chunks_path, e))?;
+        let id = column::<Int64Array>(&batch, "chunk_id", chunks_path)?;
+        let ord = column::<Int32Array>(&batch, "chunk_ord", chunks_path)?;
+        let len = column::<Int32Array>(&batch, "token_len", chunks_path)?;
         for r in 0..batch.num_rows() {
             if usize::try_from(ord.value(r)).ok() != Some(ids.len()) {
                 return Err(Error::bundle(
-                    &chunks_path,
+                    chunks_path,
                     "chunk_ord is not the row number (run `trove verify` on the bundle)",
                 ));
             }
@@ -311,17 +315,17 @@ fn build(bundle: &Path) -> Result<Vec<u8>> {
     let (mut post_off, mut heap_off, mut heap) = (vec![0u64], vec![0u64], Vec::new());
     let (mut ords, mut tfs): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
     let mut last: Option<Vec<u8>> = None;
-    for batch in batches(&path, &["term", "chunk_ord", "tf"])? {
-        let batch = batch.map_err(|e| unreadable(&path, e))?;
-        let term = column::<StringArray>(&batch, "term", &path)?;
-        let ord = column::<Int32Array>(&batch, "chunk_ord", &path)?;
-        let tf = column::<Int32Array>(&batch, "tf", &path)?;
+    for batch in batches(path, &["term", "chunk_ord", "tf"])? {
+        let batch = batch.map_err(|e| unreadable(path, e))?;
+        let term = column::<StringArray>(&batch, "term", path)?;
+        let ord = column::<Int32Array>(&batch, "chunk_ord", path)?;
+        let tf = column::<Int32Array>(&batch, "tf", path)?;
         for r in 0..batch.num_rows() {
             let o = match usize::try_from(ord.value(r)) {
                 Ok(o) if !term.is_null(r) && !ord.is_null(r) && o < ids.len() => o as u32,
                 _ => {
                     return Err(Error::bundle(
-                        &path,
+                        path,
                         "a posting names no chunk (run `trove verify` on the bundle)",
                     ));
                 }
@@ -330,7 +334,7 @@ fn build(bundle: &Path) -> Result<Vec<u8>> {
             if last.as_deref() != Some(t) {
                 if last.as_deref().is_some_and(|l| l > t) {
                     return Err(Error::bundle(
-                        &path,
+                        path,
                         "postings.parquet is not sorted by term",
                     ));
                 }

@@ -165,6 +165,13 @@ pub struct Bundle {
     embedder: std::sync::OnceLock<QueryModel>,
 }
 
+impl Bundle {
+    /// The bundle's `terms` table.
+    fn terms_path(&self) -> std::path::PathBuf {
+        self.dir.join(self.manifest.table_file("terms"))
+    }
+}
+
 /// SQL string literal.
 pub fn lit(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
@@ -190,7 +197,7 @@ impl Bundle {
             ));
         }
         for t in crate::bundle::TABLES {
-            let name = format!("{t}.parquet");
+            let name = manifest.table_file(t);
             let p = dir.join(&name);
             let size = std::fs::metadata(&p)
                 .ok()
@@ -218,10 +225,10 @@ impl Bundle {
             .unwrap_or_else(|| std::env::temp_dir().join("trove-cache"))
             .join("verified");
         let _ = std::fs::create_dir_all(&memo);
-        for f in crate::bundle::TABLES.iter().filter_map(|t| {
-            let name = format!("{t}.parquet");
-            manifest.files.iter().find(|f| f.name == name)
-        }) {
+        for f in crate::bundle::TABLES
+            .iter()
+            .filter_map(|t| manifest.table_entry(t))
+        {
             let path = dir.join(&f.name);
             let mut sha = crate::bundle::pack::content_key(&path, &memo)?;
             if sha != f.sha256 {
@@ -252,7 +259,7 @@ impl Bundle {
 
     /// The DuckDB connection, with one view per table (opened on first use).
     pub fn conn(&self) -> Result<&duckdb::Connection> {
-        loaded(&self.conn, || open_duckdb(&self.dir))
+        loaded(&self.conn, || open_duckdb(&self.dir, &self.manifest))
     }
 
     /// The embedder that made this bundle, when this build can run it (built once per bundle: a
@@ -338,7 +345,7 @@ impl Bundle {
 
     /// (term, weight × idf) for the query terms this bundle knows.
     pub fn idf(&self, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
-        idf_weights(&self.dir, self.manifest.bm25.n_docs, terms)
+        idf_weights(&self.terms_path(), self.manifest.bm25.n_docs, terms)
     }
 
     /// [`Bundle::idf`] with the document frequencies from the inverted index (its postings per
@@ -358,7 +365,7 @@ impl Bundle {
     /// What turns query text into this bundle's query vector (for the SQL function `trove_embed`).
     pub fn query_embedder(&self) -> Result<QueryEmbedder> {
         Ok(QueryEmbedder {
-            dir: self.dir.clone(),
+            terms: self.terms_path(),
             n_docs: self.manifest.bm25.n_docs,
             max_len: self.manifest.bm25.max_token_len,
             embedder: self.embedder()?,
@@ -431,7 +438,8 @@ impl Bundle {
         }
         let ids: Vec<i64> = hits.iter().map(|h| h.chunk_id).collect();
         let paths: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
-        let mut content = lookup::contents(&self.dir.join("chunks.parquet"), &ids, &paths)?;
+        let chunks = self.dir.join(self.manifest.table_file("chunks"));
+        let mut content = lookup::contents(&chunks, &ids, &paths)?;
         for h in hits {
             h.content = content.remove(&h.chunk_id);
         }
@@ -476,8 +484,8 @@ impl Bundle {
             // it on a second thread while this one looks up the terms and runs the arms.
             let needs_sql = Self::has_filters(o) || name_parts(query).is_some();
             let mut pending = (needs_sql && self.conn.get().is_none()).then(|| {
-                let dir = self.dir.clone();
-                scope.spawn(move || open_duckdb(&dir))
+                let (dir, manifest) = (&self.dir, &self.manifest);
+                scope.spawn(move || open_duckdb(dir, manifest))
             });
             let mut join = || -> Result<()> {
                 if let Some(h) = pending.take() {
@@ -627,14 +635,18 @@ fn idf(n: u64, df: u64) -> f64 {
     (1.0 + (n - d + 0.5) / (d + 0.5)).ln()
 }
 
-/// (term, weight × idf) for the `terms` the bundle `dir` (of `n_docs` chunks) knows: their
-/// document frequencies are point reads of `terms.parquet`.
-fn idf_weights(dir: &Path, n_docs: u64, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
+/// (term, weight × idf) for the `terms` a bundle (of `n_docs` chunks) knows: their document
+/// frequencies are point reads of its `terms` table, at `terms_path`.
+fn idf_weights(
+    terms_path: &Path,
+    n_docs: u64,
+    terms: &[(String, f64)],
+) -> Result<Vec<(String, f64)>> {
     if terms.is_empty() {
         return Ok(Vec::new());
     }
     let names: Vec<&str> = terms.iter().map(|(t, _)| t.as_str()).collect();
-    let df = lookup::document_frequencies(&dir.join("terms.parquet"), &names)?;
+    let df = lookup::document_frequencies(terms_path, &names)?;
     Ok(terms
         .iter()
         .filter_map(|(t, w)| {
@@ -694,7 +706,8 @@ impl QueryModel {
 /// Holds no connection, so SQL functions can share it.
 #[derive(Clone)]
 pub struct QueryEmbedder {
-    dir: std::path::PathBuf,
+    /// The bundle's `terms` table.
+    terms: std::path::PathBuf,
     n_docs: u64,
     max_len: usize,
     embedder: QueryModel,
@@ -705,7 +718,7 @@ impl QueryEmbedder {
     pub fn embed(&self, text: &str) -> Result<Option<Vec<f32>>> {
         let idf = match &self.embedder {
             QueryModel::Hash(_) => {
-                idf_weights(&self.dir, self.n_docs, &query_terms(text, self.max_len))?
+                idf_weights(&self.terms, self.n_docs, &query_terms(text, self.max_len))?
             }
             QueryModel::Model(_) => Vec::new(),
         };
@@ -723,11 +736,11 @@ fn loaded<T>(cell: &std::sync::OnceLock<T>, load: impl FnOnce() -> Result<T>) ->
 }
 
 /// A DuckDB connection with one view per table of the bundle `dir`.
-fn open_duckdb(dir: &Path) -> Result<duckdb::Connection> {
+fn open_duckdb(dir: &Path, manifest: &Manifest) -> Result<duckdb::Connection> {
     let conn = duckdb::Connection::open_in_memory()?;
     let mut sql = String::new();
     for t in crate::bundle::TABLES {
-        let p = dir.join(format!("{t}.parquet"));
+        let p = dir.join(manifest.table_file(t));
         sql.push_str(&format!(
             "CREATE VIEW {t} AS SELECT * FROM read_parquet({});\n",
             lit(&p.to_string_lossy())

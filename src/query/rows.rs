@@ -67,8 +67,8 @@ pub struct Rows {
 impl Rows {
     /// The bundle's rows, from the cache when present and intact, else read and cached.
     pub fn load(bundle: &Path, manifest: &Manifest) -> Result<Self> {
-        let sha = cache::file_sha(bundle, manifest, "chunks.parquet")?;
-        let path = bundle.join("chunks.parquet");
+        let sha = cache::file_sha(bundle, manifest, "chunks")?;
+        let path = bundle.join(manifest.table_file("chunks"));
         let bytes = cache::load(
             &format!("rows-{sha}.bin"),
             |b| Self::check(b).is_some(),

@@ -62,12 +62,12 @@ const HEADER: usize = 8 + 8 + 4;
 impl Matrix {
     /// The bundle's matrix, from the cache when present and intact, else built and cached.
     pub fn load(bundle: &Path, manifest: &Manifest) -> Result<Self> {
-        let sha = cache::file_sha(bundle, manifest, "embeddings.parquet")?;
+        let sha = cache::file_sha(bundle, manifest, "embeddings")?;
         let dim = manifest.embedder.dim;
         let bytes = cache::load(
             &format!("vectors-{sha}.i8"),
             |b| Self::rows_in(b, dim).is_some(),
-            || Self::from_parquet(&bundle.join("embeddings.parquet"), dim),
+            || Self::from_parquet(&bundle.join(manifest.table_file("embeddings")), dim),
         )?;
         let n = Self::rows_in(&bytes, dim)
             .ok_or_else(|| Error::bundle(bundle, "vector matrix failed its check"))?;
