@@ -300,6 +300,50 @@ fn since_refusals_say_why_and_leave_the_bundle() {
         "{s}"
     );
 
+    // A v4 bundle as v4 laid it out (every table at the root, no segments): query and verify
+    // ask for a re-index, `--since` rebuilds it in full as v5.
+    index(root, &b, &[]);
+    let mut m = manifest(&b);
+    for f in m["files"].as_array_mut().unwrap() {
+        let name = f["name"].as_str().unwrap().to_string();
+        if let Some(base) = name.rsplit_once('/').map(|(_, base)| base.to_string()) {
+            std::fs::rename(b.join(&name), b.join(&base)).unwrap();
+            f["name"] = base.into();
+        }
+    }
+    m["files"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|f| f["name"] != "views.sql");
+    m.as_object_mut().unwrap().remove("segments");
+    m["format_version"] = 4.into();
+    std::fs::remove_dir_all(b.join("segments")).unwrap();
+    std::fs::remove_file(b.join("views.sql")).unwrap();
+    std::fs::write(b.join("manifest.json"), m.to_string()).unwrap();
+    for cmd in ["query", "verify"] {
+        let mut c = trove();
+        c.arg(cmd).arg(&b);
+        if cmd == "query" {
+            c.arg("invoice");
+        }
+        let o = c.assert().code(2);
+        let err = String::from_utf8_lossy(&o.get_output().stderr).into_owned();
+        assert!(
+            err.contains("older trove") && err.contains("re-index"),
+            "{cmd}: {err}"
+        );
+    }
+    let s = index_json(root, &b, &["--since", "auto"]);
+    assert!(
+        s["incremental"]
+            .as_str()
+            .unwrap()
+            .contains("format version 4"),
+        "{s}"
+    );
+    assert_eq!(manifest(&b)["format_version"], 5);
+    trove().arg("verify").arg(&b).assert().success();
+
     // A bundle that does not verify is not built on.
     let chunks = crate::util::table_file(&b, "chunks");
     let len = std::fs::metadata(&chunks).unwrap().len();

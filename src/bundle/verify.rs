@@ -23,6 +23,13 @@ pub struct VerifyReport {
 pub fn verify(dir: &Path) -> Result<VerifyReport> {
     let manifest = read_manifest(dir)?;
     let bad = |m: String| Error::bundle(dir, m);
+    if manifest.format_version < super::FORMAT_VERSION {
+        return Err(bad(format!(
+            "format_version {} was written by an older trove (this one checks {}): re-index it",
+            manifest.format_version,
+            super::FORMAT_VERSION
+        )));
+    }
     let mut bytes_hashed = 0;
     for t in TABLES {
         let name = manifest.table_file(t);

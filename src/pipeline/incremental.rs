@@ -157,6 +157,19 @@ pub(crate) fn plan(
             ..Plan::default()
         });
     }
+    // A bundle of another format is rebuilt in full before anything else is asked of it (an older
+    // layout would not verify under this one's rules).
+    if let Ok(m) = bundle::read_manifest(out)
+        && m.format_version != bundle::FORMAT_VERSION
+        && let Some(why) = incompatible(&m, expect)
+    {
+        return Ok(Plan {
+            note: Some(format!(
+                "full rebuild: {shown} was built with {why}, so none of its rows can be reused"
+            )),
+            ..Plan::default()
+        });
+    }
     let manifest = match bundle::verify(out) {
         Ok(r) => r.manifest,
         // `--since` promises an incremental run from this bundle: a broken one is an error.
