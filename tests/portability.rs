@@ -32,17 +32,7 @@ fn duckdb_reads_every_table_and_the_embeddings_as_arrays() {
         std::fs::read_to_string(b.join("views.sql")).unwrap()
     ))
     .unwrap();
-    for t in [
-        "files",
-        "chunks",
-        "embeddings",
-        "terms",
-        "postings",
-        "symbols",
-        "refs",
-        "deps",
-        "skipped",
-    ] {
+    for t in trove::bundle::TABLES {
         let n: i64 = conn
             .query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
             .unwrap();
