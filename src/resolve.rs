@@ -64,15 +64,88 @@ impl Class {
     }
 }
 
+/// Languages that share a family with others: (language, family). Any other language is its own
+/// family; no language is the family `""`.
+const FAMILIES: &[(&str, &str)] = &[
+    ("javascript", "js"),
+    ("typescript", "js"),
+    ("tsx", "js"),
+    ("c", "c"),
+    ("cpp", "c"),
+];
+
 /// References resolve within a language family (a TypeScript call can land on a JavaScript
 /// function, never on a Python one).
 pub fn language_family(lang: Option<&str>) -> &str {
     match lang {
-        Some("javascript" | "typescript" | "tsx") => "js",
-        Some("c" | "cpp") => "c",
-        Some(l) => l,
+        Some(l) => FAMILIES
+            .iter()
+            .find(|(x, _)| *x == l)
+            .map_or(l, |(_, f)| f),
         None => "",
     }
+}
+
+/// `'a', 'b'`: SQL string literals.
+fn sql_list(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|s| format!("'{}'", s.replace('\'', "''")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The bundle-wide step in SQL: a `SELECT` over the stored references `stored` (the `refs` table
+/// with its [`Pending`] columns) and the definitions `symbols` that gives every reference with
+/// the columns of `refs` and `target_symbol_id`/`resolution` as [`Definitions::resolve`] would
+/// set them against those definitions: references resolved in their file (no `family`) as
+/// stored; through an import, the one definition in the module's candidate files; else the one
+/// definition of the name in the family. Over a bundle's live rows this keeps references exact
+/// whatever segments the rows sit in; on a one-segment bundle it equals what the writer stored.
+pub fn resolved_refs_sql(stored: &str, symbols: &str) -> String {
+    let family = {
+        let mut arms = String::new();
+        for (lang, fam) in FAMILIES {
+            arms.push_str(&format!("WHEN '{lang}' THEN '{fam}' "));
+        }
+        format!("CASE language {arms}ELSE coalesce(language, '') END")
+    };
+    let class = format!(
+        "CASE WHEN kind = '{}' THEN 'c' ELSE 't' END",
+        RefKind::Call.as_str()
+    );
+    let (callable, types) = (sql_list(CALLABLE_KINDS), sql_list(TYPE_KINDS));
+    format!(
+        "WITH defs AS (
+  SELECT 'c' AS class, {family} AS family, path, name, symbol_id FROM {symbols} WHERE kind IN ({callable})
+  UNION ALL
+  SELECT 't', {family}, path, name, symbol_id FROM {symbols} WHERE kind IN ({types})),
+by_name AS (SELECT class, family, name, count(*) AS n, min(symbol_id) AS id FROM defs GROUP BY ALL),
+by_file AS (SELECT class, path, name, count(*) AS n, min(symbol_id) AS id FROM defs GROUP BY ALL),
+open_refs AS (SELECT *, {class} AS class FROM {stored}),
+imports AS (SELECT DISTINCT class, import_name, import_files FROM open_refs
+            WHERE family IS NOT NULL AND import_name IS NOT NULL),
+candidates AS (SELECT class, import_name, import_files, unnest(import_files) AS file FROM imports),
+via_import AS (
+  SELECT c.class, c.import_name, c.import_files,
+         CASE WHEN count(f.n) = 1 AND max(f.n) = 1 THEN max(f.id) END AS id
+  FROM candidates c LEFT JOIN by_file f
+    ON f.class = c.class AND f.path = c.file AND f.name = c.import_name
+  GROUP BY c.class, c.import_name, c.import_files)
+SELECT r.path, r.line, r.kind, r.target, r.from_symbol_id, r.chunk_id,
+  CASE WHEN r.family IS NULL THEN r.target_symbol_id
+       WHEN r.import_name IS NOT NULL THEN i.id ELSE b.id END AS target_symbol_id,
+  CASE WHEN r.family IS NULL THEN r.resolution
+       WHEN r.import_name IS NOT NULL THEN CASE WHEN i.id IS NOT NULL THEN '{import}' END
+       ELSE CASE WHEN b.id IS NOT NULL THEN '{repo}' END END AS resolution
+FROM open_refs r
+LEFT JOIN via_import i ON r.family IS NOT NULL AND r.import_name IS NOT NULL
+  AND i.class = r.class AND i.import_name = r.import_name AND i.import_files = r.import_files
+LEFT JOIN by_name b ON r.family IS NOT NULL AND r.import_name IS NULL
+  AND b.class = r.class AND b.family = r.family AND b.name = r.target AND b.n = 1",
+        import = Resolution::Import.as_str(),
+        repo = Resolution::Repo.as_str(),
+    )
 }
 
 /// A definition's name within its class and language family: the key of name resolution.

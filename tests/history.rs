@@ -245,6 +245,9 @@ fn thirty_commits_since_auto_answer_as_a_full_build_after_each() {
         for ((label, x), (_, y)) in a.iter().zip(&b) {
             assert_eq!(x, y, "step {step}: {label} differs");
         }
+        for (stored, sql) in crate::util::refs_resolved_both_ways(&incr) {
+            assert_eq!(stored, sql, "step {step}: the SQL resolution differs");
+        }
         for (path, reason) in crate::util::skipped_reasons(&incr) {
             seen_skips.insert(format!("{path} {reason}"));
         }

@@ -233,6 +233,15 @@ fn refs_resolve_calls_without_guessing() {
     let m = crate::util::manifest(&b);
     assert_eq!(m["counts"]["refs"], 12);
     assert_eq!(m["counts"]["refs_resolved"], 8);
+    // The SQL form of the rules (what a bundle of several segments resolves with) agrees row
+    // for row, on file, import, repo and unresolved references alike.
+    let both = crate::util::refs_resolved_both_ways(&b);
+    assert_eq!(both.len(), 12);
+    for (stored, sql) in &both {
+        assert_eq!(stored, sql);
+    }
+    assert!(both.iter().any(|(s, _)| s.ends_with(" import")), "{both:?}");
+    assert!(both.iter().any(|(s, _)| s.ends_with(" repo")), "{both:?}");
     let bo = b.as_os_str();
     assert_eq!(
         stdout(&["refs".as_ref(), bo, "_helper".as_ref()], 0),

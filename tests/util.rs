@@ -240,3 +240,33 @@ pub fn tables(bundle: &Path) -> Vec<(String, u64, String)> {
         })
         .collect()
 }
+
+/// Every reference of a one-segment bundle with its target as stored, and as the `refs` view of a
+/// bundle of several segments resolves it again in SQL (`trove::resolve::resolved_refs_sql`) over
+/// the same definitions: (path, line, kind, target, stored target/resolution, SQL's). The two
+/// must agree: the Rust and SQL forms of the resolution rules are one rule.
+pub fn refs_resolved_both_ways(bundle: &Path) -> Vec<(String, String)> {
+    let conn = duckdb::Connection::open_in_memory().unwrap();
+    conn.execute_batch(&format!(
+        "CREATE VIEW stored_refs AS SELECT * FROM {};\nCREATE VIEW symbols AS SELECT * FROM {};",
+        pq(bundle, "refs"),
+        pq(bundle, "symbols")
+    ))
+    .unwrap();
+    let key = "path || ':' || line || ' ' || kind || ' ' || target || ' -> ' || \
+               coalesce(target_symbol_id::VARCHAR, '-') || ' ' || coalesce(resolution, '-')";
+    let rows = |sql: &str| -> Vec<String> {
+        let mut stmt = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        stmt.query_map([], |r| r.get::<_, String>(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect()
+    };
+    let stored = rows(&format!("SELECT {key} AS k FROM stored_refs ORDER BY k"));
+    let sql = rows(&format!(
+        "SELECT {key} AS k FROM ({}) ORDER BY k",
+        trove::resolve::resolved_refs_sql("stored_refs", "symbols")
+    ));
+    assert_eq!(stored.len(), sql.len());
+    stored.into_iter().zip(sql).collect()
+}

@@ -102,9 +102,10 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
                 Field::new("target_symbol_id", DataType::Int64, true),
                 utf8("resolution", true),
             ];
-            if name == "refs-raw" {
-                // The writer's spill: what an open reference needs to resolve across the bundle
-                // (`crate::resolve::Pending`); never part of a bundle.
+            {
+                // What a reference left open in its file needs to resolve across the bundle
+                // (`crate::resolve::Pending`; null for the others): kept in the bundle so the
+                // `refs` view can resolve it again against the live definitions of every segment.
                 f.extend([
                     utf8("family", true),
                     utf8("import_name", true),

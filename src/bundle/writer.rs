@@ -224,7 +224,7 @@ impl BundleWriter {
         raw.finish()?;
         let mut out = Table::create(&self.dir, "refs", self.dim)?;
         let mut resolved = 0u64;
-        let mut buf: Vec<(Arc<str>, RefRecord)> = Vec::new();
+        let mut buf: Vec<PendingRef> = Vec::new();
         let f = File::open(&raw_path).map_err(|e| Error::io(&raw_path, e))?;
         let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)?
             .with_batch_size(BATCH_ROWS)
@@ -235,13 +235,13 @@ impl BundleWriter {
                     self.definitions.resolve(&mut r, p);
                 }
                 resolved += u64::from(r.target_symbol_id.is_some());
-                buf.push((path, r));
+                buf.push((path, r, pending));
                 if buf.len() >= BATCH_ROWS {
-                    write_refs(&mut out, &std::mem::take(&mut buf))?;
+                    write_raw_refs(&mut out, &std::mem::take(&mut buf))?;
                 }
             }
         }
-        write_refs(&mut out, &buf)?;
+        write_raw_refs(&mut out, &buf)?;
         std::fs::remove_file(&raw_path).map_err(|e| Error::io(&raw_path, e))?;
         Ok((out.finish()?, resolved))
     }
@@ -444,9 +444,21 @@ fn write_views(bundle: &Path, segments: &[SegmentInfo]) -> Result<FileEntry> {
             .iter()
             .map(|s| format!("'{}/{}/{t}.parquet'", super::SEGMENTS, s.id))
             .collect();
+        // With several segments, references are resolved again over all their definitions.
+        let name = if *t == "refs" && segments.len() > 1 {
+            "stored_refs"
+        } else {
+            t
+        };
         sql.push_str(&format!(
-            "CREATE OR REPLACE VIEW {t} AS SELECT * FROM read_parquet([{}]);\n",
+            "CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet([{}]);\n",
             files.join(", ")
+        ));
+    }
+    if segments.len() > 1 {
+        sql.push_str(&format!(
+            "CREATE OR REPLACE VIEW refs AS {};\n",
+            crate::resolve::resolved_refs_sql("stored_refs", "symbols")
         ));
     }
     let p = bundle.join(super::VIEWS);
@@ -459,7 +471,7 @@ fn write_views(bundle: &Path, segments: &[SegmentInfo]) -> Result<FileEntry> {
     })
 }
 
-/// The columns `refs` and the raw spill share, for ref rows (path, record).
+/// The record columns of ref rows (path, record).
 fn ref_columns<'a>(
     r: impl Iterator<Item = (&'a Arc<str>, &'a RefRecord)> + Clone,
 ) -> Vec<ArrayRef> {
@@ -477,16 +489,8 @@ fn ref_columns<'a>(
     ]
 }
 
-/// Writes ref rows (path, record) to `refs`.
-fn write_refs(t: &mut Table, r: &[(Arc<str>, RefRecord)]) -> Result<()> {
-    if r.is_empty() {
-        return Ok(());
-    }
-    t.write(ref_columns(r.iter().map(|(p, x)| (p, x))))
-}
-
-/// Writes ref rows with their bundle-wide context to the raw spill: the `refs` columns, then the
-/// [`Pending`] fields (`family` null for a reference that needs nothing more).
+/// Writes ref rows with their bundle-wide context (to the raw spill, and to `refs`): the record's
+/// columns, then the [`Pending`] fields (`family` null for a reference that needs nothing more).
 fn write_raw_refs(t: &mut Table, r: &[PendingRef]) -> Result<()> {
     if r.is_empty() {
         return Ok(());

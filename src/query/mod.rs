@@ -746,6 +746,15 @@ fn open_duckdb(dir: &Path, manifest: &Manifest) -> Result<duckdb::Connection> {
             lit(&p.to_string_lossy())
         ));
     }
+    if manifest.segments.len() > 1 {
+        // References stored in one segment may land on definitions in another: resolved again
+        // over the live definitions of all. (One segment: what was stored is already that.)
+        sql = sql.replace("CREATE VIEW refs AS", "CREATE VIEW stored_refs AS");
+        sql.push_str(&format!(
+            "CREATE VIEW refs AS {};\n",
+            crate::resolve::resolved_refs_sql("stored_refs", "symbols")
+        ));
+    }
     conn.execute_batch(&sql)?;
     Ok(conn)
 }
