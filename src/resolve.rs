@@ -78,10 +78,7 @@ const FAMILIES: &[(&str, &str)] = &[
 /// function, never on a Python one).
 pub fn language_family(lang: Option<&str>) -> &str {
     match lang {
-        Some(l) => FAMILIES
-            .iter()
-            .find(|(x, _)| *x == l)
-            .map_or(l, |(_, f)| f),
+        Some(l) => FAMILIES.iter().find(|(x, _)| *x == l).map_or(l, |(_, f)| f),
         None => "",
     }
 }

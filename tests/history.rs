@@ -127,7 +127,21 @@ fn change(root: &Path, step: usize) {
             b"{\"name\": \"web\", \"dependencies\": {\"left-pad\": \"^1.3.0\"}, \"devDependencies\": {\"vitest\": \"^3\"}}\n",
         ),
         20 => mv("tools", "scripts/tools"),
-        21 => write(root, "api/health.go", go_file("Health", 1).as_bytes()),
+        21 => {
+            write(root, "api/health.go", go_file("Health", 1).as_bytes());
+            // A second `Serve` in the family, and a call from a third file: ambiguous, so the
+            // call stays unresolved (never a guess) until step 22 deletes one of them.
+            write(
+                root,
+                "api/legacy.go",
+                b"package api\n\n// Serve is the old entry point.\nfunc Serve(n int) int {\n\treturn n\n}\n",
+            );
+            write(
+                root,
+                "api/main.go",
+                b"package api\n\n// Run serves once.\nfunc Run() int {\n\treturn Serve(1)\n}\n",
+            );
+        }
         22 => rm("api/server.go"),
         23 => write(
             root,
