@@ -113,6 +113,22 @@ fn truncated_tampered_and_hostile_packs_are_refused() {
         tar.append(&h, &data[..]).unwrap();
         tar.into_inner().unwrap().finish().unwrap().flush().unwrap();
     }
+    // A pack of a v4 bundle (tables at the root): refused with a word on what it is.
+    let older = scratch.path().join("older.trove");
+    {
+        let f = std::fs::File::create(&older).unwrap();
+        let z = zstd::Encoder::new(f, 3).unwrap();
+        let mut tar = tar::Builder::new(z);
+        let data = b"PAR1";
+        let mut h = tar::Header::new_ustar();
+        h.set_path("chunks.parquet").unwrap();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_cksum();
+        tar.append(&h, &data[..]).unwrap();
+        tar.into_inner().unwrap().finish().unwrap().flush().unwrap();
+    }
     let not_pack = scratch.path().join("notes.txt");
     std::fs::write(&not_pack, "hello").unwrap();
 
@@ -120,6 +136,7 @@ fn truncated_tampered_and_hostile_packs_are_refused() {
         (&truncated, "damaged"),
         (&tampered, "damaged"),
         (&hostile, "not a bundle file name"),
+        (&older, "older bundle format"),
         (&not_pack, "not a packed bundle"),
     ] {
         let out = scratch.path().join("out");

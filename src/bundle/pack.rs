@@ -138,6 +138,15 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
             )));
         }
         let plain = super::is_bundle_file(&name);
+        let older = !name.contains('/')
+            && name
+                .strip_suffix(".parquet")
+                .is_some_and(|t| super::TABLES.contains(&t));
+        if older {
+            return Err(damaged(format!(
+                "entry {name:?} is a table of an older bundle format (before v5, tables sat at the root): unpack it with the trove that packed it and re-index"
+            )));
+        }
         if !plain {
             return Err(damaged(format!(
                 "entry {name:?} is not a bundle file name (paths, `..` and other files are refused)"
