@@ -10,6 +10,22 @@ fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
     bundle_files(dir).into_iter().collect()
 }
 
+/// Writes a zstd-compressed tar of one regular file named `name` (raw header bytes, so names the
+/// tar crate would refuse, such as `../x`, can be written) holding `data`.
+fn one_entry_pack(out: &Path, name: &[u8], data: &[u8]) {
+    let f = std::fs::File::create(out).unwrap();
+    let z = zstd::Encoder::new(f, 3).unwrap();
+    let mut tar = tar::Builder::new(z);
+    let mut h = tar::Header::new_ustar();
+    h.as_mut_bytes()[..name.len()].copy_from_slice(name);
+    h.set_size(data.len() as u64);
+    h.set_mode(0o644);
+    h.set_entry_type(tar::EntryType::Regular);
+    h.set_cksum();
+    tar.append(&h, data).unwrap();
+    tar.into_inner().unwrap().finish().unwrap().flush().unwrap();
+}
+
 fn refused(args: &[&std::ffi::OsStr]) -> String {
     let o = trove().args(args).assert().code(2);
     String::from_utf8_lossy(&o.get_output().stderr).into_owned()
@@ -96,39 +112,12 @@ fn truncated_tampered_and_hostile_packs_are_refused() {
     let tampered = scratch.path().join("tampered.trove");
     std::fs::write(&tampered, &flipped).unwrap();
 
-    // A pack whose entry climbs out of its directory (written with raw tar headers).
+    // A pack whose entry climbs out of its directory.
     let hostile = scratch.path().join("hostile.trove");
-    {
-        let f = std::fs::File::create(&hostile).unwrap();
-        let z = zstd::Encoder::new(f, 3).unwrap();
-        let mut tar = tar::Builder::new(z);
-        let data = b"owned";
-        let mut h = tar::Header::new_ustar();
-        let name = b"../escaped.parquet";
-        h.as_mut_bytes()[..name.len()].copy_from_slice(name);
-        h.set_size(data.len() as u64);
-        h.set_mode(0o644);
-        h.set_entry_type(tar::EntryType::Regular);
-        h.set_cksum();
-        tar.append(&h, &data[..]).unwrap();
-        tar.into_inner().unwrap().finish().unwrap().flush().unwrap();
-    }
+    one_entry_pack(&hostile, b"../escaped.parquet", b"owned");
     // A pack of a v4 bundle (tables at the root): refused with a word on what it is.
     let older = scratch.path().join("older.trove");
-    {
-        let f = std::fs::File::create(&older).unwrap();
-        let z = zstd::Encoder::new(f, 3).unwrap();
-        let mut tar = tar::Builder::new(z);
-        let data = b"PAR1";
-        let mut h = tar::Header::new_ustar();
-        h.set_path("chunks.parquet").unwrap();
-        h.set_size(data.len() as u64);
-        h.set_mode(0o644);
-        h.set_entry_type(tar::EntryType::Regular);
-        h.set_cksum();
-        tar.append(&h, &data[..]).unwrap();
-        tar.into_inner().unwrap().finish().unwrap().flush().unwrap();
-    }
+    one_entry_pack(&older, b"chunks.parquet", b"PAR1");
     let not_pack = scratch.path().join("notes.txt");
     std::fs::write(&not_pack, "hello").unwrap();
 
