@@ -30,11 +30,7 @@ pub const TYPE_KINDS: &[&str] = &["class", "struct", "interface", "trait", "enum
 
 /// The definition kinds a reference of `kind` resolves to (none for imports).
 pub fn target_kinds(kind: RefKind) -> &'static [&'static str] {
-    match kind {
-        RefKind::Call => CALLABLE_KINDS,
-        RefKind::Inherits | RefKind::Implements | RefKind::References => TYPE_KINDS,
-        RefKind::Import => &[],
-    }
+    Class::of(kind).map_or(&[], Class::kinds)
 }
 
 /// The two classes of definitions a reference can land on.

@@ -95,6 +95,38 @@ impl Manifest {
     }
 }
 
+/// `CREATE OR REPLACE VIEW` statements, one per table, over the Parquet files of `segments`:
+/// `literal` turns a file's path in the bundle into the SQL literal that reads it (relative for
+/// `views.sql`, absolute for trove's own connection). With several segments, references are
+/// resolved again over the definitions of all ([`crate::resolve::resolved_refs_sql`]); with one,
+/// what was stored is already that.
+pub fn views_sql(segments: &[SegmentInfo], literal: impl Fn(&str) -> String) -> String {
+    let several = segments.len() > 1;
+    let mut sql = String::new();
+    for t in super::TABLES {
+        let files: Vec<String> = segments
+            .iter()
+            .map(|s| literal(&format!("{}/{}/{t}.parquet", super::SEGMENTS, s.id)))
+            .collect();
+        let name = if several && *t == "refs" {
+            "stored_refs"
+        } else {
+            t
+        };
+        sql.push_str(&format!(
+            "CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet([{}]);\n",
+            files.join(", ")
+        ));
+    }
+    if several {
+        sql.push_str(&format!(
+            "CREATE OR REPLACE VIEW refs AS {};\n",
+            crate::resolve::resolved_refs_sql("stored_refs", "symbols")
+        ));
+    }
+    sql
+}
+
 /// `bundle`'s file of `table` (its manifest read for where it lives).
 pub fn table_path(bundle: &Path, table: &str) -> Result<std::path::PathBuf> {
     Ok(bundle.join(read_manifest(bundle)?.table_file(table)))

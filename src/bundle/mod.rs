@@ -17,7 +17,7 @@ mod writer;
 pub use manifest::{
     Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, MANIFEST, Manifest, Provenance,
     SegmentInfo, Shard, SourceInfo, Tool, created_at, is_bundle_file, manifest_tool,
-    parse_manifest, read_manifest, table_path, write_manifest,
+    parse_manifest, read_manifest, table_path, views_sql, write_manifest,
 };
 pub use output::{
     OutputLock, build_beside, check_replaceable, lock_output, lock_path, swap_into_place,

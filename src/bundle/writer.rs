@@ -439,28 +439,7 @@ fn write_views(bundle: &Path, segments: &[SegmentInfo]) -> Result<FileEntry> {
         "-- trove bundle views: every table of the bundle's segments, by paths relative to this\n\
          -- folder. Use: cd BUNDLE && duckdb -init views.sql\n",
     );
-    for t in super::TABLES {
-        let files: Vec<String> = segments
-            .iter()
-            .map(|s| format!("'{}/{}/{t}.parquet'", super::SEGMENTS, s.id))
-            .collect();
-        // With several segments, references are resolved again over all their definitions.
-        let name = if *t == "refs" && segments.len() > 1 {
-            "stored_refs"
-        } else {
-            t
-        };
-        sql.push_str(&format!(
-            "CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet([{}]);\n",
-            files.join(", ")
-        ));
-    }
-    if segments.len() > 1 {
-        sql.push_str(&format!(
-            "CREATE OR REPLACE VIEW refs AS {};\n",
-            crate::resolve::resolved_refs_sql("stored_refs", "symbols")
-        ));
-    }
+    sql.push_str(&super::views_sql(segments, |rel| format!("'{rel}'")));
     let p = bundle.join(super::VIEWS);
     std::fs::write(&p, &sql).map_err(|e| Error::io(&p, e))?;
     Ok(FileEntry {

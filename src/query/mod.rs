@@ -738,23 +738,9 @@ fn loaded<T>(cell: &std::sync::OnceLock<T>, load: impl FnOnce() -> Result<T>) ->
 /// A DuckDB connection with one view per table of the bundle `dir`.
 fn open_duckdb(dir: &Path, manifest: &Manifest) -> Result<duckdb::Connection> {
     let conn = duckdb::Connection::open_in_memory()?;
-    let mut sql = String::new();
-    for t in crate::bundle::TABLES {
-        let p = dir.join(manifest.table_file(t));
-        sql.push_str(&format!(
-            "CREATE VIEW {t} AS SELECT * FROM read_parquet({});\n",
-            lit(&p.to_string_lossy())
-        ));
-    }
-    if manifest.segments.len() > 1 {
-        // References stored in one segment may land on definitions in another: resolved again
-        // over the live definitions of all. (One segment: what was stored is already that.)
-        sql = sql.replace("CREATE VIEW refs AS", "CREATE VIEW stored_refs AS");
-        sql.push_str(&format!(
-            "CREATE VIEW refs AS {};\n",
-            crate::resolve::resolved_refs_sql("stored_refs", "symbols")
-        ));
-    }
+    let sql = crate::bundle::views_sql(&manifest.segments, |rel| {
+        lit(&dir.join(rel).to_string_lossy())
+    });
     conn.execute_batch(&sql)?;
     Ok(conn)
 }
