@@ -60,6 +60,7 @@ fn build(chunks: usize) -> (tempfile::TempDir, std::path::PathBuf) {
         since: None,
         include_uncommitted: false,
         shard: None,
+        compact: None,
     };
     run_index(&opts).expect("index");
     (t, out)

@@ -49,7 +49,7 @@ fn main() {
 
     // The floor: every embedding as f32 in memory, scanned in full per query.
     let dim = b.manifest.embedder.dim;
-    let (rows, ids) = load_f32(&b.dir.join(b.manifest.table_file("embeddings")), dim);
+    let (rows, ids) = load_f32(&b.dir.join(b.manifest.segments[0].file("embeddings")), dim);
     let e = HashEmbedder::new(dim, b.manifest.bm25.max_token_len);
     let ms = time_each(&queries, |q| {
         let v = e.embed(&[q]).expect("embed").pop().unwrap_or_default();

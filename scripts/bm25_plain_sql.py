@@ -20,7 +20,7 @@ WITH q AS (SELECT term, ln(1 + ($n - df + 0.5) / (df + 0.5)) AS idf
            FROM terms WHERE list_contains($tokens, term))
 SELECT c.path, c.start_line,
        sum(q.idf * p.tf * ($k1 + 1) / (p.tf + $k1 * (1 - $b + $b * c.token_len / $avgdl))) AS score
-FROM q JOIN postings p USING (term) JOIN chunks c USING (chunk_ord)
+FROM q JOIN postings p USING (term) JOIN chunks c USING (segment, chunk_ord)
 GROUP BY ALL ORDER BY score DESC, c.path, c.start_line LIMIT $k
 """
 

@@ -23,6 +23,33 @@ pub struct PipelineConfig {
     /// The summarizer.
     #[serde(default = "default_summary")]
     pub summary: SummaryConfig,
+    /// When an incremental run compacts the bundle's segments.
+    #[serde(default)]
+    pub bundle: BundleConfig,
+}
+
+/// `[bundle]`: when `trove index` compacts on its own after adding a segment. Not part of the
+/// pipeline hash: it decides how rows are laid out, never what they are.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BundleConfig {
+    /// Compact when the bundle has more segments than this. A query scans every segment's
+    /// caches, so its cost grows with their count; 8 keeps a bundle of nightly runs with a week
+    /// of deltas below the 1.5× query-time bound while a daily delta still costs only its change.
+    pub max_segments: usize,
+    /// Compact when this share of the stored chunks is dead (tombstoned): dead rows are bytes
+    /// shipped and scanned for nothing. At 0.25 a bundle is never more than a third larger than
+    /// its live rows.
+    pub max_dead_ratio: f64,
+}
+
+impl Default for BundleConfig {
+    fn default() -> Self {
+        BundleConfig {
+            max_segments: 8,
+            max_dead_ratio: 0.25,
+        }
+    }
 }
 
 /// `[summary]`: how files and chunks without docs get their one-sentence summary.
@@ -249,6 +276,12 @@ impl PipelineConfig {
         if self.chunk.max_chars < 64 {
             return bad("chunk.max_chars must be at least 64");
         }
+        if self.bundle.max_segments == 0 {
+            return bad("bundle.max_segments must be at least 1");
+        }
+        if !(0.0..=1.0).contains(&self.bundle.max_dead_ratio) {
+            return bad("bundle.max_dead_ratio must be between 0 and 1");
+        }
         if self.chunk.window_lines == 0 {
             return bad("chunk.window_lines must be at least 1");
         }
@@ -304,6 +337,7 @@ impl PipelineConfig {
         let mut v = serde_json::to_value(self).unwrap_or_default();
         if let Some(o) = v.as_object_mut() {
             o.remove("embed");
+            o.remove("bundle");
             // What makes the summaries, not how the calls are driven.
             if let Some(sm) = o.get_mut("summary").and_then(|x| x.as_object_mut()) {
                 for k in [

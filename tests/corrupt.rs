@@ -176,3 +176,91 @@ fn every_command_refuses_every_damage_with_one_line_and_exit_2() {
     }
     assert_eq!(tried, 40);
 }
+
+/// A bundle of two segments damaged in the ways only segments can be — a manifest naming a
+/// segment whose folder is gone, a tombstone file with flipped bytes, a segment stamped with
+/// another embedder — is refused by every command with one line and exit 2, and left as it was.
+#[test]
+fn damaged_segments_are_refused_with_one_line_and_exit_2() {
+    let repo = sample_repo();
+    let w = tempfile::tempdir().unwrap();
+    let good = w.path().join("good");
+    index(repo.path(), &good, &[]);
+    let p = repo.path().join("billing/billing.py");
+    let mut text = std::fs::read_to_string(&p).unwrap();
+    text.push_str("\ndef late_fee(days):\n    return days * 5\n");
+    std::fs::write(&p, text).unwrap();
+    index(repo.path(), &good, &["--no-compact"]);
+    let m = manifest(&good);
+    assert_eq!(m["segments"].as_array().unwrap().len(), 2);
+    let second = m["segments"][1]["id"].as_str().unwrap().to_string();
+    let damages: Vec<(&str, Damage)> = vec![
+        (
+            "missing segment",
+            Box::new({
+                let id = second.clone();
+                move |b: &Path| std::fs::remove_dir_all(b.join("segments").join(&id)).unwrap()
+            }),
+        ),
+        (
+            "corrupt tombstones",
+            Box::new({
+                let id = second.clone();
+                move |b: &Path| {
+                    let p = b.join(format!("segments/{id}/tombstones.parquet"));
+                    let mut bytes = std::fs::read(&p).unwrap();
+                    let mid = bytes.len() / 2;
+                    for x in &mut bytes[mid..mid + 8] {
+                        *x ^= 0x5a;
+                    }
+                    std::fs::write(&p, bytes).unwrap();
+                }
+            }),
+        ),
+        (
+            "other embedder",
+            Box::new(|b: &Path| {
+                let mut m = manifest(b);
+                m["segments"][1]["embedder"] = "another-model-fingerprint".into();
+                std::fs::write(
+                    b.join("manifest.json"),
+                    serde_json::to_vec_pretty(&m).unwrap(),
+                )
+                .unwrap();
+            }),
+        ),
+    ];
+    for (what, damage) in damages {
+        let b = w.path().join(what.replace(' ', "-"));
+        copy_dir(&good, &b);
+        damage(&b);
+        let before = crate::util::bundle_files(&b);
+        let runs: Vec<Vec<std::ffi::OsString>> = vec![
+            vec!["query".into(), b.clone().into(), "invoice".into()],
+            vec!["verify".into(), b.clone().into()],
+            vec!["compact".into(), b.clone().into()],
+            vec![
+                "index".into(),
+                repo.path().into(),
+                "-o".into(),
+                b.clone().into(),
+                "--since".into(),
+                "auto".into(),
+                "--include-uncommitted".into(),
+                "--quiet".into(),
+            ],
+        ];
+        for args in runs {
+            let o = trove().args(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr).to_string();
+            let cmd = args[0].to_string_lossy().into_owned();
+            assert_eq!(o.status.code(), Some(2), "{what} / {cmd}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "{what} / {cmd}: {err}");
+            assert_eq!(
+                crate::util::bundle_files(&b),
+                before,
+                "{what} / {cmd} changed it"
+            );
+        }
+    }
+}

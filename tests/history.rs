@@ -1,9 +1,11 @@
 //! A scripted history of 30 commits — adds, edits, deletes, renames, directory moves, a file
 //! growing past the size cap and shrinking back, a binary file turning into text, dependency
-//! changes, cross-file calls made and broken — applied one `trove index --since auto` at a time.
-//! After every commit the incremental bundle answers exactly as a full build of that commit:
-//! queries in every mode (hits and scores), `symbols`, `refs --callers`, `deps` and `map`, and its
-//! tables are byte-identical.
+//! changes, cross-file calls made and broken — applied one `trove index --since auto` at a time,
+//! to two bundles: one with auto-compaction off (a segment per commit, tombstones piling up) and
+//! one with it on (the default bounds). After every commit both answer exactly as a full build of
+//! that commit: queries in every mode (hits and scores), `symbols`, `refs --callers`, `deps` and
+//! `map`; the auto-compacted one, whenever it is one segment, has the full build's tables byte for
+//! byte; and at the end `trove compact` makes the other byte-identical to the full build too.
 use std::path::Path;
 
 use crate::util::{commit, git, index, manifest, tables, trove, write};
@@ -244,29 +246,62 @@ fn thirty_commits_since_auto_answer_as_a_full_build_after_each() {
     commit(root, "start");
     let scratch = tempfile::tempdir().unwrap();
     let incr = scratch.path().join("incr.bundle");
+    let auto = scratch.path().join("auto.bundle");
     index(root, &incr, &CAP);
+    index(root, &auto, &CAP);
     let mut seen_skips = std::collections::BTreeSet::new();
+    let (mut compactions, mut one_segment_checks) = (0, 0);
+    let full = scratch.path().join("full");
     for step in 0..30 {
         change(root, step);
         commit(root, &format!("step {step}"));
-        index(root, &incr, &[&["--since", "auto"][..], &CAP[..]].concat());
-        let full = scratch.path().join(format!("full-{step}"));
+        let since = [&["--since", "auto"][..], &CAP[..]].concat();
+        index(root, &incr, &[&since[..], &["--no-compact"]].concat());
+        index(root, &auto, &since);
+        if full.exists() {
+            std::fs::remove_dir_all(&full).unwrap();
+        }
         index(root, &full, &CAP);
         let m = manifest(&incr);
         assert_eq!(m["base"]["mode"], "git-diff", "step {step}: {}", m["base"]);
-        assert_eq!(tables(&incr), tables(&full), "step {step}: tables differ");
-        let (a, b) = (answers(&incr), answers(&full));
-        for ((label, x), (_, y)) in a.iter().zip(&b) {
-            assert_eq!(x, y, "step {step}: {label} differs");
+        let segments = |b: &Path| manifest(b)["segments"].as_array().unwrap().len();
+        assert_eq!(segments(&incr), step + 2, "step {step}: a segment per run");
+        let m = manifest(&auto);
+        if m["base"]["compacted"].is_object() {
+            compactions += 1;
         }
-        for (stored, sql) in crate::util::refs_resolved_both_ways(&incr) {
+        if segments(&auto) == 1 {
+            one_segment_checks += 1;
+            assert_eq!(tables(&auto), tables(&full), "step {step}: tables differ");
+        }
+        let want = answers(&full);
+        for b in [&incr, &auto] {
+            for ((label, x), (_, y)) in answers(b).iter().zip(&want) {
+                assert_eq!(x, y, "step {step}: {label} of {} differs", b.display());
+            }
+        }
+        for (stored, sql) in crate::util::refs_resolved_both_ways(&full) {
             assert_eq!(stored, sql, "step {step}: the SQL resolution differs");
         }
-        for (path, reason) in crate::util::skipped_reasons(&incr) {
+        for (path, reason) in crate::util::skipped_reasons(&full) {
             seen_skips.insert(format!("{path} {reason}"));
         }
-        std::fs::remove_dir_all(&full).unwrap();
     }
+    assert!(
+        compactions > 0 && one_segment_checks > 0,
+        "{compactions} {one_segment_checks}"
+    );
+    // Thirty segments compact into the full build's tables, byte for byte.
+    let out = trove()
+        .args(["compact", incr.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(tables(&incr), tables(&full), "compacted tables differ");
     // The history did what it says: a file past the cap and a binary file were seen skipped, and
     // the calls across files resolved.
     assert!(

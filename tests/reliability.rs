@@ -86,20 +86,56 @@ fn sigkill_at_any_point_leaves_the_old_bundle_whole() {
     assert_ne!(new, old);
     let mut args: Vec<std::ffi::OsString> = vec!["index".into(), r.path().into(), "-o".into()];
     args.extend([b.clone().into_os_string(), "--quiet".into()]);
-    killed_runs_leave_old_or_new(&args, &b, &old, &new, &w.path().join("cache"));
-    // The next run cleans up what the killed ones left beside the bundle.
+    // The run adds a segment (the commit point is its manifest), then compacts (every row is
+    // dead): a kill between the two leaves the two-segment bundle, which answers as the new one.
+    let full = crate::util::tables(&fresh);
+    let appended = |b: &Path| {
+        crate::util::manifest(b)["segments"]
+            .as_array()
+            .unwrap()
+            .len()
+            == 2
+            && crate::util::compacted_tables(b) == full
+    };
+    killed_runs_leave_old_or_new(
+        &args,
+        &b,
+        &old,
+        &new,
+        Some(&appended),
+        &w.path().join("cache"),
+    );
+    // The next run cleans up what the killed ones left beside the bundle and in it.
     index(r.path(), &b, &[]);
     assert_no_leftovers(w.path());
+    assert_eq!(listed_bytes(&b), parquet_bytes(&b), "garbage segments left");
+}
+
+/// The Parquet files of `b` its manifest lists (what is live; a killed run's unlisted segment
+/// folder is garbage the next run removes), by path.
+fn listed_bytes(b: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let m = crate::util::manifest(b);
+    let listed: Vec<&str> = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    let mut all = parquet_bytes(b);
+    all.retain(|name, _| listed.contains(&name.as_str()));
+    all
 }
 
 /// Runs `trove ARGS` (which writes `b`) again and again, SIGKILLed after growing delays, until
-/// one run finishes: after every kill the bundle verifies and is byte for byte the old one
-/// (`old`) or the whole new one (`new`), never a mix. At least one run must have been killed.
+/// one run finishes: after every kill the bundle verifies and its listed files are byte for byte
+/// the old one (`old`) or the whole new one (`new`), or a committed state between the two that
+/// `mid` accepts — never a mix. At least one run must have been killed.
 fn killed_runs_leave_old_or_new(
     args: &[std::ffi::OsString],
     b: &Path,
     old: &std::collections::BTreeMap<String, Vec<u8>>,
     new: &std::collections::BTreeMap<String, Vec<u8>>,
+    mid: Option<&dyn Fn(&Path) -> bool>,
     cache: &Path,
 ) {
     let mut kills = 0;
@@ -116,9 +152,9 @@ fn killed_runs_leave_old_or_new(
         let status = child.wait().unwrap();
         kills += usize::from(!status.success());
         trove().arg("verify").arg(b).assert().success();
-        let now = parquet_bytes(b);
+        let now = listed_bytes(b);
         assert!(
-            &now == old || &now == new,
+            &now == old || &now == new || mid.is_some_and(|f| f(b)),
             "after a kill at {delay_ms} ms: a mixed bundle"
         );
         if &now == new {
@@ -163,7 +199,7 @@ fn sigkill_during_a_merge_leaves_the_old_bundle_whole() {
     trove().args(merge(&merged)).assert().success();
     let new = parquet_bytes(&merged);
     assert_ne!(new, old);
-    killed_runs_leave_old_or_new(&merge(&b), &b, &old, &new, &w.path().join("cache"));
+    killed_runs_leave_old_or_new(&merge(&b), &b, &old, &new, None, &w.path().join("cache"));
     trove().args(merge(&b)).assert().success();
     assert_eq!(parquet_bytes(&b), new);
     assert_no_leftovers(w.path());
@@ -176,11 +212,11 @@ fn a_write_failure_fails_cleanly_and_keeps_the_old_bundle() {
     index(r.path(), &b, &[]);
     let old = parquet_bytes(&b);
     write(r.path(), "pkg0/extra.py", b"def extra():\n    return 1\n");
-    // A file size limit of 32 KiB: the kernel fails the write that passes it (EFBIG), as a full
+    // A full rebuild (another size cap) under a file size limit of 16 KiB: the kernel fails the write that passes it (EFBIG), as a full
     // disk would (SIGXFSZ ignored so the write returns the error).
     let out = Command::new("bash")
         .arg("-c")
-        .arg("trap '' XFSZ; ulimit -f 32; exec \"$0\" index \"$1\" -o \"$2\" --quiet")
+        .arg("trap '' XFSZ; ulimit -f 16; exec \"$0\" index \"$1\" -o \"$2\" --quiet --max-file-bytes 999999")
         .arg(trove_path())
         .arg(r.path())
         .arg(&b)

@@ -287,8 +287,9 @@ fn refs_resolve_calls_without_guessing() {
     );
 
     // Resolution is over the whole bundle, so an incremental run that adds a second `add`
-    // un-resolves the call in a file it carried over (the imported `Cart` stays resolved through
-    // its import): the result still equals a full build.
+    // un-resolves the call in a file it left in the older segment (the imported `Cart` stays
+    // resolved through its import): the segmented bundle answers as a full build, and compacts
+    // into one.
     write(
         t.path(),
         "web/cart.py",
@@ -300,10 +301,34 @@ fn refs_resolve_calls_without_guessing() {
     let full = scratch.path().join("full");
     index(t.path(), &full, &[]);
     assert_eq!(
-        crate::util::manifest(&b)["files"],
-        crate::util::manifest(&full)["files"]
+        crate::util::manifest(&b)["segments"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
     );
-    assert_eq!(crate::util::manifest(&b)["counts"]["refs_resolved"], 7);
+    for name in ["add", "Cart", "_helper", "checkout"] {
+        for how in ["--callers", "--callees"] {
+            let ask = |x: &std::path::Path| {
+                let o = trove()
+                    .arg("refs")
+                    .arg(x)
+                    .args([name, how])
+                    .output()
+                    .unwrap();
+                (
+                    o.status.code(),
+                    String::from_utf8_lossy(&o.stdout).into_owned(),
+                )
+            };
+            assert_eq!(ask(&b), ask(&full), "refs {name} {how}");
+        }
+    }
+    assert_eq!(
+        crate::util::compacted_tables(&b),
+        crate::util::tables(&full)
+    );
+    assert_eq!(crate::util::manifest(&full)["counts"]["refs_resolved"], 7);
 }
 
 fn stdout(args: &[&std::ffi::OsStr], code: i32) -> String {

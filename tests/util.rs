@@ -179,9 +179,18 @@ pub fn duck(sql: &str) -> Vec<Vec<String>> {
     out
 }
 
-/// `BUNDLE/NAME.parquet` as a SQL string literal.
+/// The live rows of table `name` of the bundle as a SQL relation: the file's literal for a bundle
+/// of one segment, else a subquery over every segment with tombstones applied (`refs` as stored).
 pub fn pq(bundle: &Path, name: &str) -> String {
-    format!("'{}'", table_file(bundle, name).display())
+    let m: trove::bundle::Manifest =
+        serde_json::from_value(manifest(bundle)).expect("a v5 manifest");
+    if m.segments.len() == 1 {
+        return format!("'{}'", table_file(bundle, name).display());
+    }
+    let sql = trove::bundle::live_sql(&m.segments, name, |rel| {
+        format!("'{}'", bundle.join(rel).display())
+    });
+    format!("({sql})")
 }
 
 /// Paths in `files.parquet`, in order.
@@ -223,6 +232,21 @@ pub fn query_jsonl<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Vec<serde_json::Val
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// The tables of a compacted copy of the bundle (`trove compact` on a copy): what a full build of
+/// the same tree must equal byte for byte.
+pub fn compacted_tables(bundle: &Path) -> Vec<(String, u64, String)> {
+    let t = tempfile::tempdir().unwrap();
+    let copy = t.path().join("copy");
+    copy_dir(bundle, &copy);
+    trove()
+        .arg("compact")
+        .arg(&copy)
+        .arg("-q")
+        .assert()
+        .success();
+    tables(&copy)
 }
 
 /// Each table's (name, rows, sha256) from the manifest: equal lists mean byte-identical tables.

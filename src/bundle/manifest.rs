@@ -59,6 +59,18 @@ pub struct SegmentInfo {
     pub files: u64,
     /// Chunks in the segment.
     pub chunks: u64,
+    /// Paths this segment tombstones (`tombstones.parquet`, present only when there are some):
+    /// every row of those paths in an earlier segment is dead.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tombstones: u64,
+    /// The fingerprint of the embedder that made its vectors: every segment's must be the
+    /// bundle's.
+    #[serde(default)]
+    pub embedder: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl SegmentInfo {
@@ -78,47 +90,88 @@ impl SegmentInfo {
     }
 }
 
-impl Manifest {
-    /// The path within the bundle of `table`'s Parquet file: in the bundle's one segment
-    /// (`segments/<id>/<table>.parquet`), or at the root for a bundle older than v5.
-    pub fn table_file(&self, table: &str) -> String {
-        match self.segments.last() {
-            Some(s) => format!("{}/{}/{table}.parquet", super::SEGMENTS, s.id),
-            None => format!("{table}.parquet"),
-        }
+/// The tombstones table of a segment.
+pub const TOMBSTONES: &str = "tombstones";
+
+impl SegmentInfo {
+    /// The path within the bundle of this segment's `table` file
+    /// (`segments/<id>/<table>.parquet`).
+    pub fn file(&self, table: &str) -> String {
+        format!("{}/{}/{table}.parquet", super::SEGMENTS, self.id)
     }
 
-    /// The manifest entry of `table`'s file.
-    pub fn table_entry(&self, table: &str) -> Option<&FileEntry> {
-        let name = self.table_file(table);
-        self.files.iter().find(|f| f.name == name)
+    /// This segment's folder in `bundle`.
+    pub fn dir(&self, bundle: &Path) -> std::path::PathBuf {
+        bundle.join(super::SEGMENTS).join(&self.id)
     }
 }
 
-/// `CREATE OR REPLACE VIEW` statements, one per table, over the Parquet files of `segments`:
-/// `literal` turns a file's path in the bundle into the SQL literal that reads it (relative for
-/// `views.sql`, absolute for trove's own connection). With several segments, references are
-/// resolved again over the definitions of all ([`crate::resolve::resolved_refs_sql`]); with one,
-/// what was stored is already that.
+impl Manifest {
+    /// Refuses a bundle with a segment another embedder made (its vectors do not compare with
+    /// the others').
+    pub fn check_segments(&self, dir: &Path) -> Result<()> {
+        for s in &self.segments {
+            if s.embedder != self.embedder.fingerprint {
+                return Err(Error::bundle(
+                    dir,
+                    format!(
+                        "segment {} was made with another embedder than the bundle's ({} {}): re-index it",
+                        s.id, self.embedder.backend, self.embedder.model
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The manifest entry of the bundle file `name`.
+    pub fn entry(&self, name: &str) -> Option<&FileEntry> {
+        self.files.iter().find(|f| f.name == name)
+    }
+
+    /// Every data file the segments must hold: each segment's tables, and its tombstones when it
+    /// has some.
+    pub fn segment_files(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in &self.segments {
+            out.extend(super::TABLES.iter().map(|t| s.file(t)));
+            if s.tombstones > 0 {
+                out.push(s.file(TOMBSTONES));
+            }
+        }
+        out
+    }
+}
+
+/// `CREATE OR REPLACE VIEW` statements, one per table, over the live rows of `segments`: every
+/// row of a path tombstoned by a later segment is left out. `literal` turns a file's path in the
+/// bundle into the SQL literal that reads it (relative for `views.sql`, absolute for trove's own
+/// connection). `chunks` and `postings` carry a `segment` column: chunk ordinals are local to
+/// a segment, so the two join on (segment, chunk_ord). With several segments, `terms` counts the
+/// live postings and references are resolved again over the live definitions of all
+/// ([`crate::resolve::resolved_refs_sql`]); with one, what was stored is already that.
 pub fn views_sql(segments: &[SegmentInfo], literal: impl Fn(&str) -> String) -> String {
     let several = segments.len() > 1;
     let mut sql = String::new();
     for t in super::TABLES {
-        let files: Vec<String> = segments
-            .iter()
-            .map(|s| literal(&format!("{}/{}/{t}.parquet", super::SEGMENTS, s.id)))
-            .collect();
+        if several && *t == "terms" {
+            continue;
+        }
         let name = if several && *t == "refs" {
             "stored_refs"
         } else {
             t
         };
         sql.push_str(&format!(
-            "CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet([{}]);\n",
-            files.join(", ")
+            "CREATE OR REPLACE VIEW {name} AS {};\n",
+            live_sql(segments, t, &literal)
         ));
     }
     if several {
+        sql.push_str(
+            "CREATE OR REPLACE VIEW terms AS SELECT term, count(*)::BIGINT AS df FROM postings \
+             GROUP BY term;\n",
+        );
         sql.push_str(&format!(
             "CREATE OR REPLACE VIEW refs AS {};\n",
             crate::resolve::resolved_refs_sql("stored_refs", "symbols")
@@ -127,9 +180,46 @@ pub fn views_sql(segments: &[SegmentInfo], literal: impl Fn(&str) -> String) -> 
     sql
 }
 
-/// `bundle`'s file of `table` (its manifest read for where it lives).
-pub fn table_path(bundle: &Path, table: &str) -> Result<std::path::PathBuf> {
-    Ok(bundle.join(read_manifest(bundle)?.table_file(table)))
+/// A `SELECT` of the live rows of `table` (one of [`super::TABLES`]; `refs` as stored, `terms`
+/// per segment) over `segments`, each segment's rows without those of the paths later segments
+/// tombstone (see [`views_sql`]).
+pub fn live_sql(segments: &[SegmentInfo], table: &str, literal: impl Fn(&str) -> String) -> String {
+    let parts: Vec<String> = segments
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let dead: Vec<String> = segments[i + 1..]
+                .iter()
+                .filter(|s| s.tombstones > 0)
+                .map(|s| literal(&s.file(TOMBSTONES)))
+                .collect();
+            let dead_paths = format!("SELECT path FROM read_parquet([{}])", dead.join(", "));
+            let file = literal(&s.file(table));
+            let seg = format!("'{}' AS segment", s.id);
+            let chunks = literal(&s.file("chunks"));
+            let live = dead.is_empty();
+            match table {
+                "chunks" | "postings" if live => {
+                    format!("SELECT *, {seg} FROM read_parquet({file})")
+                }
+                "chunks" => format!(
+                    "SELECT *, {seg} FROM read_parquet({file}) WHERE path NOT IN ({dead_paths})"
+                ),
+                "postings" => format!(
+                    "SELECT *, {seg} FROM read_parquet({file}) WHERE chunk_ord NOT IN \
+                     (SELECT chunk_ord FROM read_parquet({chunks}) WHERE path IN ({dead_paths}))"
+                ),
+                "embeddings" | "terms" if live => format!("SELECT * FROM read_parquet({file})"),
+                "embeddings" => format!(
+                    "SELECT * FROM read_parquet({file}) WHERE chunk_id NOT IN \
+                     (SELECT chunk_id FROM read_parquet({chunks}) WHERE path IN ({dead_paths}))"
+                ),
+                _ if live => format!("SELECT * FROM read_parquet({file})"),
+                _ => format!("SELECT * FROM read_parquet({file}) WHERE path NOT IN ({dead_paths})"),
+            }
+        })
+        .collect();
+    parts.join(" UNION ALL ")
 }
 
 /// Whether `name` is a path a bundle may hold: `manifest.json`, `views.sql`, or
@@ -443,10 +533,112 @@ pub struct Provenance {
     pub bm25: Bm25Info,
 }
 
+/// The live totals of a bundle, from its live `files` rows ([`crate::bundle::reader::FileRow`])
+/// and skipped rows: what a run that added a segment writes in the manifest.
+pub struct LiveTotals {
+    /// Counts (files, chunks, bytes, symbols, refs, deps, redactions, skipped).
+    pub counts: Counts,
+    /// Per language.
+    pub languages: BTreeMap<String, LangCount>,
+    /// BM25 tokens over the live chunks.
+    pub tokens: u64,
+}
+
+impl LiveTotals {
+    /// Totals of `files` and `skipped` live rows.
+    pub fn of<'a>(
+        files: impl IntoIterator<Item = &'a crate::bundle::reader::FileRow>,
+        skipped: u64,
+    ) -> Self {
+        let mut t = LiveTotals {
+            counts: Counts {
+                skipped,
+                ..Counts::default()
+            },
+            languages: BTreeMap::new(),
+            tokens: 0,
+        };
+        for f in files {
+            let c = &mut t.counts;
+            c.files += 1;
+            c.chunks += u64::from(f.chunks);
+            c.source_bytes += f.bytes;
+            c.symbols += f.symbols;
+            c.refs += f.refs;
+            c.deps += f.deps;
+            c.redactions += u64::from(f.redactions);
+            t.tokens += f.tokens;
+            let l = t
+                .languages
+                .entry(f.language.clone().unwrap_or_else(|| "(none)".into()))
+                .or_default();
+            l.files += 1;
+            l.chunks += u64::from(f.chunks);
+        }
+        t
+    }
+}
+
 impl Provenance {
+    /// The manifest of `base` after a run added the segment its writer finished with `f`:
+    /// `live` are the totals of the live rows after the change. Terms, postings and resolved
+    /// references count stored rows (dead ones included) until a compaction.
+    pub fn manifest_appended(
+        self,
+        base: &Manifest,
+        f: super::Finished,
+        live: LiveTotals,
+    ) -> Manifest {
+        let mut counts = live.counts;
+        counts.terms = base.counts.terms + f.counts.terms;
+        counts.postings = base.counts.postings + f.counts.postings;
+        counts.refs_resolved = base.counts.refs_resolved + f.counts.refs_resolved;
+        let n_docs = counts.chunks;
+        // As the writer computes it, so a compaction gives the same double.
+        let avgdl = if n_docs == 0 {
+            0.0
+        } else {
+            live.tokens as f64 / n_docs as f64
+        };
+        let mut segments = base.segments.clone();
+        let mut seg = f.segment;
+        seg.embedder = self.embedder.fingerprint.clone();
+        segments.push(seg);
+        let mut files: Vec<FileEntry> = base
+            .files
+            .iter()
+            .filter(|e| e.name != super::VIEWS)
+            .cloned()
+            .collect();
+        files.extend(f.entries);
+        Manifest {
+            format: super::FORMAT.into(),
+            format_version: super::FORMAT_VERSION,
+            tool: manifest_tool(),
+            created_at: created_at(),
+            source: self.source,
+            base: self.base,
+            pipeline: self.pipeline,
+            pipeline_hash: self.pipeline_hash,
+            languages_hash: self.languages_hash,
+            shard: self.shard,
+            embedder: self.embedder,
+            bm25: Bm25Info {
+                avgdl,
+                n_docs,
+                ..self.bm25
+            },
+            counts,
+            languages: live.languages,
+            segments,
+            files,
+        }
+    }
+
     /// The manifest of a bundle whose writer finished with `f`: this build's tool stamp, the
     /// time of writing, the counts, and BM25 statistics of the rows written.
     pub fn manifest(self, f: super::Finished) -> Manifest {
+        let fingerprint = self.embedder.fingerprint.clone();
         Manifest {
             format: super::FORMAT.into(),
             format_version: super::FORMAT_VERSION,
@@ -466,10 +658,49 @@ impl Provenance {
             },
             counts: f.counts,
             languages: f.languages,
-            segments: vec![f.segment],
+            segments: vec![SegmentInfo {
+                embedder: fingerprint,
+                ..f.segment
+            }],
             files: f.entries,
         }
     }
+}
+
+/// Writes `manifest.json` into the live bundle `dir` through a temporary name and a rename: the
+/// commit point of a run that added a segment (readers see the old manifest or the new one).
+pub fn commit_manifest(dir: &Path, m: &Manifest) -> Result<()> {
+    let tmp = dir.join(format!(".{MANIFEST}.tmp"));
+    let mut text = serde_json::to_string_pretty(m)?;
+    text.push('\n');
+    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
+    let f = std::fs::File::open(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+    let p = dir.join(MANIFEST);
+    std::fs::rename(&tmp, &p).map_err(|e| Error::io(&p, e))?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Removes what the manifest of the bundle `dir` does not list under `segments/`: folders of
+/// segments a killed run wrote but never committed, or that a compaction replaced.
+pub fn remove_garbage(dir: &Path, m: &Manifest) -> Result<()> {
+    let listed: std::collections::HashSet<&str> =
+        m.segments.iter().map(|s| s.id.as_str()).collect();
+    let segs = dir.join(super::SEGMENTS);
+    let Ok(entries) = std::fs::read_dir(&segs) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !listed.contains(name.as_str()) {
+            let p = e.path();
+            std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// RFC 3339 UTC; `SOURCE_DATE_EPOCH` (reproducible builds) wins over the clock.
@@ -547,6 +778,8 @@ mod tests {
             id: a.clone(),
             files: 1,
             chunks: 1,
+            tombstones: 0,
+            embedder: String::new(),
         };
         // The same content after another segment is another segment.
         assert_ne!(a, SegmentInfo::id_for(&[first], &["aa", "bb"]));

@@ -15,19 +15,18 @@ mod verify;
 mod writer;
 
 pub use manifest::{
-    Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, MANIFEST, Manifest, Provenance,
-    SegmentInfo, Shard, SourceInfo, Tool, created_at, is_bundle_file, manifest_tool,
-    parse_manifest, read_manifest, table_path, views_sql, write_manifest,
+    Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, LiveTotals, MANIFEST, Manifest,
+    Provenance, SegmentInfo, Shard, SourceInfo, TOMBSTONES, Tool, commit_manifest, created_at,
+    is_bundle_file, live_sql, manifest_tool, parse_manifest, read_manifest, remove_garbage,
+    views_sql, write_manifest,
 };
 pub use output::{
     OutputLock, build_beside, check_replaceable, lock_output, lock_path, swap_into_place,
     temp_beside,
 };
 pub use schema::{TABLES, expected_schema};
-#[cfg(feature = "engine")]
-pub(crate) use table::hash_file;
-pub use verify::{VerifyReport, verify};
-pub use writer::{BundleWriter, Finished};
+pub use verify::{VerifyReport, check_sizes, verify};
+pub use writer::{BundleWriter, Finished, write_views};
 
 /// The format name in every manifest.
 pub const FORMAT: &str = "trove-bundle";

@@ -247,6 +247,72 @@ pub fn open_path(p: &Path) -> Result<PathBuf> {
 /// The sha256 of the file at `p`, remembered under `root` by (path, size, mtime, inode) so a file
 /// that has not changed is hashed once.
 pub(crate) fn content_key(p: &Path, root: &Path) -> Result<String> {
+    let memo = root.join(format!("stat-{}", stat_key(p)?));
+    if let Ok(s) = std::fs::read_to_string(&memo)
+        && s.len() == 64
+        && s.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return Ok(s);
+    }
+    let (_, sha) = super::table::hash_file(p)?;
+    let _ = std::fs::write(&memo, &sha);
+    Ok(sha)
+}
+
+/// The folder of the sha256 memos of bundle files (see [`content_key`]).
+pub(crate) fn memo_root() -> std::path::PathBuf {
+    let d = crate::util::cache_dir()
+        .unwrap_or_else(|| std::env::temp_dir().join("trove-cache"))
+        .join("verified");
+    let _ = std::fs::create_dir_all(&d);
+    d
+}
+
+/// Records that the file `p`, as it is now, has sha256 `sha` (a file this process just wrote and
+/// hashed): later checks of it cost a stat.
+pub(crate) fn remember(p: &Path, sha: &str, root: &Path) {
+    if let Ok(k) = stat_key(p) {
+        let _ = std::fs::write(root.join(format!("stat-{k}")), sha);
+    }
+}
+
+/// Checks every segment file the manifest of the bundle `dir` lists against its sha256, through
+/// the memo (a file is hashed once per version: path, size, mtime, inode).
+pub fn check_hashes(dir: &Path, m: &super::Manifest) -> Result<()> {
+    let root = memo_root();
+    for e in &m.files {
+        if e.name == super::VIEWS {
+            continue;
+        }
+        let p = dir.join(&e.name);
+        let mut sha = content_key(&p, &root)?;
+        if sha != e.sha256 {
+            // A damaged memo must not condemn a good file: hash it again before refusing.
+            sha = super::table::hash_file(&p)?.1;
+        }
+        if sha != e.sha256 {
+            return Err(Error::bundle(
+                dir,
+                format!(
+                    "{} does not match the sha256 its manifest records (damaged or changed since it was written): run `trove verify` on it, or re-index",
+                    e.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Seeds the memo with the files of a bundle this process just wrote (`m` its manifest).
+pub fn remember_bundle(dir: &Path, m: &super::Manifest) {
+    let root = memo_root();
+    for e in &m.files {
+        remember(&dir.join(&e.name), &e.sha256, &root);
+    }
+}
+
+/// What identifies a version of the file `p`: its canonical path, size, mtime and inode.
+fn stat_key(p: &Path) -> Result<String> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(p).map_err(|e| Error::io(p, e))?;
     let abs = p.canonicalize().map_err(|e| Error::io(p, e))?;
@@ -261,14 +327,5 @@ pub(crate) fn content_key(p: &Path, root: &Path) -> Result<String> {
         )
         .as_bytes(),
     );
-    let memo = root.join(format!("stat-{stat}"));
-    if let Ok(s) = std::fs::read_to_string(&memo)
-        && s.len() == 64
-        && s.bytes().all(|b| b.is_ascii_hexdigit())
-    {
-        return Ok(s);
-    }
-    let (_, sha) = super::table::hash_file(p)?;
-    let _ = std::fs::write(&memo, &sha);
-    Ok(sha)
+    Ok(stat)
 }

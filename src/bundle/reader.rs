@@ -8,7 +8,7 @@ use arrow::array::{
 use arrow::datatypes::Float32Type;
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -45,6 +45,14 @@ pub struct FileRow {
     pub redactions: u32,
     /// One-sentence summary.
     pub summary: Option<String>,
+    /// BM25 tokens over its chunks.
+    pub tokens: u64,
+    /// Its definitions (`symbols` rows).
+    pub symbols: u64,
+    /// Its references (`refs` rows).
+    pub refs: u64,
+    /// Its declared dependencies (`deps` rows).
+    pub deps: u64,
 }
 
 /// A bundle's per-file rows (chunks with embeddings, symbols, deps), streamed in path order: what
@@ -58,8 +66,8 @@ pub struct FileRows {
 }
 
 impl FileRows {
-    /// Opens the per-file tables of the bundle at `dir` (vectors of `dim` floats); its chunks are
-    /// marked as coming from `source` (see [`ChunkRecord::origin`]).
+    /// Opens the per-file tables of the segment folder `dir` (vectors of `dim` floats); its chunks
+    /// are marked as coming from `source` (see [`ChunkRecord::origin`]).
     pub fn open(dir: &Path, dim: usize, source: usize) -> Result<Self> {
         Ok(FileRows {
             dir: dir.to_path_buf(),
@@ -313,8 +321,9 @@ fn dep_rows(b: &RecordBatch, d: &Path) -> Result<Vec<Dep>> {
         .collect())
 }
 
+/// The table `table` of the segment folder `dir`.
 fn open_table(dir: &Path, table: &str) -> Result<ParquetRecordBatchReader> {
-    let p = super::table_path(dir, table)?;
+    let p = dir.join(format!("{table}.parquet"));
     let f = File::open(&p).map_err(|e| Error::io(&p, e))?;
     Ok(ParquetRecordBatchReaderBuilder::try_new(f)?
         .with_batch_size(READ_BATCH)
@@ -342,7 +351,7 @@ fn usize_at(a: &Int32Array, i: usize) -> usize {
     usize_of(i64::from(a.value(i)))
 }
 
-/// Every row of `files.parquet`, in path order.
+/// Every row of the segment folder `dir`'s `files.parquet`, in path order.
 pub fn read_files(dir: &Path) -> Result<Vec<FileRow>> {
     let mut out = Vec::new();
     for batch in open_table(dir, "files")? {
@@ -357,6 +366,11 @@ pub fn read_files(dir: &Path) -> Result<Vec<FileRow>> {
         let fallback = column::<BooleanArray>(&b, "parse_fallback", dir)?;
         let redactions = column::<Int32Array>(&b, "redactions", dir)?;
         let summary = column::<StringArray>(&b, "summary", dir)?;
+        let tokens = column::<Int64Array>(&b, "tokens", dir)?;
+        let symbols = column::<Int32Array>(&b, "symbols", dir)?;
+        let refs = column::<Int32Array>(&b, "refs", dir)?;
+        let deps = column::<Int32Array>(&b, "deps", dir)?;
+        let n = |a: &Int32Array, i: usize| a.value(i).max(0) as u64;
         for i in 0..b.num_rows() {
             out.push(FileRow {
                 path: path.value(i).to_string(),
@@ -369,13 +383,17 @@ pub fn read_files(dir: &Path) -> Result<Vec<FileRow>> {
                 parse_fallback: fallback.value(i),
                 redactions: redactions.value(i).max(0) as u32,
                 summary: opt_str(summary, i),
+                tokens: tokens.value(i).max(0) as u64,
+                symbols: n(symbols, i),
+                refs: n(refs, i),
+                deps: n(deps, i),
             });
         }
     }
     Ok(out)
 }
 
-/// Every row of `skipped.parquet`.
+/// Every row of the segment folder `dir`'s `skipped.parquet`.
 pub fn read_skipped(dir: &Path) -> Result<Vec<crate::source::Skipped>> {
     let mut out = Vec::new();
     for batch in open_table(dir, "skipped")? {
@@ -411,7 +429,7 @@ pub struct ChunkStream {
 }
 
 impl ChunkStream {
-    /// Opens the two tables of the bundle at `dir`, whose vectors have `dim` floats.
+    /// Opens the two tables of the segment folder `dir`, whose vectors have `dim` floats.
     pub fn open(dir: &Path, dim: usize, source: usize) -> Result<Self> {
         Ok(ChunkStream {
             dir: dir.to_path_buf(),
@@ -601,7 +619,7 @@ pub struct PostingStream {
 }
 
 impl PostingStream {
-    /// Opens the postings of the bundle at `dir`, each chunk ordinal `o` renumbered to
+    /// Opens the postings of the segment folder `dir`, each chunk ordinal `o` renumbered to
     /// `renumber[o]` (from [`crate::bundle::BundleWriter::renumbering`]); rows of chunks it does
     /// not map (`u32::MAX`, or beyond its end: chunks not carried) are dropped, and terms left with
     /// none are not produced.
@@ -698,7 +716,86 @@ impl Iterator for PostingStream {
     }
 }
 
-/// The files table of a bundle keyed by path.
+/// The paths a segment folder's `tombstones.parquet` lists (none when it has no such file).
+pub fn read_tombstones(dir: &Path) -> Result<Vec<String>> {
+    if !dir.join(format!("{}.parquet", super::TOMBSTONES)).is_file() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for batch in open_table(dir, super::TOMBSTONES)? {
+        let b = batch?;
+        let path = column::<StringArray>(&b, "path", dir)?;
+        out.extend((0..b.num_rows()).map(|i| path.value(i).to_string()));
+    }
+    Ok(out)
+}
+
+/// The live rows of a segmented bundle, as far as its small tables tell: per segment, the paths
+/// later segments tombstone; the live `files` and `skipped` rows with the segment holding each.
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Per segment (manifest order): the paths whose rows in it are dead.
+    pub dead: Vec<FxHashSet<String>>,
+    /// Live files rows, in path order, with their segment's index.
+    pub files: Vec<(FileRow, usize)>,
+    /// Live skipped rows, sorted, with their segment's index.
+    pub skipped: Vec<(crate::source::Skipped, usize)>,
+}
+
+impl Live {
+    /// Reads the tombstones, files and skipped tables of every segment of the bundle at `dir`.
+    pub fn read(dir: &Path, manifest: &super::Manifest) -> Result<Self> {
+        let segs = &manifest.segments;
+        let mut dead: Vec<FxHashSet<String>> = vec![FxHashSet::default(); segs.len()];
+        for (i, s) in segs.iter().enumerate().skip(1) {
+            if s.tombstones == 0 {
+                continue;
+            }
+            for p in read_tombstones(&s.dir(dir))? {
+                for d in &mut dead[..i] {
+                    d.insert(p.clone());
+                }
+            }
+        }
+        let mut files = Vec::new();
+        let mut skipped = Vec::new();
+        for (i, s) in segs.iter().enumerate() {
+            let sd = s.dir(dir);
+            files.extend(
+                read_files(&sd)?
+                    .into_iter()
+                    .filter(|f| !dead[i].contains(&f.path))
+                    .map(|f| (f, i)),
+            );
+            skipped.extend(
+                read_skipped(&sd)?
+                    .into_iter()
+                    .filter(|k| !dead[i].contains(&k.path))
+                    .map(|k| (k, i)),
+            );
+        }
+        files.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+        for w in files.windows(2) {
+            if w[0].0.path == w[1].0.path {
+                return Err(Error::bundle(
+                    dir,
+                    format!(
+                        "{} is live in two segments (a tombstone is missing): re-index",
+                        w[0].0.path
+                    ),
+                ));
+            }
+        }
+        skipped.sort();
+        Ok(Live {
+            dead,
+            files,
+            skipped,
+        })
+    }
+}
+
+/// The files table of a segment folder keyed by path.
 pub fn files_by_path(dir: &Path) -> Result<FxHashMap<String, FileRow>> {
     Ok(read_files(dir)?
         .into_iter()

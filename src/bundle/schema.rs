@@ -35,6 +35,12 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
             i32f("chunks"),
             Field::new("parse_fallback", DataType::Boolean, false),
             i32f("redactions"),
+            // Per-file totals, so a run that tombstones the file knows what leaves the live
+            // counts and BM25 statistics without reading the other tables.
+            i64f("tokens"),
+            i32f("symbols"),
+            i32f("refs"),
+            i32f("deps"),
         ],
         "chunks" => vec![
             i64f("chunk_id"),
@@ -126,6 +132,7 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
             utf8("scope", false),
         ],
         "skipped" => vec![utf8("path", false), utf8("reason", false), i64f("bytes")],
+        "tombstones" => vec![utf8("path", false)],
         _ => return None,
     };
     Some(Arc::new(Schema::new(fields)))

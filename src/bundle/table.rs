@@ -141,11 +141,21 @@ impl Table {
         let encoder = std::thread::Builder::new()
             .name(format!("trove-write-{name}"))
             .spawn(move || -> Result<()> {
+                // The encoder's errors name the file (a full disk fails here first).
+                let named = |e: parquet::errors::ParquetError| match e {
+                    parquet::errors::ParquetError::External(b) => {
+                        match b.downcast::<std::io::Error>() {
+                            Ok(io) => Error::io(&at, *io),
+                            Err(b) => Error::Other(format!("{}: {b}", at.display())),
+                        }
+                    }
+                    e => Error::Other(format!("{}: {e}", at.display())),
+                };
                 for batch in rx {
-                    writer.write(&batch)?;
+                    writer.write(&batch).map_err(named)?;
                 }
                 // Closed: the file is complete. Footer, flush, sync.
-                let mut inner = writer.into_inner()?;
+                let mut inner = writer.into_inner().map_err(named)?;
                 inner.flush().map_err(|e| Error::io(&at, e))?;
                 let file = inner
                     .into_inner()

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::path::Path;
 
 use super::manifest::{MANIFEST, Manifest, is_bundle_file, read_manifest};
-use super::schema::{TABLES, expected_schema};
+use super::schema::expected_schema;
 use super::table::hash_file;
 use crate::{Error, Result};
 
@@ -31,9 +31,12 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
         )));
     }
     let mut bytes_hashed = 0;
-    for t in TABLES {
-        let name = manifest.table_file(t);
-        if !manifest.files.iter().any(|f| f.name == name) {
+    if manifest.segments.is_empty() {
+        return Err(bad(format!("{MANIFEST} lists no segment")));
+    }
+    manifest.check_segments(dir)?;
+    for name in manifest.segment_files() {
+        if manifest.entry(&name).is_none() {
             return Err(bad(format!("{MANIFEST} does not list {name}")));
         }
     }
@@ -105,4 +108,38 @@ fn field_list(s: &arrow::datatypes::Schema) -> Vec<String> {
         .iter()
         .map(|f| format!("{}: {}", f.name(), f.data_type()))
         .collect()
+}
+
+/// The cheap check an incremental run makes before it adds a segment: the manifest names only
+/// bundle files, lists every segment's tables, and each is present with the size it records.
+/// (`verify` hashes every byte; an incremental run reads only the small tables.)
+pub fn check_sizes(dir: &Path, manifest: &Manifest) -> Result<()> {
+    let bad = |m: String| Error::bundle(dir, m);
+    if manifest.segments.is_empty() {
+        return Err(bad(format!("{MANIFEST} lists no segment")));
+    }
+    manifest.check_segments(dir)?;
+    for name in manifest.segment_files() {
+        let Some(entry) = manifest.entry(&name) else {
+            return Err(bad(format!("{MANIFEST} does not list {name}")));
+        };
+        match std::fs::metadata(dir.join(&name)) {
+            Ok(m) if m.is_file() && m.len() == entry.bytes => {}
+            Ok(_) => {
+                return Err(bad(format!(
+                    "{name} does not have the size the manifest records"
+                )));
+            }
+            Err(_) => return Err(bad(format!("{name} is missing"))),
+        }
+    }
+    for entry in &manifest.files {
+        if !is_bundle_file(&entry.name) || entry.name == MANIFEST {
+            return Err(bad(format!(
+                "{MANIFEST} names a file outside the bundle: {:?}",
+                entry.name
+            )));
+        }
+    }
+    Ok(())
 }

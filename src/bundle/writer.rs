@@ -56,7 +56,7 @@ pub struct BundleWriter {
     ref_rows: Vec<PendingRef>,
     /// Every callable and type definition of the bundle: what open references resolve against.
     definitions: Definitions,
-    file_rows: Vec<(FileRecord, usize)>,
+    file_rows: Vec<(FileRecord, FileTotals)>,
     chunk_rows: Vec<ChunkRow>,
     postings: Spill,
     /// Per source bundle: its chunk ordinals → this bundle's (`u32::MAX`: not carried).
@@ -64,6 +64,20 @@ pub struct BundleWriter {
     counts: Counts,
     languages: BTreeMap<String, LangCount>,
     total_tokens: u64,
+    /// The live segments this one follows (none for a full build).
+    before: Vec<SegmentInfo>,
+    /// Paths whose rows in those segments this one kills.
+    tombstones: Vec<String>,
+}
+
+/// A file's totals, stored in its `files` row.
+#[derive(Debug, Clone, Copy, Default)]
+struct FileTotals {
+    chunks: usize,
+    tokens: u64,
+    symbols: usize,
+    refs: usize,
+    deps: usize,
 }
 
 /// The chunk of a buffered row.
@@ -75,7 +89,22 @@ impl BundleWriter {
     /// Starts writing a bundle into `bundle` (which must exist and be empty): its one segment's
     /// tables go to a folder under `segments/` named by their content once they are complete.
     pub fn create(bundle: &Path, dim: usize) -> Result<Self> {
+        Self::append(bundle, dim, Vec::new(), Vec::new())
+    }
+
+    /// Starts writing a segment that follows the live segments `before` of the bundle `bundle`
+    /// and tombstones `tombstones` (paths, sorted) in them. Its folder is `segments/.building`
+    /// until it is complete and named; what a killed run left there is removed first.
+    pub fn append(
+        bundle: &Path,
+        dim: usize,
+        before: Vec<SegmentInfo>,
+        tombstones: Vec<String>,
+    ) -> Result<Self> {
         let dir = bundle.join(super::SEGMENTS).join(BUILDING);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let dir = dir.as_path();
         Ok(BundleWriter {
@@ -99,6 +128,8 @@ impl BundleWriter {
             counts: Counts::default(),
             languages: BTreeMap::new(),
             total_tokens: 0,
+            before,
+            tombstones,
         })
     }
 
@@ -118,6 +149,13 @@ impl BundleWriter {
         self.counts.redactions += u64::from(f.redactions);
         let first = self.counts.chunks;
         self.counts.chunks += total as u64;
+        let totals = FileTotals {
+            chunks: total,
+            tokens: f.chunks.iter().map(|c| u64::from(c.token_len)).sum(),
+            symbols: f.symbols.len(),
+            refs: f.refs.len(),
+            deps: f.deps.len(),
+        };
         self.counts.source_bytes += f.bytes;
         for (index, mut rec) in std::mem::take(&mut f.chunks).into_iter().enumerate() {
             // `chunk_ord` is an INT32 column: refuse what it cannot hold rather than clamp it.
@@ -178,7 +216,7 @@ impl BundleWriter {
         if self.dep_rows.len() >= BATCH_ROWS {
             self.flush_deps()?;
         }
-        self.file_rows.push((f, total));
+        self.file_rows.push((f, totals));
         if self.file_rows.len() >= BATCH_ROWS {
             self.flush_files()?;
         }
@@ -273,11 +311,15 @@ impl BundleWriter {
             i64s(r.iter().map(|(f, _)| f.lines as i64)),
             strings(r.iter().map(|(f, _)| f.sha256.as_str())),
             opt_strings(r.iter().map(|(f, _)| f.summary.as_deref())),
-            i32s(r.iter().map(|(_, n)| i32c(*n))),
+            i32s(r.iter().map(|(_, n)| i32c(n.chunks))),
             Arc::new(BooleanArray::from(
                 r.iter().map(|(f, _)| f.parse_fallback).collect::<Vec<_>>(),
             )),
             i32s(r.iter().map(|(f, _)| i32c(f.redactions as usize))),
+            i64s(r.iter().map(|(_, n)| n.tokens as i64)),
+            i32s(r.iter().map(|(_, n)| i32c(n.symbols))),
+            i32s(r.iter().map(|(_, n)| i32c(n.refs))),
+            i32s(r.iter().map(|(_, n)| i32c(n.deps))),
         ])
     }
 
@@ -335,6 +377,21 @@ impl BundleWriter {
         )?;
         self.embeddings
             .write(vec![i64s(r.iter().map(|x| x.rec.chunk_id)), Arc::new(list)])
+    }
+
+    /// Sets the paths (sorted) this segment tombstones in the segments before it.
+    pub fn set_tombstones(&mut self, paths: Vec<String>) {
+        self.tombstones = paths;
+    }
+
+    /// Whether nothing was added: no file, and no tombstone.
+    pub fn is_empty(&self) -> bool {
+        self.counts.files == 0 && self.tombstones.is_empty()
+    }
+
+    /// Drops the segment being written (a run that found nothing to add).
+    pub fn abandon(self) -> Result<()> {
+        std::fs::remove_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))
     }
 
     /// How the chunk ordinals of source bundle `source` (the `origin` of the chunks carried from
@@ -405,20 +462,35 @@ impl BundleWriter {
         let mut entries = vec![
             files, chunks, embeddings, terms, postings, symbols, refs, deps, sk,
         ];
-        // Named by its content, the segment moves to its place; entries name files by their
-        // path in the bundle.
+        if !self.tombstones.is_empty() {
+            let mut t = Table::create(&self.dir, super::TOMBSTONES, self.dim)?;
+            for batch in self.tombstones.chunks(BATCH_ROWS) {
+                t.write(vec![strings(batch.iter().map(String::as_str))])?;
+            }
+            entries.push(t.finish()?);
+        }
+        // Named by its content and the segments before it, the segment moves to its place;
+        // entries name files by their path in the bundle.
         let sha: Vec<&str> = entries.iter().map(|e| e.sha256.as_str()).collect();
         let segment = SegmentInfo {
-            id: SegmentInfo::id_for(&[], &sha),
+            id: SegmentInfo::id_for(&self.before, &sha),
             files: self.counts.files,
             chunks: self.counts.chunks,
+            tombstones: self.tombstones.len() as u64,
+            embedder: String::new(),
         };
-        let at = self.bundle.join(super::SEGMENTS).join(&segment.id);
+        let at = segment.dir(&self.bundle);
+        if at.exists() {
+            // Not listed by the manifest (it would have another id): a killed run's leftover.
+            std::fs::remove_dir_all(&at).map_err(|e| Error::io(&at, e))?;
+        }
         std::fs::rename(&self.dir, &at).map_err(|e| Error::io(&at, e))?;
         for e in &mut entries {
             e.name = format!("{}/{}/{}", super::SEGMENTS, segment.id, e.name);
         }
-        entries.push(write_views(&self.bundle, std::slice::from_ref(&segment))?);
+        let mut all = self.before.clone();
+        all.push(segment.clone());
+        entries.push(write_views(&self.bundle, &all)?);
         Ok(Finished {
             entries,
             segment,
@@ -432,16 +504,19 @@ impl BundleWriter {
 /// The folder a segment is written in before it is named.
 const BUILDING: &str = ".building";
 
-/// Writes `views.sql` into `bundle`: a DuckDB view per table over the segments' Parquet files,
+/// Writes `views.sql` into `bundle` (through a temporary name and a rename, so a reader never
+/// sees half of it): a DuckDB view per table over the live rows of the segments' Parquet files,
 /// by paths relative to the bundle folder (`cd BUNDLE && duckdb -init views.sql`). Its entry.
-fn write_views(bundle: &Path, segments: &[SegmentInfo]) -> Result<FileEntry> {
+pub fn write_views(bundle: &Path, segments: &[SegmentInfo]) -> Result<FileEntry> {
     let mut sql = String::from(
         "-- trove bundle views: every table of the bundle's segments, by paths relative to this\n\
          -- folder. Use: cd BUNDLE && duckdb -init views.sql\n",
     );
     sql.push_str(&super::views_sql(segments, |rel| format!("'{rel}'")));
     let p = bundle.join(super::VIEWS);
-    std::fs::write(&p, &sql).map_err(|e| Error::io(&p, e))?;
+    let tmp = bundle.join(format!(".{}.tmp", super::VIEWS));
+    std::fs::write(&tmp, &sql).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, &p).map_err(|e| Error::io(&p, e))?;
     Ok(FileEntry {
         name: super::VIEWS.into(),
         rows: 0,
@@ -499,7 +574,8 @@ fn write_raw_refs(t: &mut Table, r: &[PendingRef]) -> Result<()> {
 
 /// What a finished writer reports for the manifest.
 pub struct Finished {
-    /// File entries: the tables in [`super::TABLES`] order, then `views.sql`.
+    /// File entries of the segment written: the tables in [`super::TABLES`] order, its
+    /// tombstones when it has some, then `views.sql` (over every live segment).
     pub entries: Vec<FileEntry>,
     /// The segment written.
     pub segment: SegmentInfo,

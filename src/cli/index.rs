@@ -62,8 +62,9 @@ pub struct IndexArgs {
     /// Do not honour .gitignore/.ignore/.troveignore (the default excludes still apply).
     #[arg(long)]
     pub no_ignore: bool,
-    /// Incremental: re-process only the files `git diff REV..HEAD` touches and carry the rest over
-    /// from BUNDLE, which must have been built at REV. `auto` = the commit stamped in BUNDLE.
+    /// Incremental: re-process only the files `git diff REV..HEAD` touches; they go into one new
+    /// segment of BUNDLE, which tombstones their old rows (the rest is not rewritten). BUNDLE must
+    /// have been built at REV. `auto` = the commit stamped in BUNDLE.
     /// Refused (exit 2) when REV is unknown, missing from a shallow clone, not an ancestor of HEAD,
     /// or not BUNDLE's commit, and when the work tree has uncommitted changes (see
     /// --include-uncommitted). No BUNDLE yet, or one made with another config: a full build.
@@ -78,6 +79,14 @@ pub struct IndexArgs {
     /// Buildkite's BUILDKITE_PARALLEL_JOB/_COUNT; GitLab's CI_NODE_INDEX/CI_NODE_TOTAL).
     #[arg(long, value_name = "I/N|auto", value_parser = Shard::parse_or_auto)]
     pub shard: Option<Shard>,
+    /// After an incremental run, rewrite the bundle's live rows as one segment (byte-identical to
+    /// a full build) even when the [bundle] bounds (max_segments 8, max_dead_ratio 0.25) do not
+    /// ask for it.
+    #[arg(long, conflicts_with = "no_compact")]
+    pub compact: bool,
+    /// After an incremental run, never compact (segments accumulate until `trove compact`).
+    #[arg(long)]
+    pub no_compact: bool,
     /// Embedding backend [config default: hash]: hash (no model, deterministic), openai (an
     /// OpenAI-compatible /v1/embeddings server: needs --embed-url and --embed-model; API key from
     /// $OPENAI_API_KEY or embed.api_key_env), local (a sentence-transformers model folder run
@@ -208,6 +217,11 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
         since: a.since.as_deref().map(Since::parse),
         include_uncommitted: a.include_uncommitted,
         shard: a.shard,
+        compact: match (a.compact, a.no_compact) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
     };
     if a.parse_only {
         let s = pipeline::run_parse_only(&opts)
@@ -353,6 +367,23 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
         eprintln!(
             "{} files took longer than the parse time bound and were chunked by lines",
             s.parse_fallbacks
+        );
+    }
+    if s.segments > 1 || s.tombstones > 0 {
+        eprintln!(
+            "segments: {} (this run wrote {}, {} path(s) tombstoned)",
+            s.segments,
+            human_bytes(s.bytes_written),
+            s.tombstones
+        );
+    }
+    if let Some(e) = &s.compact_error {
+        eprintln!("warning: {e}; the bundle keeps {} segments", s.segments);
+    }
+    if let Some(c) = &s.compacted {
+        eprintln!(
+            "compacted {} segments into one ({}): {} dead chunks dropped in {:.2}s",
+            c.segments_before, c.reason, c.dead_chunks, c.wall_secs
         );
     }
     eprintln!(

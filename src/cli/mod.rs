@@ -1,6 +1,7 @@
 //! The command line: one module per subcommand, each with `XArgs` and `run(args)`.
 //! `main.rs` only parses and maps errors to exit codes.
 pub mod chunks;
+pub mod compact;
 pub mod index;
 pub mod inspect;
 pub mod languages;
@@ -54,6 +55,7 @@ pub enum Command {
     Query(query::QueryArgs),
     Sql(sql::SqlArgs),
     Merge(merge::MergeArgs),
+    Compact(compact::CompactArgs),
     Pack(pack::PackArgs),
     Unpack(pack::UnpackArgs),
     Map(map::MapArgs),
@@ -82,6 +84,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Query(a) => query::run(a),
         Command::Sql(a) => sql::run(a).map(|()| 0),
         Command::Merge(a) => merge::run(a).map(|()| 0),
+        Command::Compact(a) => compact::run(a).map(|()| 0),
         Command::Pack(a) => pack::run_pack(a).map(|()| 0),
         Command::Unpack(a) => pack::run_unpack(a).map(|()| 0),
         Command::Map(a) => map::run(a),

@@ -44,15 +44,17 @@ pub(crate) struct Expect {
     pub shard: Option<Shard>,
 }
 
-/// Rows that may be carried over from the base bundle.
+/// What of the base bundle stays: the run adds one segment with what changed.
 #[derive(Debug)]
 pub(crate) struct Reuse {
     /// The base bundle directory.
     pub dir: PathBuf,
-    /// Its embedding dimension.
-    pub dim: usize,
-    /// Its files table by path.
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// Its live files rows by path.
     pub files: FxHashMap<String, FileRow>,
+    /// Its live skipped rows.
+    pub skipped: Vec<crate::source::Skipped>,
     /// Git mode: the root-relative paths git vouches are as the base's commit had them (tracked
     /// at HEAD, untouched by the diff and by uncommitted changes): carried unread when the base
     /// holds them at the same size. Every other file is read and compared by sha256. `None`:
@@ -170,8 +172,16 @@ pub(crate) fn plan(
             ..Plan::default()
         });
     }
-    let manifest = match bundle::verify(out) {
-        Ok(r) => r.manifest,
+    // Only the manifest and the small tables are read: an incremental run costs what changed.
+    // Each file is hashed once per version (the memo of `check_hashes`; the run that wrote it
+    // seeded it), so damaged bytes are refused without rehashing an unchanged bundle.
+    let checked = bundle::read_manifest(out).and_then(|m| {
+        bundle::check_sizes(out, &m)?;
+        bundle::pack::check_hashes(out, &m)?;
+        Ok(m)
+    });
+    let manifest = match checked {
+        Ok(m) => m,
         // `--since` promises an incremental run from this bundle: a broken one is an error.
         Err(e) if since.is_some() => {
             return Err(refuse(format!(
@@ -195,7 +205,13 @@ pub(crate) fn plan(
             ..Plan::default()
         });
     }
-    let files = bundle::reader::files_by_path(out)?;
+    let live = bundle::reader::Live::read(out, &manifest)?;
+    let files: FxHashMap<String, FileRow> = live
+        .files
+        .into_iter()
+        .map(|(f, _)| (f.path.clone(), f))
+        .collect();
+    let skipped: Vec<crate::source::Skipped> = live.skipped.into_iter().map(|(k, _)| k).collect();
     let mut base = serde_json::Map::new();
     base.insert("created_at".into(), manifest.created_at.clone().into());
     base.insert(
@@ -208,8 +224,9 @@ pub(crate) fn plan(
     );
     let reuse = |unchanged| Reuse {
         dir: out.to_path_buf(),
-        dim: manifest.embedder.dim,
+        manifest: manifest.clone(),
         files,
+        skipped,
         unchanged,
     };
     let Some((repo, given)) = git else {

@@ -10,9 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::bundle::reader::{FileRow, FileRows, PostingStream, read_files, read_skipped};
-use crate::bundle::{self, BundleWriter, Manifest};
-use crate::record::GroupSource;
+use crate::bundle::{self, Manifest};
 use crate::{Error, Result};
 
 /// What a merge did.
@@ -106,47 +104,12 @@ fn write_merged(
     started: Instant,
 ) -> Result<(Manifest, MergeSummary)> {
     let first = &manifests[0];
-    let dim = first.embedder.dim;
-    // Every input's files, merged by path; a path in two inputs is an overlap.
-    let mut rows: Vec<(FileRow, usize)> = Vec::new();
-    for (i, p) in inputs.iter().enumerate() {
-        rows.extend(read_files(p)?.into_iter().map(|f| (f, i)));
-    }
-    rows.sort_by(|a, b| a.0.path.cmp(&b.0.path));
-    for w in rows.windows(2) {
-        if w[0].0.path == w[1].0.path {
-            return Err(Error::Other(format!(
-                "{} is in both {} and {}: the inputs overlap (merge the shards of one split, each once)",
-                w[0].0.path,
-                inputs[w[0].1].display(),
-                inputs[w[1].1].display()
-            )));
-        }
-    }
-    let mut streams = inputs
+    let sources: Vec<(PathBuf, Manifest)> = inputs
         .iter()
-        .enumerate()
-        .map(|(i, p)| FileRows::open(p, dim, i))
-        .collect::<Result<Vec<_>>>()?;
-    let mut writer = BundleWriter::create(tmp, dim)?;
-    for (row, i) in rows {
-        writer.add_file(streams[i].take(row)?)?;
-    }
-    drop(streams);
-    let mut skipped = Vec::new();
-    for p in inputs {
-        skipped.extend(read_skipped(p)?);
-    }
-    skipped.sort();
-    skipped.dedup();
-    let postings = inputs
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            PostingStream::open(p, writer.renumbering(i)).map(|s| Box::new(s) as GroupSource)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let finished = writer.finish(&skipped, postings)?;
+        .cloned()
+        .zip(manifests.iter().cloned())
+        .collect();
+    let finished = super::compact::write_live(tmp, &sources)?;
     let warning = shard_warning(manifests);
     let mut source = first.source.clone();
     source.dirty = manifests.iter().any(|m| m.source.dirty);

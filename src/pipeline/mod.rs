@@ -10,6 +10,7 @@
 //! path order, so `--threads 1` and `--threads N` write the same bytes; a per-file failure becomes a
 //! `skipped` row, never an abort; the bundle is built in a temp directory beside the target and
 //! swapped in whole, so a failed run leaves the previous bundle as it was.
+pub mod compact;
 mod incremental;
 mod merge;
 mod parse_only;
@@ -21,19 +22,19 @@ pub use parse_only::{ParseOnlySummary, run_parse_only};
 pub use progress::Progress;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::bundle::reader::{FileRows, PostingStream};
+use crate::bundle::reader::FileRow;
 use crate::bundle::{self, BundleWriter, Manifest, Shard};
 use crate::chunk::chunk_file;
 use crate::config::PipelineConfig;
 use crate::embed::{EmbedStage, EmbedStats, embed_text};
 use crate::lang::Registry;
-use crate::record::{ChunkRecord, FileRecord, GroupSource, RefKind, SymbolRecord};
+use crate::record::{ChunkRecord, FileRecord, RefKind, SymbolRecord};
 use crate::resolve::{self, chunk_at};
 use crate::source::{self, Candidate, Rules, SkipReason, Skipped, WalkOptions};
 use crate::summarize::SummaryBackend;
@@ -99,6 +100,9 @@ pub struct IndexOptions {
     pub include_uncommitted: bool,
     /// `--shard I/N`: index only this slice of the tree.
     pub shard: Option<Shard>,
+    /// `--compact` (`Some(true)`) / `--no-compact` (`Some(false)`): whether an incremental run
+    /// compacts the bundle afterwards; `None`: when the `[bundle]` bounds say so.
+    pub compact: Option<bool>,
 }
 
 /// What a run did, for the final summary.
@@ -142,6 +146,16 @@ pub struct IndexSummary {
     pub wall_secs: f64,
     /// Peak resident memory of the process, when known.
     pub peak_rss_bytes: Option<u64>,
+    /// Segments of the bundle after the run.
+    pub segments: usize,
+    /// Paths this run's segment tombstoned in earlier ones.
+    pub tombstones: u64,
+    /// Bytes this run wrote (its segment, `views.sql`, the manifest; all of a full build).
+    pub bytes_written: u64,
+    /// Why and how the bundle was compacted after the run, when it was.
+    pub compacted: Option<compact::CompactSummary>,
+    /// Why a compaction the run started failed (the run's segment stays).
+    pub compact_error: Option<String>,
 }
 
 impl IndexSummary {
@@ -158,6 +172,20 @@ impl IndexSummary {
             .entry(f.language.clone().unwrap_or_else(|| "(none)".into()))
             .or_default() += f.chunks.len() as u64;
         self.chunks += f.chunks.len() as u64;
+    }
+
+    /// Counts one file left as it was in the base bundle.
+    fn count_kept(&mut self, f: &FileRow) {
+        self.files_indexed += 1;
+        self.files_reused += 1;
+        self.chunks_reused += u64::from(f.chunks);
+        self.parse_fallbacks += u64::from(f.parse_fallback);
+        self.redactions += u64::from(f.redactions);
+        *self
+            .chunks_by_language
+            .entry(f.language.clone().unwrap_or_else(|| "(none)".into()))
+            .or_default() += u64::from(f.chunks);
+        self.chunks += u64::from(f.chunks);
     }
 }
 
@@ -229,7 +257,38 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         source,
         plan,
     };
-    bundle::build_beside(&out, |tmp| build_into(opts, &root, &out, tmp, started, run))
+    if run.plan.reuse.is_none() {
+        let (m, s) =
+            bundle::build_beside(&out, |tmp| build_into(opts, &root, &out, tmp, started, run))?;
+        bundle::pack::remember_bundle(&out, &m);
+        return Ok((m, s));
+    }
+    // An incremental run: one segment added to the bundle in place, the manifest its commit. A
+    // failed run leaves only its unfinished segment folder, removed here (else by the next run).
+    let built = build_into(opts, &root, &out, &out, started, run);
+    if built.is_err() {
+        let _ = std::fs::remove_dir_all(out.join(bundle::SEGMENTS).join(".building"));
+    }
+    let (manifest, mut summary) = built?;
+    bundle::pack::remember_bundle(&out, &manifest);
+    let why = compact::reason(&manifest, opts.compact, &opts.config.bundle);
+    let Some(why) = why else {
+        return Ok((manifest, summary));
+    };
+    // The run's segment is committed: a compaction that fails (a full disk) leaves the bundle as
+    // it is, segments and all, and is said in the summary.
+    let (manifest, c) = match compact::compact_locked(&out, manifest.clone(), &why) {
+        Ok(x) => x,
+        Err(e) => {
+            summary.compact_error = Some(format!("compaction ({why}) failed: {e}"));
+            return Ok((manifest, summary));
+        }
+    };
+    bundle::pack::remember_bundle(&out, &manifest);
+    summary.compacted = Some(c);
+    summary.bundle_bytes = manifest.files.iter().map(|e| e.bytes).sum();
+    summary.wall_secs = started.elapsed().as_secs_f64();
+    Ok((manifest, summary))
 }
 
 /// The run's root, canonical, once the configuration has passed its checks.
@@ -336,12 +395,8 @@ fn build_into(
         summarizer,
         reuse,
     };
-    // Carried files' rows stream from the base bundle in path order; the ids of the chunks
-    // carried select which of its postings are carried too.
-    let mut base_rows = match reuse {
-        Some(r) => Some(FileRows::open(&r.dir, r.dim, 0)?),
-        None => None,
-    };
+    // Files kept as the base bundle has them (their rows stay in its segments).
+    let mut kept: FxHashSet<String> = FxHashSet::default();
     let threads = if opts.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -358,7 +413,14 @@ fn build_into(
     let total_bytes: u64 = walked.files.iter().map(|c| c.bytes).sum();
     let progress = opts.progress.start(walked.files.len() as u64, total_bytes);
     let embed_progress = || embed_line(&embedder.stats());
-    let mut writer = BundleWriter::create(tmp, embedder.backend().dim())?;
+    let dim = embedder.backend().dim();
+    let mut writer = match reuse {
+        Some(r) => {
+            bundle::remove_garbage(tmp, &r.manifest)?;
+            BundleWriter::append(tmp, dim, r.manifest.segments.clone(), Vec::new())?
+        }
+        None => BundleWriter::create(tmp, dim)?,
+    };
     let mut read_skips: Vec<Skipped> = Vec::new();
     let mut summary = IndexSummary::default();
 
@@ -431,12 +493,17 @@ fn build_into(
                     FileResult::Failed(e) => {
                         Err(Error::Other(format!("{}: {e}", files[next - 1].rel)))
                     }
-                    FileResult::Carried => carry(&files[next - 1].rel, reuse, base_rows.as_mut())
-                        .map(|f| {
-                            summary.files_reused += 1;
-                            summary.chunks_reused += f.chunks.len() as u64;
-                            Some(f)
-                        }),
+                    FileResult::Carried => {
+                        let rel = &files[next - 1].rel;
+                        match reuse.and_then(|r| r.files.get(rel)) {
+                            Some(row) => {
+                                summary.count_kept(row);
+                                kept.insert(rel.clone());
+                                Ok(None)
+                            }
+                            None => Err(Error::Other(format!("{rel}: kept without a base row"))),
+                        }
+                    }
                 };
                 let written_ok = record.and_then(|f| match f {
                     Some(f) => {
@@ -476,17 +543,33 @@ fn build_into(
     }
     summary.files_seen = walked.files.len() as u64
         + skipped.iter().filter(|s| !s.path.ends_with('/')).count() as u64;
-    let finished = {
-        let mut carried: Vec<GroupSource> = Vec::new();
-        if let Some(r) = reuse {
-            let renumber = writer.renumbering(0);
-            if !renumber.is_empty() {
-                carried.push(Box::new(PostingStream::open(&r.dir, renumber)?));
-            }
+    // An incremental run tombstones what changed and writes only its new skipped rows.
+    let (skipped_written, live_kept) = match reuse {
+        Some(r) => {
+            let (tombstones, new_skips) = changes(r, &kept, &skipped);
+            writer.set_tombstones(tombstones);
+            (new_skips, Some(r))
         }
-        drop(base_rows);
-        writer.finish(&skipped, carried)?
+        None => (skipped.clone(), None),
     };
+    if let Some(r) = live_kept
+        && writer.is_empty()
+        && skipped_written.is_empty()
+    {
+        // Nothing changed: no segment; the manifest is stamped with this run's commit.
+        writer.abandon()?;
+        summary.incremental = plan.note.clone();
+        return finish_unchanged(
+            embedder,
+            summarizer,
+            source,
+            plan.base.clone(),
+            r,
+            summary,
+            started,
+        );
+    }
+    let finished = writer.finish(&skipped_written, Vec::new())?;
     embedder.finish();
     let stats = embedder.stats();
     summary.embed_calls = stats.calls;
@@ -504,8 +587,7 @@ fn build_into(
         b.insert("chunks_embedded".into(), summary.chunks_embedded.into());
         serde_json::Value::Object(b)
     });
-    summary.source_bytes = finished.counts.source_bytes;
-    summary.bundle_bytes = finished.entries.iter().map(|e| e.bytes).sum();
+    summary.bytes_written = finished.entries.iter().map(|e| e.bytes).sum();
     let provenance = bundle::Provenance {
         source,
         base,
@@ -531,8 +613,36 @@ fn build_into(
             max_token_len: cfg.bm25.max_token_len,
         },
     };
-    let manifest = provenance.manifest(finished);
-    bundle::write_manifest(tmp, &manifest)?;
+    let manifest = match live_kept {
+        None => {
+            let m = provenance.manifest(finished);
+            bundle::write_manifest(tmp, &m)?;
+            m
+        }
+        Some(r) => {
+            summary.tombstones = finished.segment.tombstones;
+            let seg_dir = finished.segment.dir(tmp);
+            let new_files = crate::bundle::reader::read_files(&seg_dir)?;
+            let tomb: FxHashSet<String> = crate::bundle::reader::read_tombstones(&seg_dir)?
+                .into_iter()
+                .collect();
+            let live_files = r
+                .files
+                .values()
+                .filter(|f| !tomb.contains(&f.path))
+                .chain(&new_files);
+            let live_skipped = r.skipped.iter().filter(|k| !tomb.contains(&k.path)).count()
+                + skipped_written.len();
+            let live = bundle::LiveTotals::of(live_files, live_skipped as u64);
+            let m = provenance.manifest_appended(&r.manifest, finished, live);
+            bundle::commit_manifest(tmp, &m)?;
+            m
+        }
+    };
+    summary.bytes_written += std::fs::metadata(tmp.join(bundle::MANIFEST)).map_or(0, |m| m.len());
+    summary.source_bytes = manifest.counts.source_bytes;
+    summary.bundle_bytes = manifest.files.iter().map(|e| e.bytes).sum();
+    summary.segments = manifest.segments.len();
     summary.wall_secs = started.elapsed().as_secs_f64();
     summary.peak_rss_bytes = crate::util::peak_rss_bytes();
     Ok((manifest, summary))
@@ -835,23 +945,80 @@ fn symbol_records(
         .collect()
 }
 
-/// The base bundle's record of `path` with its chunks (embeddings included), symbols and deps.
-fn carry(
-    path: &str,
-    reuse: Option<&incremental::Reuse>,
-    stream: Option<&mut FileRows>,
-) -> Result<FileRecord> {
-    let (Some(r), Some(stream)) = (reuse, stream) else {
-        return Err(Error::Other(format!(
-            "{path}: carried without a base bundle"
-        )));
-    };
-    let row = r
+/// What an incremental run changes in the base bundle `r`, given the files it kept and the
+/// skipped rows of the whole tree now (sorted): the paths to tombstone (sorted) — every live path
+/// of the base whose file was not kept (changed, deleted, now skipped) or whose skipped rows
+/// changed — and the skipped rows to write (those of tombstoned paths, and of paths the base had
+/// no rows for).
+fn changes(
+    r: &incremental::Reuse,
+    kept: &FxHashSet<String>,
+    skipped: &[Skipped],
+) -> (Vec<String>, Vec<Skipped>) {
+    let mut old: BTreeMap<&str, Vec<&Skipped>> = BTreeMap::new();
+    for k in &r.skipped {
+        old.entry(k.path.as_str()).or_default().push(k);
+    }
+    let mut new: BTreeMap<&str, Vec<&Skipped>> = BTreeMap::new();
+    for k in skipped {
+        new.entry(k.path.as_str()).or_default().push(k);
+    }
+    let mut dead: std::collections::BTreeSet<String> = r
         .files
-        .get(path)
+        .keys()
+        .filter(|p| !kept.contains(*p))
         .cloned()
-        .ok_or_else(|| Error::bundle(&r.dir, format!("files.parquet has no row for {path}")))?;
-    stream.take(row)
+        .collect();
+    for (p, rows) in &old {
+        if kept.contains(*p) {
+            continue;
+        }
+        if new.get(p) != Some(rows) {
+            dead.insert((*p).to_string());
+        }
+    }
+    let write: Vec<Skipped> = skipped
+        .iter()
+        .filter(|k| {
+            dead.contains(&k.path)
+                || !old.contains_key(k.path.as_str()) && !r.files.contains_key(&k.path)
+        })
+        .cloned()
+        .collect();
+    (dead.into_iter().collect(), write)
+}
+
+/// The end of an incremental run that found nothing to change: the base's segments stay, and its
+/// manifest is stamped with this run's source and time.
+fn finish_unchanged(
+    embedder: &EmbedStage,
+    summarizer: &dyn crate::summarize::Summarizer,
+    source: bundle::SourceInfo,
+    base: Option<serde_json::Map<String, serde_json::Value>>,
+    r: &incremental::Reuse,
+    mut summary: IndexSummary,
+    started: Instant,
+) -> Result<(Manifest, IndexSummary)> {
+    embedder.finish();
+    summary.embed = embedder.stats();
+    summary.summaries = summarizer.stats();
+    let mut m = r.manifest.clone();
+    m.source = source;
+    m.created_at = bundle::created_at();
+    m.base = base.map(|mut b| {
+        b.insert("files_reused".into(), summary.files_reused.into());
+        b.insert("files_processed".into(), 0.into());
+        b.insert("chunks_reused".into(), summary.chunks_reused.into());
+        b.insert("chunks_embedded".into(), 0.into());
+        serde_json::Value::Object(b)
+    });
+    bundle::commit_manifest(&r.dir, &m)?;
+    summary.source_bytes = m.counts.source_bytes;
+    summary.bundle_bytes = m.files.iter().map(|e| e.bytes).sum();
+    summary.bytes_written = std::fs::metadata(r.dir.join(bundle::MANIFEST)).map_or(0, |x| x.len());
+    summary.segments = m.segments.len();
+    summary.wall_secs = started.elapsed().as_secs_f64();
+    Ok((m, summary))
 }
 
 /// Repo name, commit, branch and dirty flag (changes to the bundle `out` itself do not count);

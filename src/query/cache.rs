@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::util::cache_dir;
 
-use crate::bundle::Manifest;
+use crate::bundle::{Manifest, SegmentInfo};
 use crate::{Error, Result};
 
 /// A cached file's bytes: mapped from the cache, or built in memory.
@@ -32,17 +32,19 @@ impl std::ops::Deref for Bytes {
     }
 }
 
-/// The sha256 the manifest records for `file` (the cache key of what derives from it).
-pub fn file_sha(bundle: &Path, manifest: &Manifest, table: &str) -> Result<String> {
+/// The sha256 the manifest records for segment `seg`'s `table` (the cache key of what derives
+/// from it).
+pub fn file_sha(
+    bundle: &Path,
+    manifest: &Manifest,
+    seg: &SegmentInfo,
+    table: &str,
+) -> Result<String> {
+    let name = seg.file(table);
     manifest
-        .table_entry(table)
+        .entry(&name)
         .map(|f| f.sha256.clone())
-        .ok_or_else(|| {
-            Error::bundle(
-                bundle,
-                format!("manifest lists no {}", manifest.table_file(table)),
-            )
-        })
+        .ok_or_else(|| Error::bundle(bundle, format!("manifest lists no {name}")))
 }
 
 /// The cache file `name`, when present and `check` accepts it; else `build`'s bytes, stored under

@@ -20,8 +20,8 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use super::cache::{self, Bytes, u64_at};
-use crate::bundle::Manifest;
 use crate::bundle::reader::column;
+use crate::bundle::{Manifest, SegmentInfo};
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"TRVINV02";
@@ -43,10 +43,12 @@ pub struct Inverted {
 }
 
 impl Inverted {
-    /// The bundle's index, from the cache when present and intact, else built and cached.
-    pub fn load(bundle: &Path, manifest: &Manifest) -> Result<Self> {
-        let sha = cache::file_sha(bundle, manifest, "postings")?;
-        let chunks_sha = cache::file_sha(bundle, manifest, "chunks")?;
+    /// The index of segment `seg` of the bundle, from the cache when present and intact, else
+    /// built and cached. Lengths are normalised by the manifest's `avgdl`, that of the whole
+    /// bundle's live chunks.
+    pub fn load(bundle: &Path, manifest: &Manifest, seg: &SegmentInfo) -> Result<Self> {
+        let sha = cache::file_sha(bundle, manifest, seg, "postings")?;
+        let chunks_sha = cache::file_sha(bundle, manifest, seg, "chunks")?;
         let bytes = cache::load(
             &format!(
                 "inverted-{sha}-{}.bin",
@@ -55,8 +57,8 @@ impl Inverted {
             |b| Self::check(b).is_some(),
             || {
                 build(
-                    &bundle.join(manifest.table_file("chunks")),
-                    &bundle.join(manifest.table_file("postings")),
+                    &bundle.join(seg.file("chunks")),
+                    &bundle.join(seg.file("postings")),
                 )
             },
         )?;
@@ -159,9 +161,20 @@ impl Inverted {
         None
     }
 
-    /// Document frequency of `term` (its postings), 0 when absent.
-    pub fn df(&self, term: &str) -> u64 {
-        self.range(term).map_or(0, |(s, e)| (e - s) as u64)
+    /// Document frequency of `term` (its postings), 0 when absent; with `dead` (by chunk
+    /// ordinal), of its live postings only.
+    pub fn df(&self, term: &str, dead: Option<&[bool]>) -> u64 {
+        let Some((s, e)) = self.range(term) else {
+            return 0;
+        };
+        let Some(dead) = dead else {
+            return (e - s) as u64;
+        };
+        let l = self.layout();
+        let ords = &self.bytes[l.ords() + 4 * s..l.ords() + 4 * e];
+        ords.chunks_exact(4)
+            .filter(|o| !dead.get(le_u32(o) as usize).copied().unwrap_or(false))
+            .count() as u64
     }
 
     /// The chunk id of ordinal `i`.
@@ -169,13 +182,15 @@ impl Inverted {
         cache::i64_at(&self.bytes, HEADER + i * 8)
     }
 
-    /// BM25 over `weighted` (term, weight × idf); chunks outside `allowed` (when given) are left
-    /// out. Returns the best `k` (chunk id, score), best first, ties by chunk id.
+    /// BM25 over `weighted` (term, weight × idf); chunks outside `allowed` (when given) and dead
+    /// ones (`dead`, by chunk ordinal) are left out. Returns the best `k` (chunk id, score), best
+    /// first, ties by chunk id.
     pub fn top(
         &self,
         weighted: &[(String, f64)],
         k: usize,
         allowed: Option<&FxHashSet<i64>>,
+        dead: Option<&[bool]>,
     ) -> Vec<(i64, f64)> {
         if k == 0 || self.n == 0 {
             return Vec::new();
@@ -214,7 +229,7 @@ impl Inverted {
         let mut heap: BinaryHeap<Worst> = BinaryHeap::with_capacity(k + 1);
         for (o, acc) in scores.iter_mut().enumerate() {
             let s = std::mem::take(acc);
-            if s == 0.0 {
+            if s == 0.0 || dead.is_some_and(|d| d.get(o).copied().unwrap_or(false)) {
                 continue;
             }
             let c = Worst(s, self.id(o));

@@ -143,8 +143,25 @@ pub struct Hit {
     pub content: Option<String>,
 }
 
-/// An open bundle: its manifest, and (opened on first use) a DuckDB connection with views over its
-/// tables, the vector matrix and the chunk rows.
+/// One segment of an open bundle: which of its rows later segments killed, and its query caches
+/// (each built from this segment's tables alone, so a new segment costs only its own).
+struct Segment {
+    info: crate::bundle::SegmentInfo,
+    /// Paths whose rows here are dead (tombstoned by a later segment).
+    dead_paths: FxHashSet<String>,
+    /// The same as a flag per chunk ordinal (from the `files` table: chunks lie in path order),
+    /// `None` when nothing here is dead.
+    dead: std::sync::OnceLock<Option<Arc<Vec<bool>>>>,
+    /// The vector matrix, loaded on first use.
+    matrix: std::sync::OnceLock<vectors::Matrix>,
+    /// The BM25 inverted index, loaded on first use.
+    inverted: std::sync::OnceLock<Arc<inverted::Inverted>>,
+    /// The chunk rows, loaded on first use.
+    rows: std::sync::OnceLock<rows::Rows>,
+}
+
+/// An open bundle: its manifest, its segments with their caches, and (opened on first use) a
+/// DuckDB connection with views over the live rows of its tables.
 pub struct Bundle {
     /// Where it is (for a packed bundle, its unpacked copy in the cache).
     pub dir: std::path::PathBuf,
@@ -155,21 +172,104 @@ pub struct Bundle {
     /// DuckDB with one view per table; opening DuckDB costs ≈30 ms, so a query that needs no SQL
     /// (vector mode without filters) never does.
     conn: std::sync::OnceLock<duckdb::Connection>,
-    /// The vector matrix, loaded on first use and kept for the life of this handle.
-    matrix: std::sync::OnceLock<vectors::Matrix>,
-    /// The BM25 inverted index, loaded on first use.
-    inverted: std::sync::OnceLock<inverted::Inverted>,
-    /// The chunk rows, loaded on first use.
-    rows: std::sync::OnceLock<rows::Rows>,
+    /// The segments, oldest first.
+    segments: Vec<Segment>,
     /// The bundle's embedder, built on first use (a local model loads once).
     embedder: std::sync::OnceLock<QueryModel>,
 }
 
 impl Bundle {
-    /// The bundle's `terms` table.
-    fn terms_path(&self) -> std::path::PathBuf {
-        self.dir.join(self.manifest.table_file("terms"))
+    /// The `terms` table of a bundle of one segment (whose stored document frequencies are the
+    /// live ones).
+    fn terms_path(&self) -> Option<std::path::PathBuf> {
+        match self.segments.as_slice() {
+            [one] => Some(self.dir.join(one.info.file("terms"))),
+            _ => None,
+        }
     }
+
+    /// Segment `i`'s dead chunk ordinals (read once from its `files` table), `None` when none.
+    fn dead(&self, i: usize) -> Result<Option<Arc<Vec<bool>>>> {
+        let seg = &self.segments[i];
+        loaded(&seg.dead, || {
+            if seg.dead_paths.is_empty() {
+                return Ok(None);
+            }
+            let mut dead = Vec::new();
+            for f in crate::bundle::reader::read_files(&seg.info.dir(&self.dir))? {
+                let d = seg.dead_paths.contains(&f.path);
+                dead.extend(std::iter::repeat_n(d, f.chunks as usize));
+            }
+            Ok(Some(Arc::new(dead)))
+        })
+        .cloned()
+    }
+
+    /// Segment `i`'s inverted index.
+    fn inverted(&self, i: usize) -> Result<Arc<inverted::Inverted>> {
+        let seg = &self.segments[i];
+        loaded(&seg.inverted, || {
+            inverted::Inverted::load(&self.dir, &self.manifest, &seg.info).map(Arc::new)
+        })
+        .cloned()
+    }
+
+    /// Segment `i`'s chunk rows.
+    fn seg_rows(&self, i: usize) -> Result<&rows::Rows> {
+        let seg = &self.segments[i];
+        loaded(&seg.rows, || {
+            rows::Rows::load(&self.dir, &self.manifest, &seg.info)
+        })
+    }
+
+    /// Every segment's inverted index with its dead ordinals: what live document frequencies
+    /// are counted from.
+    fn live_postings(&self) -> Result<LivePostings> {
+        (0..self.segments.len())
+            .map(|i| Ok((self.inverted(i)?, self.dead(i)?)))
+            .collect::<Result<Vec<_>>>()
+            .map(Arc::new)
+    }
+
+    /// The segment where chunk `id` is live (ids are unique among live rows), and its row.
+    fn locate(&self, id: i64) -> Result<Option<(usize, rows::Row<'_>)>> {
+        for i in (0..self.segments.len()).rev() {
+            if let Some(r) = self.seg_rows(i)?.get(id)
+                && !self.segments[i].dead_paths.contains(r.path)
+            {
+                return Ok(Some((i, r)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Per segment: its inverted index and dead chunk ordinals.
+type LivePostings = Arc<Vec<(Arc<inverted::Inverted>, Option<Arc<Vec<bool>>>)>>;
+
+/// BM25 over every segment's live chunks: the best `n` (chunk id, score), best first.
+fn bm25_top(
+    live: &LivePostings,
+    idf: &[(String, f64)],
+    n: usize,
+    allowed: Option<&FxHashSet<i64>>,
+) -> Vec<(i64, f64)> {
+    let mut out = Vec::new();
+    for (index, dead) in live.iter() {
+        out.extend(index.top(idf, n, allowed, dead.as_deref().map(Vec::as_slice)));
+    }
+    if live.len() > 1 {
+        out.sort_by(best_first);
+        out.truncate(n);
+    }
+    out
+}
+
+/// The live document frequency of `term` over `live`'s segments.
+fn live_df(live: &LivePostings, term: &str) -> u64 {
+    live.iter()
+        .map(|(ix, dead)| ix.df(term, dead.as_deref().map(Vec::as_slice)))
+        .sum()
 }
 
 /// SQL string literal.
@@ -196,18 +296,21 @@ impl Bundle {
                 ),
             ));
         }
-        for t in crate::bundle::TABLES {
-            let name = manifest.table_file(t);
-            let p = dir.join(&name);
+        if manifest.segments.is_empty() {
+            return Err(Error::bundle(
+                dir,
+                "its manifest lists no segment (run `trove verify` on it, or re-index)",
+            ));
+        }
+        manifest.check_segments(dir)?;
+        let names = manifest.segment_files();
+        for name in &names {
+            let p = dir.join(name);
             let size = std::fs::metadata(&p)
                 .ok()
                 .filter(|m| m.is_file())
                 .map(|m| m.len());
-            let listed = manifest
-                .files
-                .iter()
-                .find(|f| f.name == name)
-                .map(|f| f.bytes);
+            let listed = manifest.entry(name).map(|f| f.bytes);
             let problem = match (size, listed) {
                 (None, _) => "is missing",
                 (_, None) => "is not in the manifest",
@@ -221,38 +324,31 @@ impl Bundle {
         }
         // Every table's sha256 against the manifest: hashed once per file version (remembered in
         // the cache by path, size, mtime and inode), so damaged bytes are refused, not queried.
-        let memo = crate::util::cache_dir()
-            .unwrap_or_else(|| std::env::temp_dir().join("trove-cache"))
-            .join("verified");
-        let _ = std::fs::create_dir_all(&memo);
-        for f in crate::bundle::TABLES
-            .iter()
-            .filter_map(|t| manifest.table_entry(t))
-        {
-            let path = dir.join(&f.name);
-            let mut sha = crate::bundle::pack::content_key(&path, &memo)?;
-            if sha != f.sha256 {
-                // A damaged memo must not condemn a good file: hash it again before refusing.
-                sha = crate::bundle::hash_file(&path)?.1;
+        crate::bundle::pack::check_hashes(dir, &manifest)?;
+        // Each segment's rows of the paths a later segment tombstones are dead.
+        let mut segments: Vec<Segment> = Vec::with_capacity(manifest.segments.len());
+        for (i, info) in manifest.segments.iter().enumerate() {
+            if info.tombstones > 0 {
+                let paths = crate::bundle::reader::read_tombstones(&info.dir(dir))?;
+                for s in &mut segments[..i] {
+                    s.dead_paths.extend(paths.iter().cloned());
+                }
             }
-            if sha != f.sha256 {
-                return Err(Error::bundle(
-                    dir,
-                    format!(
-                        "{} does not match the sha256 its manifest records (damaged or changed since it was written): run `trove verify` on it, or re-index",
-                        f.name
-                    ),
-                ));
-            }
+            segments.push(Segment {
+                info: info.clone(),
+                dead_paths: FxHashSet::default(),
+                dead: std::sync::OnceLock::new(),
+                matrix: std::sync::OnceLock::new(),
+                inverted: std::sync::OnceLock::new(),
+                rows: std::sync::OnceLock::new(),
+            });
         }
         Ok(Bundle {
             dir: dir.to_path_buf(),
             label,
             manifest,
             conn: std::sync::OnceLock::new(),
-            matrix: std::sync::OnceLock::new(),
-            inverted: std::sync::OnceLock::new(),
-            rows: std::sync::OnceLock::new(),
+            segments,
             embedder: std::sync::OnceLock::new(),
         })
     }
@@ -312,13 +408,6 @@ impl Bundle {
         !(o.langs.is_empty() && o.types.is_empty() && o.kinds.is_empty() && o.path.is_none())
     }
 
-    /// The BM25 inverted index (built from `postings.parquet` on first use, then cached).
-    fn inverted(&self) -> Result<&inverted::Inverted> {
-        loaded(&self.inverted, || {
-            inverted::Inverted::load(&self.dir, &self.manifest)
-        })
-    }
-
     /// The ids of the chunks that pass the filters, `None` without filters.
     fn allowed(&self, o: &QueryOptions) -> Result<Option<FxHashSet<i64>>> {
         if !Self::has_filters(o) {
@@ -343,29 +432,32 @@ impl Bundle {
         Ok(Some(ids))
     }
 
-    /// (term, weight × idf) for the query terms this bundle knows.
+    /// (term, weight × idf) for the query terms this bundle knows: document frequencies from
+    /// the `terms` table of a bundle of one segment, else counted over the live postings.
     pub fn idf(&self, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
-        idf_weights(&self.terms_path(), self.manifest.bm25.n_docs, terms)
+        match self.terms_path() {
+            Some(p) => idf_weights(&Df::Terms(p), self.manifest.bm25.n_docs, terms),
+            None => self.idf_indexed(terms),
+        }
     }
 
-    /// [`Bundle::idf`] with the document frequencies from the inverted index (its postings per
-    /// term, which `terms.df` counts), for a query that loads the index anyway.
+    /// [`Bundle::idf`] with the document frequencies from the inverted indexes (the live
+    /// postings per term, which `terms.df` counts), for a query that loads them anyway.
     fn idf_indexed(&self, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
-        let index = self.inverted()?;
-        let n = self.manifest.bm25.n_docs;
-        Ok(terms
-            .iter()
-            .filter_map(|(t, w)| match index.df(t) {
-                0 => None,
-                df => Some((t.clone(), w * idf(n, df))),
-            })
-            .collect())
+        idf_weights(
+            &Df::Live(self.live_postings()?),
+            self.manifest.bm25.n_docs,
+            terms,
+        )
     }
 
     /// What turns query text into this bundle's query vector (for the SQL function `trove_embed`).
     pub fn query_embedder(&self) -> Result<QueryEmbedder> {
         Ok(QueryEmbedder {
-            terms: self.terms_path(),
+            terms: match self.terms_path() {
+                Some(p) => Df::Terms(p),
+                None => Df::Live(self.live_postings()?),
+            },
             n_docs: self.manifest.bm25.n_docs,
             max_len: self.manifest.bm25.max_token_len,
             embedder: self.embedder()?,
@@ -384,15 +476,26 @@ impl Bundle {
         let Some(q) = e.query_vector(query, idf)? else {
             return Ok(Vec::new());
         };
-        let m = loaded(&self.matrix, || {
-            vectors::Matrix::load(&self.dir, &self.manifest)
-        })?;
         let min = e.min_cosine();
-        Ok(m.top(&q, n, allowed)
-            .into_iter()
-            .filter(|(_, s)| *s >= min)
-            .map(|(id, s)| (id, f64::from(s)))
-            .collect())
+        let mut out = Vec::new();
+        for (i, seg) in self.segments.iter().enumerate() {
+            let m = loaded(&seg.matrix, || {
+                vectors::Matrix::load(&self.dir, &self.manifest, &seg.info)
+            })?;
+            let dead = self.dead(i)?;
+            out.extend(
+                m.top(&q, n, allowed, dead.as_deref().map(Vec::as_slice))
+                    .into_iter()
+                    .filter(|(_, s)| *s >= min)
+                    .map(|(id, s)| (id, f64::from(s))),
+            );
+        }
+        if self.segments.len() > 1 {
+            // The same order as one matrix's: by similarity (as f32), ties by chunk id.
+            out.sort_by(|a, b| (b.1 as f32).total_cmp(&(a.1 as f32)).then(a.0.cmp(&b.0)));
+            out.truncate(n);
+        }
+        Ok(out)
     }
 
     /// Chunk rows for `ids` (without content), keyed by id, from the row cache ([`rows`]).
@@ -400,14 +503,18 @@ impl Bundle {
         if ids.is_empty() {
             return Ok(FxHashMap::default());
         }
-        let cached = loaded(&self.rows, || rows::Rows::load(&self.dir, &self.manifest))?;
         let bundle = self.label.clone();
         let own = |s: Option<&str>| s.map(str::to_string);
-        Ok(ids
-            .iter()
-            .filter_map(|&id| {
-                let r = cached.get(id)?;
-                Some((
+        let mut located = Vec::with_capacity(ids.len());
+        for &id in ids {
+            if let Some((_, r)) = self.locate(id)? {
+                located.push((id, r));
+            }
+        }
+        Ok(located
+            .into_iter()
+            .map(|(id, r)| {
+                (
                     id,
                     Hit {
                         rank: 0,
@@ -425,7 +532,7 @@ impl Bundle {
                         signature: own(r.signature),
                         content: None,
                     },
-                ))
+                )
             })
             .collect())
     }
@@ -436,12 +543,21 @@ impl Bundle {
         if hits.is_empty() {
             return Ok(());
         }
-        let ids: Vec<i64> = hits.iter().map(|h| h.chunk_id).collect();
-        let paths: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
-        let chunks = self.dir.join(self.manifest.table_file("chunks"));
-        let mut content = lookup::contents(&chunks, &ids, &paths)?;
-        for h in hits {
-            h.content = content.remove(&h.chunk_id);
+        // By segment: each hit's content is in the segment where its chunk is live.
+        let mut by_seg: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
+        for (k, h) in hits.iter().enumerate() {
+            if let Some((i, _)) = self.locate(h.chunk_id)? {
+                by_seg.entry(i).or_default().push(k);
+            }
+        }
+        for (i, at) in by_seg {
+            let ids: Vec<i64> = at.iter().map(|&k| hits[k].chunk_id).collect();
+            let paths: Vec<&str> = at.iter().map(|&k| hits[k].path.as_str()).collect();
+            let chunks = self.dir.join(self.segments[i].info.file("chunks"));
+            let mut content = lookup::contents(&chunks, &ids, &paths)?;
+            for k in at {
+                hits[k].content = content.remove(&hits[k].chunk_id);
+            }
         }
         Ok(())
     }
@@ -511,10 +627,15 @@ impl Bundle {
             };
             // In hybrid mode the arms run side by side: BM25 on a second thread.
             let (bm25, vector) = std::thread::scope(|arms| -> Result<_> {
-                let bm25 = (o.mode != Mode::Vector).then(|| {
-                    let (index, idf, allowed) = (self.inverted(), &idf, allowed.as_ref());
+                let live = if o.mode == Mode::Vector {
+                    None
+                } else {
+                    Some(self.live_postings()?)
+                };
+                let bm25 = live.map(|live| {
+                    let (idf, allowed) = (&idf, allowed.as_ref());
                     arms.spawn(move || -> Result<_> {
-                        Ok(index?.top(idf, ARM_CANDIDATES, allowed))
+                        Ok(bm25_top(&live, idf, ARM_CANDIDATES, allowed))
                     })
                 });
                 let vector = match &embedder {
@@ -635,23 +756,36 @@ fn idf(n: u64, df: u64) -> f64 {
     (1.0 + (n - d + 0.5) / (d + 0.5)).ln()
 }
 
-/// (term, weight × idf) for the `terms` a bundle (of `n_docs` chunks) knows: their document
-/// frequencies are point reads of its `terms` table, at `terms_path`.
-fn idf_weights(
-    terms_path: &Path,
-    n_docs: u64,
-    terms: &[(String, f64)],
-) -> Result<Vec<(String, f64)>> {
+/// Where a bundle's document frequencies come from.
+#[derive(Clone)]
+enum Df {
+    /// The `terms` table of a bundle of one segment: point reads.
+    Terms(std::path::PathBuf),
+    /// The live postings of every segment.
+    Live(LivePostings),
+}
+
+/// (term, weight × idf) for the `terms` a bundle (of `n_docs` chunks) knows.
+fn idf_weights(df: &Df, n_docs: u64, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
     if terms.is_empty() {
         return Ok(Vec::new());
     }
     let names: Vec<&str> = terms.iter().map(|(t, _)| t.as_str()).collect();
-    let df = lookup::document_frequencies(terms_path, &names)?;
+    let counts: FxHashMap<String, u64> = match df {
+        Df::Terms(p) => lookup::document_frequencies(p, &names)?
+            .into_iter()
+            .filter_map(|(t, d)| Some((t, u64::try_from(d).ok()?)))
+            .collect(),
+        Df::Live(live) => names
+            .iter()
+            .map(|t| (t.to_string(), live_df(live, t)))
+            .collect(),
+    };
     Ok(terms
         .iter()
         .filter_map(|(t, w)| {
-            let d = u64::try_from(*df.get(t.as_str())?).ok()?;
-            Some((t.clone(), w * idf(n_docs, d)))
+            let d = *counts.get(t.as_str())?;
+            (d > 0).then(|| (t.clone(), w * idf(n_docs, d)))
         })
         .collect())
 }
@@ -706,8 +840,8 @@ impl QueryModel {
 /// Holds no connection, so SQL functions can share it.
 #[derive(Clone)]
 pub struct QueryEmbedder {
-    /// The bundle's `terms` table.
-    terms: std::path::PathBuf,
+    /// The bundle's document frequencies.
+    terms: Df,
     n_docs: u64,
     max_len: usize,
     embedder: QueryModel,

@@ -14,8 +14,8 @@ use rustc_hash::FxHashMap;
 use std::path::Path;
 
 use super::cache::{self, Bytes, i64_at, u32_at, u64_at};
-use crate::bundle::Manifest;
 use crate::bundle::reader::column;
+use crate::bundle::{Manifest, SegmentInfo};
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"TRVROW01";
@@ -65,10 +65,11 @@ pub struct Rows {
 }
 
 impl Rows {
-    /// The bundle's rows, from the cache when present and intact, else read and cached.
-    pub fn load(bundle: &Path, manifest: &Manifest) -> Result<Self> {
-        let sha = cache::file_sha(bundle, manifest, "chunks")?;
-        let path = bundle.join(manifest.table_file("chunks"));
+    /// The rows of segment `seg` of the bundle, from the cache when present and intact, else
+    /// read and cached.
+    pub fn load(bundle: &Path, manifest: &Manifest, seg: &SegmentInfo) -> Result<Self> {
+        let sha = cache::file_sha(bundle, manifest, seg, "chunks")?;
+        let path = bundle.join(seg.file("chunks"));
         let bytes = cache::load(
             &format!("rows-{sha}.bin"),
             |b| Self::check(b).is_some(),

@@ -100,10 +100,10 @@ impl Bundle {
              CREATE MACRO bm25_search(q, k := 10) AS TABLE
                WITH qt AS (SELECT unnest(trove_tokens(q)) AS term),
                     t AS (SELECT term, ln(1 + ({n} - df + 0.5) / (df + 0.5)) AS idf FROM terms SEMI JOIN qt USING (term)),
-                    s AS (SELECT p.chunk_ord, sum(t.idf * p.tf * ({k1} + 1) / (p.tf + {k1} * (1 - {b} + {b} * c.token_len / {avgdl}))) AS score
-                          FROM postings p JOIN t USING (term) JOIN chunks c USING (chunk_ord) GROUP BY p.chunk_ord)
+                    s AS (SELECT p.segment, p.chunk_ord, sum(t.idf * p.tf * ({k1} + 1) / (p.tf + {k1} * (1 - {b} + {b} * c.token_len / {avgdl}))) AS score
+                          FROM postings p JOIN t USING (term) JOIN chunks c USING (segment, chunk_ord) GROUP BY p.segment, p.chunk_ord)
                SELECT c.chunk_id, c.path, c.start_line, c.end_line, c.kind, c.symbol_path, s.score
-               FROM s JOIN chunks c USING (chunk_ord) ORDER BY s.score DESC, c.chunk_id LIMIT k;
+               FROM s JOIN chunks c USING (segment, chunk_ord) ORDER BY s.score DESC, c.chunk_id LIMIT k;
              CREATE MACRO similar_chunks(id, k := 10) AS TABLE
                WITH e AS (SELECT chunk_id, embedding::FLOAT[{dim}] AS v FROM embeddings),
                     q AS (SELECT v FROM e WHERE chunk_id = id)

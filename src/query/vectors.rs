@@ -8,7 +8,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::path::Path;
 
 use super::cache::{self, Bytes};
-use crate::bundle::Manifest;
+use crate::bundle::{Manifest, SegmentInfo};
 use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"TRVVEC01";
@@ -60,14 +60,15 @@ pub struct Matrix {
 const HEADER: usize = 8 + 8 + 4;
 
 impl Matrix {
-    /// The bundle's matrix, from the cache when present and intact, else built and cached.
-    pub fn load(bundle: &Path, manifest: &Manifest) -> Result<Self> {
-        let sha = cache::file_sha(bundle, manifest, "embeddings")?;
+    /// The matrix of segment `seg` of the bundle, from the cache when present and intact, else
+    /// built and cached.
+    pub fn load(bundle: &Path, manifest: &Manifest, seg: &SegmentInfo) -> Result<Self> {
+        let sha = cache::file_sha(bundle, manifest, seg, "embeddings")?;
         let dim = manifest.embedder.dim;
         let bytes = cache::load(
             &format!("vectors-{sha}.i8"),
             |b| Self::rows_in(b, dim).is_some(),
-            || Self::from_parquet(&bundle.join(manifest.table_file("embeddings")), dim),
+            || Self::from_parquet(&bundle.join(seg.file("embeddings")), dim),
         )?;
         let n = Self::rows_in(&bytes, dim)
             .ok_or_else(|| Error::bundle(bundle, "vector matrix failed its check"))?;
@@ -114,12 +115,14 @@ impl Matrix {
     }
 
     /// Cosine similarity of the (normalised) query with every row; rows outside `allowed` (when
-    /// given) are skipped. Returns the best `n` (chunk id, score), best first.
+    /// given) and dead rows (`dead`, by row: the chunk ordinal) are skipped. Returns the best `n`
+    /// (chunk id, score), best first.
     pub fn top(
         &self,
         q: &[f32],
         n: usize,
         allowed: Option<&rustc_hash::FxHashSet<i64>>,
+        dead: Option<&[bool]>,
     ) -> Vec<(i64, f32)> {
         // The query as i16 (its own scale): an integer dot product, which the compiler vectorises
         // (a float sum it may not reorder), at a rounding error of 1/32767 of the largest weight.
@@ -135,7 +138,9 @@ impl Matrix {
             .enumerate()
         {
             let id = self.id(row);
-            if allowed.is_some_and(|a| !a.contains(&id)) {
+            if allowed.is_some_and(|a| !a.contains(&id))
+                || dead.is_some_and(|d| d.get(row).copied().unwrap_or(false))
+            {
                 continue;
             }
             let dot: i32 = v
