@@ -4,10 +4,11 @@
 # Copies SRC (default: the corpus of scripts/bench-corpus.sh in $BENCH_CORPUS or
 # /tmp/trove-bench-corpus, assembled when missing) into a temp git repository — a clone when SRC is
 # one, else a first commit of everything —, indexes it in full, then for each change — 1 file
-# edited, 100 files edited, a directory renamed — commits and runs `trove index --since auto` on the
-# previous bundle. After the 1-file step it also rebuilds in full and checks the two bundles' tables
-# are identical. Prints wall time, peak RSS, files re-processed and chunks embedded, and the ratio
-# full / incremental.
+# edited, 100 files edited, a directory renamed — commits and runs `trove index --since auto
+# --no-compact` on the previous bundle, which adds one segment (bundle v5). After the 1-file step it
+# also rebuilds in full and checks that a compacted copy of the segmented bundle has the full
+# build's tables byte for byte. Prints wall time, peak RSS, files re-processed, chunks embedded,
+# bytes written, and the ratio full / incremental.
 #
 # Usage: scripts/bench-incremental.sh [SRC]      env: TROVE (binary; default target/release/trove
 #        or $CARGO_TARGET_DIR/release/trove), KEEP=1 keeps the temp dir.
@@ -46,25 +47,28 @@ import json, sys
 label, secs, kb, path = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 s = json.load(open(path))
 processed = s["files_indexed"] - s["files_reused"]
-print(f"{label:<28} {secs:>8.2f} s {kb/1024:>8.0f} MB {processed:>9} {s['chunks_embedded']:>9} {s['files_reused']:>9}")
+written = s.get("bytes_written", 0) / 1e6
+print(f"{label:<28} {secs:>8.2f} s {kb/1024:>8.0f} MB {processed:>9} {s['chunks_embedded']:>9} {s['files_reused']:>9} {written:>9.2f} MB")
 PY
 }
 
 printf '%s\n' "tree: $files files, $((bytes / 1000000)) MB"
-printf '%-28s %10s %11s %9s %9s %9s\n' run wall "peak RSS" processed embedded reused
+printf '%-28s %10s %11s %9s %9s %9s %12s\n' run wall "peak RSS" processed embedded reused written
 run "full" -o "$work/b"; full=$secs
 
 first=$(g ls-files '*.rs' | sed -n 1p)
 printf '\n// bench: one edit\npub fn trove_bench_edit() -> u32 { 42 }\n' >> "$repo/$first"
 g commit -q -am "1 file"
-run "1-file change --since auto" -o "$work/b" --since auto; one=$secs
+run "1-file change --since auto" -o "$work/b" --since auto --no-compact; one=$secs
 
 run "full rebuild (check)" -o "$work/full"
-python3 - "$work/b/manifest.json" "$work/full/manifest.json" <<'PY'
+cp -a "$work/b" "$work/compacted"
+"$trove" compact "$work/compacted" --quiet
+python3 - "$work/compacted/manifest.json" "$work/full/manifest.json" <<'PY'
 import json, sys
 a, b = (json.load(open(p))["files"] for p in sys.argv[1:])
-assert a == b, "incremental and full bundles differ"
-print("check: incremental tables == full rebuild tables (rows and sha256 of every file)")
+assert a == b, "compacted incremental and full bundles differ"
+print("check: compacted incremental tables == full rebuild tables (rows and sha256 of every file)")
 PY
 "$trove" verify "$work/b"
 
@@ -72,12 +76,13 @@ g ls-files '*.rs' | sed -n '2,101p' | while read -r f; do
   printf '\n// bench: many edits\n' >> "$repo/$f"
 done
 g commit -q -am "100 files"
-run "100-file change --since auto" -o "$work/b" --since auto; hundred=$secs
+run "100-file change --since auto" -o "$work/b" --since auto --no-compact; hundred=$secs
 
-dir=$(g ls-files '*.rs' | sed -n '500p' | cut -d/ -f1-2)
+n=$(g ls-files '*.rs' | wc -l)
+dir=$(g ls-files '*.rs' | sed -n "$((n / 2 + 1))p" | cut -d/ -f1-2)
 g mv "$dir" "$dir-renamed"
 g commit -q -m "rename $dir"
-run "dir rename --since auto" -o "$work/b" --since auto; renamed=$secs
+run "dir rename --since auto" -o "$work/b" --since auto --no-compact; renamed=$secs
 
 python3 - "$full" "$one" "$hundred" "$renamed" <<'PY'
 import sys
