@@ -600,10 +600,6 @@ impl Provenance {
         } else {
             live.tokens as f64 / n_docs as f64
         };
-        let mut segments = base.segments.clone();
-        let mut seg = f.segment;
-        seg.embedder = self.embedder.fingerprint.clone();
-        segments.push(seg);
         let mut files: Vec<FileEntry> = base
             .files
             .iter()
@@ -611,6 +607,31 @@ impl Provenance {
             .cloned()
             .collect();
         files.extend(f.entries);
+        let mut segments = base.segments.clone();
+        segments.push(f.segment);
+        self.assemble(counts, live.languages, avgdl, segments, files)
+    }
+
+    /// The manifest of a bundle whose writer finished with `f`: this build's tool stamp, the
+    /// time of writing, the counts, and BM25 statistics of the rows written.
+    pub fn manifest(self, f: super::Finished) -> Manifest {
+        self.assemble(f.counts, f.languages, f.avgdl, vec![f.segment], f.entries)
+    }
+
+    /// The one manifest assembly of index, merge, compact and incremental runs: this build's
+    /// tool stamp, the time of writing, `n_docs` = the live chunks of `counts`, and the newest
+    /// segment stamped with this run's embedder.
+    fn assemble(
+        self,
+        counts: Counts,
+        languages: BTreeMap<String, LangCount>,
+        avgdl: f64,
+        mut segments: Vec<SegmentInfo>,
+        files: Vec<FileEntry>,
+    ) -> Manifest {
+        if let Some(last) = segments.last_mut() {
+            last.embedder = self.embedder.fingerprint.clone();
+        }
         Manifest {
             format: super::FORMAT.into(),
             format_version: super::FORMAT_VERSION,
@@ -625,44 +646,13 @@ impl Provenance {
             embedder: self.embedder,
             bm25: Bm25Info {
                 avgdl,
-                n_docs,
+                n_docs: counts.chunks,
                 ..self.bm25
             },
             counts,
-            languages: live.languages,
+            languages,
             segments,
             files,
-        }
-    }
-
-    /// The manifest of a bundle whose writer finished with `f`: this build's tool stamp, the
-    /// time of writing, the counts, and BM25 statistics of the rows written.
-    pub fn manifest(self, f: super::Finished) -> Manifest {
-        let fingerprint = self.embedder.fingerprint.clone();
-        Manifest {
-            format: super::FORMAT.into(),
-            format_version: super::FORMAT_VERSION,
-            tool: manifest_tool(),
-            created_at: created_at(),
-            source: self.source,
-            base: self.base,
-            pipeline: self.pipeline,
-            pipeline_hash: self.pipeline_hash,
-            languages_hash: self.languages_hash,
-            shard: self.shard,
-            embedder: self.embedder,
-            bm25: Bm25Info {
-                avgdl: f.avgdl,
-                n_docs: f.counts.chunks,
-                ..self.bm25
-            },
-            counts: f.counts,
-            languages: f.languages,
-            segments: vec![SegmentInfo {
-                embedder: fingerprint,
-                ..f.segment
-            }],
-            files: f.entries,
         }
     }
 }

@@ -8,7 +8,7 @@ use arrow::array::{
 use arrow::datatypes::Float32Type;
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -734,8 +734,6 @@ pub fn read_tombstones(dir: &Path) -> Result<Vec<String>> {
 /// later segments tombstone; the live `files` and `skipped` rows with the segment holding each.
 #[derive(Debug, Default)]
 pub struct Live {
-    /// Per segment (manifest order): the paths whose rows in it are dead.
-    pub dead: Vec<FxHashSet<String>>,
     /// Live files rows, in path order, with their segment's index.
     pub files: Vec<(FileRow, usize)>,
     /// Live skipped rows, sorted, with their segment's index.
@@ -746,17 +744,7 @@ impl Live {
     /// Reads the tombstones, files and skipped tables of every segment of the bundle at `dir`.
     pub fn read(dir: &Path, manifest: &super::Manifest) -> Result<Self> {
         let segs = &manifest.segments;
-        let mut dead: Vec<FxHashSet<String>> = vec![FxHashSet::default(); segs.len()];
-        for (i, s) in segs.iter().enumerate().skip(1) {
-            if s.tombstones == 0 {
-                continue;
-            }
-            for p in read_tombstones(&s.dir(dir))? {
-                for d in &mut dead[..i] {
-                    d.insert(p.clone());
-                }
-            }
-        }
+        let dead = dead_paths(dir, manifest)?;
         let mut files = Vec::new();
         let mut skipped = Vec::new();
         for (i, s) in segs.iter().enumerate() {
@@ -787,18 +775,24 @@ impl Live {
             }
         }
         skipped.sort();
-        Ok(Live {
-            dead,
-            files,
-            skipped,
-        })
+        Ok(Live { files, skipped })
     }
 }
 
-/// The files table of a segment folder keyed by path.
-pub fn files_by_path(dir: &Path) -> Result<FxHashMap<String, FileRow>> {
-    Ok(read_files(dir)?
-        .into_iter()
-        .map(|f| (f.path.clone(), f))
-        .collect())
+/// Per segment of the bundle at `dir` (manifest order): the paths whose rows in it are dead,
+/// tombstoned by a later segment.
+pub fn dead_paths(dir: &Path, manifest: &super::Manifest) -> Result<Vec<FxHashSet<String>>> {
+    let segs = &manifest.segments;
+    let mut dead: Vec<FxHashSet<String>> = vec![FxHashSet::default(); segs.len()];
+    for (i, s) in segs.iter().enumerate().skip(1) {
+        if s.tombstones == 0 {
+            continue;
+        }
+        for p in read_tombstones(&s.dir(dir))? {
+            for d in &mut dead[..i] {
+                d.insert(p.clone());
+            }
+        }
+    }
+    Ok(dead)
 }

@@ -544,13 +544,13 @@ fn build_into(
     summary.files_seen = walked.files.len() as u64
         + skipped.iter().filter(|s| !s.path.ends_with('/')).count() as u64;
     // An incremental run tombstones what changed and writes only its new skipped rows.
-    let (skipped_written, live_kept) = match reuse {
+    let (skipped_written, live_kept, tombstones) = match reuse {
         Some(r) => {
             let (tombstones, new_skips) = changes(r, &kept, &skipped);
-            writer.set_tombstones(tombstones);
-            (new_skips, Some(r))
+            writer.set_tombstones(tombstones.clone());
+            (new_skips, Some(r), tombstones.into_iter().collect())
         }
-        None => (skipped.clone(), None),
+        None => (skipped.clone(), None, FxHashSet::default()),
     };
     if let Some(r) = live_kept
         && writer.is_empty()
@@ -621,17 +621,17 @@ fn build_into(
         }
         Some(r) => {
             summary.tombstones = finished.segment.tombstones;
-            let seg_dir = finished.segment.dir(tmp);
-            let new_files = crate::bundle::reader::read_files(&seg_dir)?;
-            let tomb: FxHashSet<String> = crate::bundle::reader::read_tombstones(&seg_dir)?
-                .into_iter()
-                .collect();
+            let new_files = crate::bundle::reader::read_files(&finished.segment.dir(tmp))?;
             let live_files = r
                 .files
                 .values()
-                .filter(|f| !tomb.contains(&f.path))
+                .filter(|f| !tombstones.contains(&f.path))
                 .chain(&new_files);
-            let live_skipped = r.skipped.iter().filter(|k| !tomb.contains(&k.path)).count()
+            let live_skipped = r
+                .skipped
+                .iter()
+                .filter(|k| !tombstones.contains(&k.path))
+                .count()
                 + skipped_written.len();
             let live = bundle::LiveTotals::of(live_files, live_skipped as u64);
             let m = provenance.manifest_appended(&r.manifest, finished, live);

@@ -326,23 +326,19 @@ impl Bundle {
         // the cache by path, size, mtime and inode), so damaged bytes are refused, not queried.
         crate::bundle::pack::check_hashes(dir, &manifest)?;
         // Each segment's rows of the paths a later segment tombstones are dead.
-        let mut segments: Vec<Segment> = Vec::with_capacity(manifest.segments.len());
-        for (i, info) in manifest.segments.iter().enumerate() {
-            if info.tombstones > 0 {
-                let paths = crate::bundle::reader::read_tombstones(&info.dir(dir))?;
-                for s in &mut segments[..i] {
-                    s.dead_paths.extend(paths.iter().cloned());
-                }
-            }
-            segments.push(Segment {
+        let segments: Vec<Segment> = manifest
+            .segments
+            .iter()
+            .zip(crate::bundle::reader::dead_paths(dir, &manifest)?)
+            .map(|(info, dead_paths)| Segment {
                 info: info.clone(),
-                dead_paths: FxHashSet::default(),
+                dead_paths,
                 dead: std::sync::OnceLock::new(),
                 matrix: std::sync::OnceLock::new(),
                 inverted: std::sync::OnceLock::new(),
                 rows: std::sync::OnceLock::new(),
-            });
-        }
+            })
+            .collect();
         Ok(Bundle {
             dir: dir.to_path_buf(),
             label,
