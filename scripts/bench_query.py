@@ -13,7 +13,14 @@ times 50 queries (two to four vocabulary words each, fixed seed):
     same queries.
 Then the ratios the targets are stated in.
 
+With --segments K (bundle v5): the same corpus committed in K steps — each adds the next K-th of the
+files and edits a few files of earlier steps, so older segments carry dead rows — indexed with one
+`trove index --since auto --no-compact` per step into a bundle of K segments, and a compacted copy
+(`trove compact`, one segment, the same live rows). Both are timed as above (no tantivy), and the
+ratio segmented / compacted p50 is printed per mode (target <= 1.5).
+
 usage: bench_query.py --trove T --example E --tantivy P [--sizes 100000,1000000] [--work DIR]
+                      [--segments K]
 """
 import argparse
 import json
@@ -60,6 +67,56 @@ def generate(root, chunks):
             fh.write("".join(src))
 
 
+def git(repo, *args):
+    subprocess.run(["git", "-C", repo, "-c", "user.name=bench", "-c", "user.email=bench@example.com",
+                    *args], check=True, stdout=subprocess.DEVNULL)
+
+
+def segmented(trove, base, n, k):
+    """A bundle of `k` segments over the corpus of `n` chunks (see the module docs), and its
+    compacted copy; reused when present."""
+    repo, stage = os.path.join(base, "repo"), os.path.join(base, f"seg{k}-repo")
+    seg, comp = os.path.join(base, f"bundle-seg{k}"), os.path.join(base, f"bundle-seg{k}-compacted")
+    if os.path.isfile(os.path.join(comp, "manifest.json")):
+        return seg, comp
+    subprocess.run(["rm", "-rf", stage, seg, comp], check=True)
+    files = sorted(os.path.relpath(os.path.join(d, f), repo)
+                   for d, _, fs in os.walk(repo) for f in fs)
+    os.makedirs(stage)
+    git(stage, "init", "-q")
+    t = time.perf_counter()
+    for step in range(k):
+        for rel in files[step::k]:
+            dst = os.path.join(stage, rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            subprocess.run(["cp", os.path.join(repo, rel), dst], check=True)
+        # A few files of the earlier steps change: their rows in older segments become dead.
+        earlier = [f for i, f in enumerate(files) if i % k < step]
+        for rel in earlier[::max(1, len(earlier) // 50)][:50]:
+            with open(os.path.join(stage, rel), "a") as fh:
+                fh.write(f"\n/// edited in step {step}\nfn edited_{step}() {{}}\n")
+        git(stage, "add", "-A")
+        git(stage, "commit", "-q", "-m", f"step {step}")
+        args = [trove, "index", stage, "-o", seg, "--quiet", "--no-compact"]
+        subprocess.run(args + (["--since", "auto"] if step else []), check=True)
+    print(f"[{n}] {k} segments indexed in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    subprocess.run(["cp", "-a", seg, comp], check=True)
+    subprocess.run([trove, "compact", comp, "--quiet"], check=True)
+    return seg, comp
+
+
+def timed(trove, example, bundle, qs, qfile):
+    rows = {}
+    for mode in ("bm25", "vector", "hybrid"):
+        rows[f"{mode} (process)"] = whole_process(trove, bundle, qs, mode)
+    out = subprocess.run([example, bundle, qfile], check=True, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        r = json.loads(line)
+        if r["what"] != "vector-floor-f32":
+            rows[f"{r['what']} (in-process)"] = (r["p50_ms"], r["p95_ms"])
+    return rows
+
+
 def queries(n=50):
     w = Words(0x2545F4914F6CDD1D)
     return [" ".join(w.next() for _ in range(2 + i % 3)) for i in range(n)]
@@ -88,6 +145,7 @@ def main():
     ap.add_argument("--tantivy", required=True, help="the tantivy-bm25 peer binary")
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--work", help="keep corpora and bundles here (reused when present)")
+    ap.add_argument("--segments", type=int, help="compare a bundle of this many segments with its compaction")
     a = ap.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="trove-bench-query-")
     qs = queries()
@@ -100,6 +158,21 @@ def main():
         repo, bundle = os.path.join(base, "repo"), os.path.join(base, "bundle")
         if not os.path.isdir(repo):
             generate(repo, n)
+        if a.segments:
+            seg, comp = segmented(a.trove, base, n, a.segments)
+            got = {b: timed(a.trove, a.example, b, qs, qfile) for b in (seg, comp)}
+            m = json.load(open(os.path.join(seg, "manifest.json")))
+            stored = sum(s["chunks"] for s in m["segments"])
+            print(f"\n{n} chunks: {len(m['segments'])} segments ({m['counts']['chunks']} live chunks, "
+                  f"{stored - m['counts']['chunks']} dead) vs compacted; {len(qs)} queries")
+            print(f"  {'':28} {'segmented p50':>14} {'p95':>9} {'compacted p50':>14} {'p95':>9} {'ratio p50':>10}")
+            worst = 0
+            for k in got[seg]:
+                (sp, s95), (cp, c95) = got[seg][k], got[comp][k]
+                worst = max(worst, sp / cp)
+                print(f"  {k:28} {sp:14.2f} {s95:9.2f} {cp:14.2f} {c95:9.2f} {sp / cp:9.2f}x")
+            summary.append((n, f"  worst p50 ratio segmented / compacted {worst:.2f}x (target <= 1.5)"))
+            continue
         # A kept bundle this trove cannot query (another format version) is indexed again.
         usable = os.path.isfile(os.path.join(bundle, "manifest.json")) and subprocess.run(
             [a.trove, "query", bundle, "parse", "--mode", "bm25", "-k", "1", "--format", "jsonl"],

@@ -1,4 +1,5 @@
-//! JSON over HTTP for OpenAI-compatible servers (`openai` embedder, `llm` summarizer).
+//! HTTP: JSON for OpenAI-compatible servers (`openai` embedder, `llm` summarizer), and files of
+//! published bundles (`trove sync`).
 //!
 //! Input: a URL, a JSON body, an optional API key. Output: the response's JSON, or a [`Failure`]
 //! that says whether trying again could help. Calls that time out, cannot connect, get 408/429/5xx
@@ -86,9 +87,30 @@ impl Client {
         body: &serde_json::Value,
     ) -> std::result::Result<serde_json::Value, Failure> {
         let payload = serde_json::to_vec(body).unwrap_or_default();
+        self.retrying(|| self.try_once(url, &payload))
+    }
+
+    /// GETs `url` into `out` (emptied first, and again before each retry), at most `limit`
+    /// bytes; returns the bytes received. Timeouts, broken connections, 408/429/5xx are retried
+    /// as for [`Client::post`]; any other status is a [`Failure::Refused`] naming it.
+    pub fn get_into(
+        &self,
+        url: &str,
+        out: &mut dyn Sink,
+        limit: u64,
+    ) -> std::result::Result<u64, Failure> {
+        self.retrying(|| self.get_once(url, &mut *out, limit))
+    }
+
+    /// Runs `once` until it succeeds, fails for good, or the retries run out (exponential backoff
+    /// with jitter, or what `Retry-After` asks).
+    fn retrying<T>(
+        &self,
+        mut once: impl FnMut() -> std::result::Result<T, Attempt>,
+    ) -> std::result::Result<T, Failure> {
         let mut attempt = 0u32;
         loop {
-            let (problem, retry_after) = match self.try_once(url, &payload) {
+            let (problem, retry_after) = match once() {
                 Ok(v) => return Ok(v),
                 Err(Attempt::Final(f)) => return Err(f),
                 Err(Attempt::Again(m, after)) => (m, after),
@@ -102,6 +124,49 @@ impl Client {
             self.retried.fetch_add(1, Relaxed);
             attempt += 1;
         }
+    }
+
+    fn get_once(
+        &self,
+        url: &str,
+        out: &mut dyn Sink,
+        limit: u64,
+    ) -> std::result::Result<u64, Attempt> {
+        let mut req = self.agent.get(url);
+        if let Some(k) = &self.key {
+            req = req.header("Authorization", format!("Bearer {k}"));
+        }
+        let mut resp = match req.call() {
+            Ok(r) => r,
+            Err(e) => return Err(transport_failure(url, e)),
+        };
+        let status = resp.status().as_u16();
+        if !(200..=299).contains(&status) {
+            // A file server's error page is HTML: the status line says it all.
+            let msg = self.mask(&format!(
+                "{url}: HTTP {status} {}",
+                resp.status().canonical_reason().unwrap_or("")
+            ));
+            return Err(match status {
+                408 | 429 | 500..=599 => Attempt::Again(msg, retry_after(&resp)),
+                _ => Attempt::Final(Failure::Refused(msg)),
+            });
+        }
+        out.reset()
+            .map_err(|e| Attempt::Final(Failure::Refused(format!("{url}: {e}"))))?;
+        // Read one byte past `limit`, to tell a reply that is too long from one that fits.
+        let mut body = std::io::Read::take(
+            resp.body_mut().with_config().limit(u64::MAX).reader(),
+            limit.saturating_add(1),
+        );
+        let n = std::io::copy(&mut body, out)
+            .map_err(|e| Attempt::Again(format!("{url}: reading the reply: {e}"), None))?;
+        if n > limit {
+            return Err(Attempt::Final(Failure::Refused(format!(
+                "{url}: the reply is longer than the {limit} bytes expected"
+            ))));
+        }
+        Ok(n)
     }
 
     fn try_once(
@@ -118,22 +183,10 @@ impl Client {
         }
         let mut resp = match req.send(payload) {
             Ok(r) => r,
-            Err(ureq::Error::Timeout(_)) => {
-                return Err(Attempt::Again(format!("{url}: timed out"), None));
-            }
-            Err(e @ (ureq::Error::BadUri(_) | ureq::Error::Http(_))) => {
-                return Err(Attempt::Final(Failure::Refused(format!("{url}: {e}"))));
-            }
-            Err(e) => return Err(Attempt::Again(format!("{url}: {e}"), None)),
+            Err(e) => return Err(transport_failure(url, e)),
         };
         let status = resp.status().as_u16();
-        let retry_after = resp
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(|s| Duration::from_secs_f64(s.min(MAX_DELAY.as_secs_f64())));
+        let retry_after = retry_after(&resp);
         let text = match resp
             .body_mut()
             .with_config()
@@ -190,6 +243,49 @@ impl Client {
 enum Attempt {
     Final(Failure),
     Again(String, Option<Duration>),
+}
+
+/// Where [`Client::get_into`] writes a reply: emptied before each try.
+pub trait Sink: std::io::Write {
+    /// Drops what an earlier try wrote.
+    fn reset(&mut self) -> std::io::Result<()>;
+}
+
+impl Sink for Vec<u8> {
+    fn reset(&mut self) -> std::io::Result<()> {
+        self.clear();
+        Ok(())
+    }
+}
+
+impl Sink for std::fs::File {
+    fn reset(&mut self) -> std::io::Result<()> {
+        use std::io::Seek;
+        self.set_len(0)?;
+        self.rewind().map(|_| ())
+    }
+}
+
+/// A call that got no reply: a malformed URL or request is final, anything else (timeouts,
+/// refused or broken connections) worth another try.
+fn transport_failure(url: &str, e: ureq::Error) -> Attempt {
+    match e {
+        ureq::Error::Timeout(_) => Attempt::Again(format!("{url}: timed out"), None),
+        e @ (ureq::Error::BadUri(_) | ureq::Error::Http(_)) => {
+            Attempt::Final(Failure::Refused(format!("{url}: {e}")))
+        }
+        e => Attempt::Again(format!("{url}: {e}"), None),
+    }
+}
+
+/// The wait a reply's `Retry-After` header (in seconds) asks for, capped.
+fn retry_after(resp: &ureq::http::Response<ureq::Body>) -> Option<Duration> {
+    resp.headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| Duration::from_secs_f64(s.min(MAX_DELAY.as_secs_f64())))
 }
 
 /// The `error.message` of an OpenAI-style error body, else the body's start.

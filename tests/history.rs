@@ -169,68 +169,13 @@ fn change(root: &Path, step: usize) {
     }
 }
 
-/// Drops the keys that name where a bundle lives (the two bundles are at different paths).
-fn unplaced(mut v: serde_json::Value) -> serde_json::Value {
-    match &mut v {
-        serde_json::Value::Object(o) => {
-            o.remove("bundle");
-            for x in o.values_mut() {
-                *x = unplaced(x.take());
-            }
-        }
-        serde_json::Value::Array(a) => {
-            for x in a.iter_mut() {
-                *x = unplaced(x.take());
-            }
-        }
-        _ => {}
-    }
-    v
-}
-
-/// Everything a user asks of a bundle, as JSON: queries in three modes with scores, a symbol, its
-/// callers, the dependencies and the map.
-fn answers(bundle: &Path) -> Vec<(String, serde_json::Value)> {
-    let b = bundle.to_str().unwrap();
-    let mut asks: Vec<Vec<&str>> = Vec::new();
-    for mode in ["bm25", "vector", "hybrid"] {
-        asks.push(vec![
-            "query",
-            b,
-            "reconcile the ledger of an invoice",
-            "--mode",
-            mode,
-            "-k",
-            "10",
-            "--format",
-            "json",
-        ]);
-    }
-    asks.push(vec!["symbols", b, "core_step0", "--format", "json"]);
-    asks.push(vec![
-        "refs",
-        b,
-        "core_step0",
-        "--callers",
-        "--format",
-        "json",
-    ]);
-    asks.push(vec!["refs", b, "total", "--callers", "--format", "json"]);
-    asks.push(vec!["deps", b, "--format", "json"]);
-    asks.push(vec!["map", b, "--format", "json"]);
-    asks.into_iter()
-        .map(|args| {
-            let out = trove().args(&args).output().unwrap();
-            let label = format!("{} {}", args[0], args[2..].join(" "));
-            let text = String::from_utf8_lossy(&out.stdout);
-            let v = match serde_json::from_str(&text) {
-                Ok(v) => unplaced(v),
-                // No results print nothing (exit 1): that too must agree.
-                Err(_) => serde_json::json!({ "exit": out.status.code(), "stdout": text }),
-            };
-            (label, v)
-        })
-        .collect()
+/// Everything a user asks of the history's bundles.
+fn asked(bundle: &Path) -> Vec<(String, serde_json::Value)> {
+    crate::util::answers(
+        bundle,
+        "reconcile the ledger of an invoice",
+        &["core_step0", "total"],
+    )
 }
 
 #[test]
@@ -274,9 +219,9 @@ fn thirty_commits_since_auto_answer_as_a_full_build_after_each() {
             one_segment_checks += 1;
             assert_eq!(tables(&auto), tables(&full), "step {step}: tables differ");
         }
-        let want = answers(&full);
+        let want = asked(&full);
         for b in [&incr, &auto] {
-            for ((label, x), (_, y)) in answers(b).iter().zip(&want) {
+            for ((label, x), (_, y)) in asked(b).iter().zip(&want) {
                 assert_eq!(x, y, "step {step}: {label} of {} differs", b.display());
             }
         }

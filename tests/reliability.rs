@@ -205,6 +205,63 @@ fn sigkill_during_a_merge_leaves_the_old_bundle_whole() {
     assert_no_leftovers(w.path());
 }
 
+/// `trove compact` killed at any point leaves the segmented bundle whole (or the compacted one).
+#[test]
+fn sigkill_during_a_compaction_leaves_the_bundle_whole() {
+    let (r, w) = (many_files(1500), tempfile::tempdir().unwrap());
+    git(r.path(), &["init", "-q"]);
+    commit(r.path(), "start");
+    let b = w.path().join("b");
+    index(r.path(), &b, &[]);
+    for i in (0..1500).step_by(7) {
+        write(
+            r.path(),
+            &format!("pkg{}/mod_{i}.py", i % 20),
+            format!("def changed_{i}():\n    return {i}\n").as_bytes(),
+        );
+    }
+    commit(r.path(), "change");
+    index(r.path(), &b, &["--since", "auto", "--no-compact"]);
+    let old = parquet_bytes(&b);
+    let compacted = w.path().join("compacted");
+    copy_dir(&b, &compacted);
+    trove().arg("compact").arg(&compacted).assert().success();
+    let new = parquet_bytes(&compacted);
+    assert_ne!(new, old);
+    let args: Vec<std::ffi::OsString> = vec!["compact".into(), b.clone().into(), "-q".into()];
+    killed_runs_leave_old_or_new(&args, &b, &old, &new, None, &w.path().join("cache"));
+    trove().arg("compact").arg(&b).assert().success();
+    assert_eq!(parquet_bytes(&b), new);
+    assert_no_leftovers(w.path());
+}
+
+/// `trove sync` killed at any point (each file the server sends comes after a pause) leaves the
+/// consumer's bundle as it was or as the server's.
+#[test]
+fn sigkill_during_a_sync_leaves_the_old_bundle_whole() {
+    let (r, w) = (many_files(300), tempfile::tempdir().unwrap());
+    let published = w.path().join("published");
+    index(r.path(), &published, &[]);
+    let b = w.path().join("b");
+    let server = serve_dir(&published, Duration::from_millis(40));
+    let sync = vec![
+        "sync".into(),
+        server.url.clone().into(),
+        b.clone().into_os_string(),
+        "-q".into(),
+    ];
+    trove().args(&sync).assert().success();
+    let old = parquet_bytes(&b);
+    write(r.path(), "pkg0/extra.py", b"def extra():\n    return 1\n");
+    index(r.path(), &published, &[]);
+    let new = parquet_bytes(&published);
+    assert_ne!(new, old);
+    killed_runs_leave_old_or_new(&sync, &b, &old, &new, None, &w.path().join("cache"));
+    trove().args(&sync).assert().success();
+    assert_eq!(bundle_files(&b), bundle_files(&published));
+    assert_no_leftovers(w.path());
+}
+
 #[test]
 fn a_write_failure_fails_cleanly_and_keeps_the_old_bundle() {
     let (r, w) = (many_files(400), tempfile::tempdir().unwrap());

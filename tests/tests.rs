@@ -15,4 +15,5 @@ mod release;
 mod reliability;
 mod sql;
 mod structure;
+mod sync;
 mod util;

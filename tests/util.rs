@@ -294,3 +294,118 @@ pub fn refs_resolved_both_ways(bundle: &Path) -> Vec<(String, String)> {
     assert_eq!(stored.len(), sql.len());
     stored.into_iter().zip(sql).collect()
 }
+
+/// Drops the keys that name where a bundle lives (the two bundles are at different paths).
+pub fn unplaced(mut v: serde_json::Value) -> serde_json::Value {
+    match &mut v {
+        serde_json::Value::Object(o) => {
+            o.remove("bundle");
+            for x in o.values_mut() {
+                *x = unplaced(x.take());
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for x in a.iter_mut() {
+                *x = unplaced(x.take());
+            }
+        }
+        _ => {}
+    }
+    v
+}
+
+/// Everything a user asks of a bundle, as JSON: `query` in three modes with scores, the first of
+/// `symbols` looked up, the callers of each, the dependencies and the map.
+pub fn answers(bundle: &Path, query: &str, symbols: &[&str]) -> Vec<(String, serde_json::Value)> {
+    let b = bundle.to_str().unwrap();
+    let mut asks: Vec<Vec<&str>> = Vec::new();
+    for mode in ["bm25", "vector", "hybrid"] {
+        asks.push(vec![
+            "query",
+            b,
+            query,
+            "--mode",
+            mode,
+            "-k",
+            "10",
+            "--format",
+            "json",
+        ]);
+    }
+    asks.push(vec!["symbols", b, symbols[0], "--format", "json"]);
+    for s in symbols {
+        asks.push(vec!["refs", b, s, "--callers", "--format", "json"]);
+    }
+    asks.push(vec!["deps", b, "--format", "json"]);
+    asks.push(vec!["map", b, "--format", "json"]);
+    asks.into_iter()
+        .map(|args| {
+            let out = trove().args(&args).output().unwrap();
+            let label = format!("{} {}", args[0], args[2..].join(" "));
+            let text = String::from_utf8_lossy(&out.stdout);
+            let v = match serde_json::from_str(&text) {
+                Ok(v) => unplaced(v),
+                // No results print nothing (exit 1): that too must agree.
+                Err(_) => serde_json::json!({ "exit": out.status.code(), "stdout": text }),
+            };
+            (label, v)
+        })
+        .collect()
+}
+
+/// A static file server on 127.0.0.1 for `trove sync`: serves the files under a folder (GET
+/// only, a 404 for anything missing), each reply after `delay`, and counts the body bytes it sent.
+pub struct FileServer {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// Body bytes served so far.
+    pub served: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// Starts a [`FileServer`] over `root` (it runs until the test process ends).
+pub fn serve_dir(root: &Path, delay: std::time::Duration) -> FileServer {
+    use std::io::{BufRead, Write};
+    use std::sync::atomic::Ordering::Relaxed;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (root, count) = (root.to_path_buf(), served.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let (root, count) = (root.clone(), count.clone());
+            std::thread::spawn(move || {
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                let mut request = String::new();
+                let _ = reader.read_line(&mut request);
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                }
+                let path = request.split(' ').nth(1).unwrap_or("/");
+                let rel = path.trim_start_matches('/');
+                let body = (!rel.contains("..") && !rel.is_empty())
+                    .then(|| std::fs::read(root.join(rel)).ok())
+                    .flatten();
+                std::thread::sleep(delay);
+                let _ = match body {
+                    Some(b) => {
+                        count.fetch_add(b.len() as u64, Relaxed);
+                        write!(
+                            stream,
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                            b.len()
+                        )
+                        .and_then(|()| stream.write_all(&b))
+                    }
+                    None => stream.write_all(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot found",
+                    ),
+                };
+            });
+        }
+    });
+    FileServer { url, served }
+}

@@ -124,6 +124,15 @@ impl Manifest {
         Ok(())
     }
 
+    /// The manifest entries of the files of segment `seg`.
+    pub fn segment_entries(&self, seg: &SegmentInfo) -> Vec<&FileEntry> {
+        let prefix = format!("{}/{}/", super::SEGMENTS, seg.id);
+        self.files
+            .iter()
+            .filter(|e| e.name.starts_with(&prefix))
+            .collect()
+    }
+
     /// The manifest entry of the bundle file `name`.
     pub fn entry(&self, name: &str) -> Option<&FileEntry> {
         self.files.iter().find(|f| f.name == name)
@@ -589,17 +598,6 @@ impl Provenance {
         f: super::Finished,
         live: LiveTotals,
     ) -> Manifest {
-        let mut counts = live.counts;
-        counts.terms = base.counts.terms + f.counts.terms;
-        counts.postings = base.counts.postings + f.counts.postings;
-        counts.refs_resolved = base.counts.refs_resolved + f.counts.refs_resolved;
-        let n_docs = counts.chunks;
-        // As the writer computes it, so a compaction gives the same double.
-        let avgdl = if n_docs == 0 {
-            0.0
-        } else {
-            live.tokens as f64 / n_docs as f64
-        };
         let mut files: Vec<FileEntry> = base
             .files
             .iter()
@@ -609,6 +607,32 @@ impl Provenance {
         files.extend(f.entries);
         let mut segments = base.segments.clone();
         segments.push(f.segment);
+        let stored = [&base.counts, &f.counts];
+        self.manifest_of_segments(segments, files, live, &stored)
+    }
+
+    /// The manifest of a bundle of `segments` (whose data files are `files`) written by other
+    /// runs — an appended segment, or the shards a merge lists: `live` are the totals of the live
+    /// rows; terms, postings and resolved references are the sums of the `stored` counts of the
+    /// parts (dead rows included until a compaction).
+    pub fn manifest_of_segments(
+        self,
+        segments: Vec<SegmentInfo>,
+        files: Vec<FileEntry>,
+        live: LiveTotals,
+        stored: &[&Counts],
+    ) -> Manifest {
+        let mut counts = live.counts;
+        counts.terms = stored.iter().map(|c| c.terms).sum();
+        counts.postings = stored.iter().map(|c| c.postings).sum();
+        counts.refs_resolved = stored.iter().map(|c| c.refs_resolved).sum();
+        let n_docs = counts.chunks;
+        // As the writer computes it, so a compaction gives the same double.
+        let avgdl = if n_docs == 0 {
+            0.0
+        } else {
+            live.tokens as f64 / n_docs as f64
+        };
         self.assemble(counts, live.languages, avgdl, segments, files)
     }
 
@@ -714,9 +738,14 @@ pub fn manifest_tool() -> Tool {
 
 /// Writes `manifest.json` into `dir` (last, after every data file) and syncs it and the directory.
 pub fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
-    let p = dir.join(MANIFEST);
     let mut text = serde_json::to_string_pretty(m)?;
     text.push('\n');
+    write_manifest_text(dir, &text)
+}
+
+/// Writes `text` as `dir`'s `manifest.json` and syncs it and the directory.
+pub(crate) fn write_manifest_text(dir: &Path, text: &str) -> Result<()> {
+    let p = dir.join(MANIFEST);
     std::fs::write(&p, text).map_err(|e| Error::io(&p, e))?;
     let f = std::fs::File::open(&p).map_err(|e| Error::io(&p, e))?;
     f.sync_all().map_err(|e| Error::io(&p, e))?;

@@ -139,3 +139,31 @@ pub fn swap_into_place(tmp: &Path, out: &Path) -> Result<()> {
         }
     }
 }
+
+/// Gives the bundle `to` the files of segment `seg` of the bundle `from` (their manifest
+/// `entries`): each hard-linked where both sit on one filesystem (segments are immutable, so
+/// sharing their bytes is safe), else copied and synced. Returns the bytes copied.
+pub fn link_segment(
+    from: &Path,
+    to: &Path,
+    seg: &super::SegmentInfo,
+    entries: &[&super::FileEntry],
+) -> Result<u64> {
+    let dir = seg.dir(to);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let mut copied = 0;
+    for e in entries {
+        let (src, dst) = (from.join(&e.name), to.join(&e.name));
+        if std::fs::hard_link(&src, &dst).is_err() {
+            std::fs::copy(&src, &dst).map_err(|err| Error::io(&src, err))?;
+            std::fs::File::open(&dst)
+                .and_then(|f| f.sync_all())
+                .map_err(|err| Error::io(&dst, err))?;
+            copied += e.bytes;
+        }
+    }
+    if let Ok(d) = std::fs::File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(copied)
+}

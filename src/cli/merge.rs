@@ -6,15 +6,17 @@ use std::path::PathBuf;
 use super::human_bytes;
 
 /// Join bundles of disjoint parts of one tree — the shards of `trove index --shard I/N` CI jobs —
-/// into one bundle, equal to what one full run would write.
+/// into one bundle that answers every query as one full run would.
 ///
-/// The inputs must verify and come from the same commit, trove version, pipeline config, language
-/// files and embedder; a path in two inputs is refused. Files, chunks and embeddings are streamed
-/// over in path order, postings merged by term, and BM25 statistics (document frequencies, average
-/// length, document count) recomputed over the whole. Exit codes: 0 merged, 2 refused.
+/// The merged bundle lists the inputs' segments; no table is rewritten. Their files are
+/// hard-linked (copied when the inputs sit on another filesystem), and the manifest gets the
+/// counts and BM25 statistics of the union. The inputs must come from the same commit, trove
+/// version, pipeline config, language files and embedder, and every file must match the sha256
+/// its manifest records; a path in two inputs is refused. `trove compact` rewrites the result as
+/// one segment, byte-identical to a full run's tables. Exit codes: 0 merged, 2 refused.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Example (CI matrix of 3 jobs, then one merge job):\n  trove index . -o shard-1.bundle --shard 1/3\n  trove index . -o shard-2.bundle --shard 2/3\n  trove index . -o shard-3.bundle --shard 3/3\n  trove merge app.bundle shard-1.bundle shard-2.bundle shard-3.bundle"
+    after_help = "Example (CI matrix of 3 jobs, then one merge job):\n  trove index . -o shard-1.bundle --shard 1/3\n  trove index . -o shard-2.bundle --shard 2/3\n  trove index . -o shard-3.bundle --shard 3/3\n  trove merge app.bundle shard-1.bundle shard-2.bundle shard-3.bundle\n  trove compact app.bundle   # optional: one segment, as a full run writes it"
 )]
 pub struct MergeArgs {
     /// The bundle directory to write (replaced atomically if it is already a bundle).
@@ -46,14 +48,16 @@ pub fn run(a: MergeArgs) -> anyhow::Result<()> {
         )?;
     } else if !a.quiet {
         eprintln!(
-            "merged {} bundles into {}: {} files, {} chunks, {} skipped in {:.2}s ({})",
+            "merged {} bundles into {}: {} segments, {} files, {} chunks, {} skipped in {:.2}s ({}, {} copied, the rest linked)",
             s.inputs,
             a.output.display(),
+            s.segments,
             s.files,
             s.chunks,
             s.skipped,
             s.wall_secs,
-            human_bytes(s.bundle_bytes)
+            human_bytes(s.bundle_bytes),
+            human_bytes(s.bytes_copied)
         );
     }
     if let Some(w) = &s.warning {

@@ -11,6 +11,7 @@ pub mod pack;
 pub mod query;
 pub mod sql;
 pub mod structure;
+pub mod sync;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
@@ -56,6 +57,7 @@ pub enum Command {
     Sql(sql::SqlArgs),
     Merge(merge::MergeArgs),
     Compact(compact::CompactArgs),
+    Sync(sync::SyncArgs),
     Pack(pack::PackArgs),
     Unpack(pack::UnpackArgs),
     Map(map::MapArgs),
@@ -85,6 +87,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Sql(a) => sql::run(a).map(|()| 0),
         Command::Merge(a) => merge::run(a).map(|()| 0),
         Command::Compact(a) => compact::run(a).map(|()| 0),
+        Command::Sync(a) => sync::run(a).map(|()| 0),
         Command::Pack(a) => pack::run_pack(a).map(|()| 0),
         Command::Unpack(a) => pack::run_unpack(a).map(|()| 0),
         Command::Map(a) => map::run(a),

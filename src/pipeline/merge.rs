@@ -1,16 +1,19 @@
 //! `trove merge`: joins bundles of disjoint parts of one tree (the shards of `--shard I/N` CI jobs)
-//! into one bundle.
+//! into one bundle by listing their segments, without rewriting a table.
 //!
-//! Input: verified bundles made by the same trove, config, language files and embedder from the same
-//! commit, whose paths do not overlap. Output: one bundle, written beside `out` and swapped in, whose
-//! tables are exactly what one full run over the union would write: files and chunks in path order
-//! (streamed from each input, embeddings included), postings k-way merged by term, `terms` document
-//! frequencies and BM25 `avgdl`/`n_docs` recomputed over the whole.
+//! Input: bundles made by the same trove, config, language files and embedder from the same
+//! commit, whose live paths do not overlap; each is checked (sizes, then every file's sha256
+//! through the memo) before anything is written. Output: one bundle, built beside `out` and
+//! swapped in, whose manifest lists every input's segments in input order. Their files are
+//! hard-linked (copied across filesystems); the manifest gets the live totals and the BM25
+//! `n_docs`/`avgdl` of the union from the small `files` tables, so queries score as on a full
+//! build. `trove compact` turns the result into the full build's tables, byte for byte.
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::bundle::{self, Manifest};
+use crate::bundle::reader::Live;
+use crate::bundle::{self, Counts, FileEntry, LiveTotals, Manifest, SegmentInfo};
 use crate::{Error, Result};
 
 /// What a merge did.
@@ -18,6 +21,8 @@ use crate::{Error, Result};
 pub struct MergeSummary {
     /// Input bundles.
     pub inputs: usize,
+    /// Segments the merged bundle lists.
+    pub segments: usize,
     /// Files in the merged bundle.
     pub files: u64,
     /// Chunks in the merged bundle.
@@ -28,6 +33,8 @@ pub struct MergeSummary {
     pub warning: Option<String>,
     /// Bytes of the merged bundle.
     pub bundle_bytes: u64,
+    /// Of those, bytes copied (the rest are hard links to the inputs' files).
+    pub bytes_copied: u64,
     /// Wall time in seconds.
     pub wall_secs: f64,
 }
@@ -61,24 +68,22 @@ pub fn run_merge(out: &Path, inputs: &[PathBuf]) -> Result<(Manifest, MergeSumma
     }
     let mut manifests = Vec::with_capacity(inputs.len());
     for p in inputs {
-        let r = bundle::verify(p)?;
+        let m = bundle::read_manifest(p)?;
         // The merged bundle is stamped as this build's: rows another build wrote cannot be.
-        if r.manifest.tool != bundle::manifest_tool()
-            || r.manifest.format_version != bundle::FORMAT_VERSION
-        {
+        if m.tool != bundle::manifest_tool() || m.format_version != bundle::FORMAT_VERSION {
             return Err(Error::bundle(
                 p,
                 format!(
                     "was built by another trove build ({} {}, format {}): re-index it with this one \
                      before merging",
-                    r.manifest.tool.version,
-                    r.manifest.tool.build.as_deref().unwrap_or("unknown"),
-                    r.manifest.format_version
+                    m.tool.version,
+                    m.tool.build.as_deref().unwrap_or("unknown"),
+                    m.format_version
                 ),
             ));
         }
         if let Some((first, m0)) = inputs.first().zip(manifests.first())
-            && let Some(what) = mismatch(m0, &r.manifest)
+            && let Some(what) = mismatch(m0, &m)
         {
             return Err(Error::bundle(
                 p,
@@ -89,12 +94,17 @@ pub fn run_merge(out: &Path, inputs: &[PathBuf]) -> Result<(Manifest, MergeSumma
                 ),
             ));
         }
-        manifests.push(r.manifest);
+        bundle::check_sizes(p, &m)?;
+        bundle::pack::check_hashes(p, &m)?;
+        manifests.push(m);
     }
     let out = super::absolute(out)?;
     let _lock = bundle::lock_output(&out)?;
     bundle::check_replaceable(&out)?;
-    bundle::build_beside(&out, |tmp| write_merged(tmp, inputs, &manifests, started))
+    let (manifest, summary) =
+        bundle::build_beside(&out, |tmp| write_merged(tmp, inputs, &manifests, started))?;
+    bundle::pack::remember_bundle(&out, &manifest);
+    Ok((manifest, summary))
 }
 
 fn write_merged(
@@ -104,12 +114,39 @@ fn write_merged(
     started: Instant,
 ) -> Result<(Manifest, MergeSummary)> {
     let first = &manifests[0];
-    let sources: Vec<(PathBuf, Manifest)> = inputs
-        .iter()
-        .cloned()
-        .zip(manifests.iter().cloned())
-        .collect();
-    let finished = super::compact::write_live(tmp, &sources)?;
+    check_disjoint(inputs, manifests)?;
+    let mut segments: Vec<SegmentInfo> = Vec::new();
+    let mut files: Vec<FileEntry> = Vec::new();
+    let mut bytes_copied = 0;
+    for (dir, m) in inputs.iter().zip(manifests) {
+        for s in &m.segments {
+            if segments.iter().any(|x| x.id == s.id) {
+                // Equal ids are equal tables: shards that both came out empty. Anything else
+                // would be a path in two inputs, which `check_disjoint` refused.
+                continue;
+            }
+            let entries = m.segment_entries(s);
+            bytes_copied += bundle::link_segment(dir, tmp, s, &entries)?;
+            files.extend(entries.into_iter().cloned());
+            segments.push(s.clone());
+        }
+    }
+    // The joined segments' live rows must be the inputs' live rows, all of them: a tombstone of
+    // one input must not kill a row of another.
+    let mut joined = first.clone();
+    joined.segments = segments.clone();
+    let live = Live::read(tmp, &joined)?;
+    let want_files: u64 = manifests.iter().map(|m| m.counts.files).sum();
+    let want_skipped: u64 = manifests.iter().map(|m| m.counts.skipped).sum();
+    if live.files.len() as u64 != want_files || live.skipped.len() as u64 != want_skipped {
+        return Err(Error::Other(
+            "a tombstone of one input names a live path of another: the inputs overlap (merge the \
+             shards of one split, each once)"
+                .into(),
+        ));
+    }
+    let totals = LiveTotals::of(live.files.iter().map(|(f, _)| f), want_skipped);
+    files.push(bundle::write_views(tmp, &segments)?);
     let warning = shard_warning(manifests);
     let mut source = first.source.clone();
     source.dirty = manifests.iter().any(|m| m.source.dirty);
@@ -121,9 +158,11 @@ fn write_merged(
                 "created_at": m.created_at,
                 "files": m.counts.files,
                 "chunks": m.counts.chunks,
+                "segments": m.segments.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
             })
         })
         .collect();
+    let stored: Vec<&Counts> = manifests.iter().map(|m| &m.counts).collect();
     let manifest = bundle::Provenance {
         source,
         base: Some(serde_json::json!({ "mode": "merge", "inputs": merged })),
@@ -134,18 +173,42 @@ fn write_merged(
         embedder: first.embedder.clone(),
         bm25: first.bm25.clone(),
     }
-    .manifest(finished);
+    .manifest_of_segments(segments, files, totals, &stored);
     bundle::write_manifest(tmp, &manifest)?;
     let summary = MergeSummary {
         inputs: inputs.len(),
+        segments: manifest.segments.len(),
         files: manifest.counts.files,
         chunks: manifest.counts.chunks,
         skipped: manifest.counts.skipped,
         warning,
         bundle_bytes: manifest.files.iter().map(|e| e.bytes).sum(),
+        bytes_copied,
         wall_secs: started.elapsed().as_secs_f64(),
     };
     Ok((manifest, summary))
+}
+
+/// Refuses inputs whose live paths (indexed or skipped) overlap, naming the path and both inputs.
+fn check_disjoint(inputs: &[PathBuf], manifests: &[Manifest]) -> Result<()> {
+    let mut paths: Vec<(String, usize)> = Vec::new();
+    for (n, (dir, m)) in inputs.iter().zip(manifests).enumerate() {
+        let live = Live::read(dir, m)?;
+        paths.extend(live.files.into_iter().map(|(f, _)| (f.path, n)));
+        paths.extend(live.skipped.into_iter().map(|(k, _)| (k.path, n)));
+    }
+    paths.sort();
+    for w in paths.windows(2) {
+        if w[0].0 == w[1].0 {
+            return Err(Error::Other(format!(
+                "{} is in both {} and {}: the inputs overlap (merge the shards of one split, each once)",
+                w[0].0,
+                inputs[w[0].1].display(),
+                inputs[w[1].1].display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A warning when the inputs are shards but not every shard of their split.

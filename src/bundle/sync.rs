@@ -1,0 +1,328 @@
+//! `trove sync SRC DEST`: brings the bundle DEST up to the published bundle SRC by fetching only
+//! the files DEST lacks.
+//!
+//! Input: SRC, a bundle directory, a packed `.trove` file, or the `http(s)://` URL of a bundle
+//! directory published as it is (`manifest.json`, `views.sql`, `segments/<id>/*.parquet`); DEST,
+//! a bundle directory (or a path to create). Output: DEST equal to SRC, file for file.
+//!
+//! SRC's manifest is read first and checked (format, file names inside the bundle, every
+//! segment's tables listed, one embedder). Segments are immutable and their files named by
+//! segment id, so a file DEST already has under the same name with the sha256 SRC's manifest
+//! records (checked through the stat memo) is reused by a hard link; every other file is fetched
+//! and its size and sha256 checked against SRC's manifest. The new DEST is built beside the old
+//! one and swapped in with SRC's manifest, byte for byte, written last: a damaged or missing file
+//! on the server, or a killed run, leaves DEST as it was.
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::manifest::{FileEntry, MANIFEST, Manifest, is_bundle_file, parse_manifest};
+use crate::{Error, Result};
+
+/// Largest manifest read from a source.
+const MAX_MANIFEST: u64 = 256 << 20;
+
+/// What a sync did.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct SyncSummary {
+    /// The source, as given.
+    pub source: String,
+    /// DEST already equalled SRC: nothing was fetched or written.
+    pub up_to_date: bool,
+    /// Segments of the synced bundle.
+    pub segments: usize,
+    /// Of those, segments DEST lacked (one or more files fetched).
+    pub segments_fetched: usize,
+    /// Files fetched from SRC (the manifest included).
+    pub files_fetched: usize,
+    /// Bytes fetched from SRC (the manifest included).
+    pub bytes_fetched: u64,
+    /// Bytes DEST already had and kept.
+    pub bytes_reused: u64,
+    /// Bytes of the synced bundle (its data files and views).
+    pub bundle_bytes: u64,
+    /// Wall time in seconds.
+    pub wall_secs: f64,
+}
+
+/// Options of a sync.
+#[derive(Debug, Clone)]
+pub struct SyncOptions {
+    /// Seconds before an HTTP request gives up (per try).
+    pub timeout_secs: u64,
+    /// Tries again after a timeout, a broken connection or a 408/429/5xx.
+    pub retries: u32,
+    /// A byte-count progress bar on a terminal.
+    pub progress: bool,
+}
+
+impl Default for SyncOptions {
+    fn default() -> Self {
+        SyncOptions {
+            timeout_secs: 300,
+            retries: 3,
+            progress: false,
+        }
+    }
+}
+
+/// Where the files come from.
+enum Source {
+    /// A bundle directory on this machine.
+    Dir(PathBuf),
+    /// The base URL of a published bundle directory.
+    #[cfg(feature = "openai")]
+    Http {
+        base: String,
+        client: crate::http::Client,
+    },
+}
+
+impl Source {
+    fn open(src: &str, opts: &SyncOptions) -> Result<Source> {
+        let lower = src.to_ascii_lowercase();
+        if lower.starts_with("http://") || lower.starts_with("https://") {
+            #[cfg(feature = "openai")]
+            {
+                let base = src
+                    .trim_end_matches('/')
+                    .trim_end_matches(MANIFEST)
+                    .trim_end_matches('/')
+                    .to_string();
+                let client = crate::http::Client::from_config(
+                    opts.timeout_secs,
+                    opts.retries,
+                    "TROVE_SYNC_TOKEN",
+                );
+                return Ok(Source::Http { base, client });
+            }
+            #[cfg(not(feature = "openai"))]
+            {
+                let _ = opts;
+                return Err(Error::Other(format!(
+                    "{src}: this trove was built without HTTP support (cargo feature `openai`)"
+                )));
+            }
+        }
+        let _ = opts;
+        Ok(Source::Dir(super::pack::open_path(Path::new(src))?))
+    }
+
+    /// The bytes of the source file `name`, at most `limit`.
+    fn read(&self, name: &str, limit: u64) -> Result<Vec<u8>> {
+        match self {
+            Source::Dir(d) => {
+                let bytes = std::fs::read(d.join(name)).map_err(|e| {
+                    Error::bundle(d, format!("cannot read {name}: {e} (is this a trove bundle?)"))
+                })?;
+                if bytes.len() as u64 > limit {
+                    return Err(Error::bundle(d, format!("{name} is larger than {limit} bytes")));
+                }
+                Ok(bytes)
+            }
+            #[cfg(feature = "openai")]
+            Source::Http { base, client } => {
+                let mut out = Vec::new();
+                client
+                    .get_into(&format!("{base}/{name}"), &mut out, limit)
+                    .map_err(|e| Error::Other(format!("cannot fetch {name}: {e}")))?;
+                Ok(out)
+            }
+        }
+    }
+
+    /// Puts the source file of manifest entry `e` at `dst` (a hard link or copy from a directory,
+    /// a download from a URL). The caller checks its bytes.
+    fn fetch(&self, e: &FileEntry, dst: &Path) -> Result<()> {
+        match self {
+            Source::Dir(d) => {
+                let src = d.join(&e.name);
+                if std::fs::hard_link(&src, dst).is_err() {
+                    std::fs::copy(&src, dst).map_err(|err| Error::io(&src, err))?;
+                }
+                Ok(())
+            }
+            #[cfg(feature = "openai")]
+            Source::Http { base, client } => {
+                let mut f = std::fs::File::create(dst).map_err(|err| Error::io(dst, err))?;
+                client
+                    .get_into(&format!("{base}/{}", e.name), &mut f, e.bytes)
+                    .map_err(|err| Error::Other(format!("cannot fetch {}: {err}", e.name)))?;
+                f.sync_all().map_err(|err| Error::io(dst, err))
+            }
+        }
+    }
+
+    /// The source as a path for error messages.
+    fn label(&self) -> PathBuf {
+        match self {
+            Source::Dir(d) => d.clone(),
+            #[cfg(feature = "openai")]
+            Source::Http { base, .. } => PathBuf::from(base),
+        }
+    }
+}
+
+/// Refuses a source manifest DEST could not be made from: another format, a file name outside
+/// the bundle, a file it does not list or one no segment owns, segments of another embedder.
+fn check_published(src: &Path, m: &Manifest) -> Result<()> {
+    let bad = |msg: String| Error::bundle(src, msg);
+    if m.format_version != super::FORMAT_VERSION {
+        return Err(bad(format!(
+            "format_version {} is not the one this trove syncs ({}): publish it with this trove, or use a matching one",
+            m.format_version,
+            super::FORMAT_VERSION
+        )));
+    }
+    if m.segments.is_empty() {
+        return Err(bad(format!("{MANIFEST} lists no segment")));
+    }
+    m.check_segments(src)?;
+    let owned: Vec<String> = m
+        .segments
+        .iter()
+        .map(|s| format!("{}/{}/", super::SEGMENTS, s.id))
+        .collect();
+    for e in &m.files {
+        if !is_bundle_file(&e.name) || e.name == MANIFEST {
+            return Err(bad(format!(
+                "{MANIFEST} names a file outside the bundle: {:?}",
+                e.name
+            )));
+        }
+        if e.name != super::VIEWS && !owned.iter().any(|o| e.name.starts_with(o.as_str())) {
+            return Err(bad(format!(
+                "{MANIFEST} lists {}, which belongs to no segment it lists",
+                e.name
+            )));
+        }
+    }
+    for name in m.segment_files() {
+        if m.entry(&name).is_none() {
+            return Err(bad(format!("{MANIFEST} does not list {name}")));
+        }
+    }
+    Ok(())
+}
+
+/// Whether DEST's file `e.name` can be kept: DEST's manifest lists it with SRC's sha256 and size,
+/// and the file still has them.
+fn reusable(dest: &Path, old: Option<&Manifest>, e: &FileEntry, memo: &Path) -> bool {
+    let Some(o) = old.and_then(|m| m.entry(&e.name)) else {
+        return false;
+    };
+    if o.sha256 != e.sha256 || o.bytes != e.bytes {
+        return false;
+    }
+    let p = dest.join(&e.name);
+    std::fs::metadata(&p).is_ok_and(|m| m.is_file() && m.len() == e.bytes)
+        && super::pack::content_key(&p, memo).is_ok_and(|sha| sha == e.sha256)
+}
+
+/// Brings the bundle at `dest` up to `src`; see the module docs.
+pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest, SyncSummary)> {
+    let started = Instant::now();
+    let source = Source::open(src, opts)?;
+    let label = source.label();
+    let text = source.read(MANIFEST, MAX_MANIFEST)?;
+    let text = String::from_utf8(text)
+        .map_err(|_| Error::bundle(&label, format!("{MANIFEST} is not UTF-8 text")))?;
+    let m = parse_manifest(&label, &text)?;
+    check_published(&label, &m)?;
+    let dest = std::path::absolute(dest).map_err(|e| Error::io(dest, e))?;
+    let _lock = super::lock_output(&dest)?;
+    super::check_replaceable(&dest)?;
+    let old = super::read_manifest(&dest).ok();
+    let memo = super::pack::memo_root();
+    let mut summary = SyncSummary {
+        source: src.to_string(),
+        segments: m.segments.len(),
+        bundle_bytes: m.files.iter().map(|e| e.bytes).sum(),
+        ..SyncSummary::default()
+    };
+    let same_manifest = std::fs::read_to_string(dest.join(MANIFEST)).is_ok_and(|t| t == text);
+    if same_manifest && m.files.iter().all(|e| reusable(&dest, old.as_ref(), e, &memo)) {
+        summary.up_to_date = true;
+        summary.bytes_reused = summary.bundle_bytes;
+        summary.wall_secs = started.elapsed().as_secs_f64();
+        return Ok((m, summary));
+    }
+    let keep: Vec<bool> = m
+        .files
+        .iter()
+        .map(|e| reusable(&dest, old.as_ref(), e, &memo))
+        .collect();
+    let to_fetch: u64 = m
+        .files
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| !**k)
+        .map(|(e, _)| e.bytes)
+        .sum();
+    let bar = if opts.progress {
+        let b = indicatif::ProgressBar::with_draw_target(
+            Some(to_fetch),
+            indicatif::ProgressDrawTarget::stderr(),
+        );
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{spinner} syncing [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        ) {
+            b.set_style(style.progress_chars("=> "));
+        }
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let mut fetched_segments = std::collections::BTreeSet::new();
+    super::build_beside(&dest, |tmp| {
+        for (e, keep) in m.files.iter().zip(&keep) {
+            let dst = tmp.join(&e.name);
+            if let Some(parent) = dst.parent() {
+                std::fs::create_dir_all(parent).map_err(|err| Error::io(parent, err))?;
+            }
+            if *keep {
+                let from = dest.join(&e.name);
+                if std::fs::hard_link(&from, &dst).is_err() {
+                    std::fs::copy(&from, &dst).map_err(|err| Error::io(&from, err))?;
+                }
+                summary.bytes_reused += e.bytes;
+                continue;
+            }
+            source.fetch(e, &dst).map_err(|err| {
+                Error::bundle(
+                    &label,
+                    format!("{err}: nothing was changed in {}", dest.display()),
+                )
+            })?;
+            let (bytes, sha) = super::table::hash_file(&dst)?;
+            if bytes != e.bytes || sha != e.sha256 {
+                return Err(Error::bundle(
+                    &label,
+                    format!(
+                        "{} does not match the size and sha256 its manifest records (damaged, or \
+                         changed while syncing): nothing was changed in {}",
+                        e.name,
+                        dest.display()
+                    ),
+                ));
+            }
+            super::pack::remember(&dst, &sha, &memo);
+            summary.files_fetched += 1;
+            summary.bytes_fetched += bytes;
+            if let Some(seg) = e.name.split('/').nth(1)
+                && e.name.starts_with(super::SEGMENTS)
+            {
+                fetched_segments.insert(seg.to_string());
+            }
+            bar.inc(bytes);
+        }
+        super::manifest::write_manifest_text(tmp, &text)
+    })
+    .inspect_err(|_| bar.abandon())?;
+    bar.finish_and_clear();
+    super::pack::remember_bundle(&dest, &m);
+    summary.files_fetched += 1;
+    summary.bytes_fetched += text.len() as u64;
+    summary.segments_fetched = fetched_segments.len();
+    summary.wall_secs = started.elapsed().as_secs_f64();
+    Ok((m, summary))
+}

@@ -1,0 +1,180 @@
+//! `trove sync`: a consumer's bundle brought up to a published one over HTTP (a file server on
+//! 127.0.0.1 started here) and from a directory, fetching only what it lacks; damaged or missing
+//! files on the server are refused with the consumer's bundle left as it was.
+use std::path::Path;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use crate::util::*;
+
+/// A repository of `n` Python modules of 30 functions each (~11 kB a file).
+fn modules(n: usize) -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    for i in 0..n {
+        let mut text = String::new();
+        for j in 0..30 {
+            text.push_str(&format!(
+                "def handler_{i}_{j}(request, retries={}):\n    \"\"\"Handles request kind {i}/{j}: validates the payload, retries {j} times.\"\"\"\n    total = sum(x * {} for x in request.items_{j})\n    if total > {}:\n        raise ValueError(\"too large {i} {j}\")\n    return total + retries\n\n\n",
+                i * j,
+                i + j,
+                i * 31 + j
+            ));
+        }
+        write(t.path(), &format!("pkg{}/mod_{i}.py", i % 20), text.as_bytes());
+    }
+    git(t.path(), &["init", "-q"]);
+    commit(t.path(), "start");
+    t
+}
+
+/// Bytes of every file a bundle's manifest lists, and of the manifest.
+fn listed_bytes(b: &Path) -> u64 {
+    let m = manifest(b);
+    let data: u64 = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["bytes"].as_u64().unwrap())
+        .sum();
+    data + std::fs::metadata(b.join("manifest.json")).unwrap().len()
+}
+
+/// `trove sync SRC DEST`, its exit code and stderr.
+fn sync(src: &str, dest: &Path) -> (i32, String) {
+    let out = trove()
+        .args(["sync", src])
+        .arg(dest)
+        .args(["--retries", "0", "--quiet"])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn sync_over_http_fetches_the_new_segment_only_and_refuses_a_damaged_server() {
+    let repo = modules(1200);
+    let w = tempfile::tempdir().unwrap();
+    let (published, dest) = (w.path().join("published"), w.path().join("dest"));
+    index(repo.path(), &published, &[]);
+    let server = serve_dir(&published, Duration::ZERO);
+
+    // First sync: everything.
+    assert_eq!(sync(&server.url, &dest), (0, String::new()));
+    assert_eq!(bundle_files(&dest), bundle_files(&published));
+    trove().arg("verify").arg(&dest).assert().success();
+
+    // A nightly run changes one file: the consumer fetches the new segment and the manifest.
+    let edit = |n: usize| {
+        write(
+            repo.path(),
+            "pkg0/mod_0.py",
+            format!("def changed_{n}():\n    return {n}\n").as_bytes(),
+        );
+        commit(repo.path(), &format!("edit {n}"));
+        index(repo.path(), &published, &["--since", "auto", "--no-compact"]);
+    };
+    edit(1);
+    server.served.store(0, Relaxed);
+    assert_eq!(sync(&format!("{}/", server.url), &dest), (0, String::new()));
+    let (sent, total) = (server.served.load(Relaxed), listed_bytes(&published));
+    assert!(
+        sent * 100 <= total,
+        "a 1-file change sent {sent} of {total} bytes"
+    );
+    assert_eq!(bundle_files(&dest), bundle_files(&published));
+    let asked = |b: &Path| answers(b, "handles request kind validates payload", &["handler_0_1"]);
+    assert_eq!(asked(&dest), asked(&published));
+
+    // Nothing new: only the manifest is read.
+    server.served.store(0, Relaxed);
+    let out = trove()
+        .args(["sync", &server.url])
+        .arg(&dest)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("up to date"));
+    let manifest_len = std::fs::metadata(published.join("manifest.json"))
+        .unwrap()
+        .len();
+    assert_eq!(server.served.load(Relaxed), manifest_len);
+
+    // The server's new segment is damaged, then missing: refused in one line, DEST untouched.
+    edit(2);
+    let m = manifest(&published);
+    let newest = m["segments"].as_array().unwrap().last().unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let chunks = published.join(format!("segments/{newest}/chunks.parquet"));
+    let good = std::fs::read(&chunks).unwrap();
+    let before = bundle_files(&dest);
+    let mut bad = good.clone();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0x55;
+    std::fs::write(&chunks, &bad).unwrap();
+    let (code, err) = sync(&server.url, &dest);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("chunks.parquet") && err.contains("sha256"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(bundle_files(&dest), before);
+    std::fs::remove_file(&chunks).unwrap();
+    let (code, err) = sync(&server.url, &dest);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("404") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(bundle_files(&dest), before);
+    // Mended on the server: the next sync goes through.
+    std::fs::write(&chunks, &good).unwrap();
+    assert_eq!(sync(&server.url, &dest).0, 0);
+    assert_eq!(bundle_files(&dest), bundle_files(&published));
+
+    // A compaction on the server replaces every segment: DEST follows, without the old ones.
+    trove()
+        .args(["compact", "-q"])
+        .arg(&published)
+        .assert()
+        .success();
+    assert_eq!(sync(&server.url, &dest).0, 0);
+    assert_eq!(bundle_files(&dest), bundle_files(&published));
+
+    // From a directory, into a new bundle; a path that is not a bundle is refused.
+    let copy = w.path().join("copy");
+    assert_eq!(sync(published.to_str().unwrap(), &copy).0, 0);
+    assert_eq!(bundle_files(&copy), bundle_files(&published));
+    let (code, err) = sync(repo.path().to_str().unwrap(), &w.path().join("x"));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is this a trove bundle"), "{err}");
+}
+
+/// A published manifest that names a file outside the bundle, or a segment of another embedder,
+/// is refused before anything is fetched or written.
+#[test]
+fn sync_refuses_a_hostile_or_mixed_manifest() {
+    let repo = modules(3);
+    let w = tempfile::tempdir().unwrap();
+    let published = w.path().join("published");
+    index(repo.path(), &published, &[]);
+    let text = std::fs::read_to_string(published.join("manifest.json")).unwrap();
+    let server = serve_dir(&published, Duration::ZERO);
+    for (what, hostile) in [
+        (
+            "outside the bundle",
+            text.replacen("\"name\": \"segments/", "\"name\": \"../segments/", 1),
+        ),
+        (
+            "another embedder",
+            text.replacen("\"embedder\": \"", "\"embedder\": \"x", 1),
+        ),
+    ] {
+        assert_ne!(hostile, text);
+        std::fs::write(published.join("manifest.json"), &hostile).unwrap();
+        let dest = w.path().join("dest");
+        let (code, err) = sync(&server.url, &dest);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(what), "{what}: {err}");
+        assert!(!dest.exists(), "{what}: something was written");
+    }
+}
