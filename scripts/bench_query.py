@@ -105,15 +105,29 @@ def segmented(trove, base, n, k):
     return seg, comp
 
 
-def timed(trove, example, bundle, qs, qfile):
-    rows = {}
+def timed_pair(trove, example, bundles, qs, qfile):
+    """Process and in-process p50/p95 of each of `bundles`; process runs alternate between the
+    bundles query by query, so a noisy neighbour slows both alike."""
+    rows = {b: {} for b in bundles}
     for mode in ("bm25", "vector", "hybrid"):
-        rows[f"{mode} (process)"] = whole_process(trove, bundle, qs, mode)
-    out = subprocess.run([example, bundle, qfile], check=True, capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        r = json.loads(line)
-        if r["what"] != "vector-floor-f32":
-            rows[f"{r['what']} (in-process)"] = (r["p50_ms"], r["p95_ms"])
+        ms = {b: [] for b in bundles}
+        for b in bundles:
+            subprocess.run([trove, "query", b, qs[0], "--mode", mode, "--format", "jsonl", "-k", "10"],
+                           check=True, stdout=subprocess.DEVNULL)
+        for q in qs:
+            for b in bundles:
+                t = time.perf_counter()
+                subprocess.run([trove, "query", b, q, "--mode", mode, "--format", "jsonl", "-k", "10"],
+                               check=True, stdout=subprocess.DEVNULL)
+                ms[b].append((time.perf_counter() - t) * 1000)
+        for b in bundles:
+            rows[b][f"{mode} (process)"] = (pct(ms[b], 0.5), pct(ms[b], 0.95))
+    for b in bundles:
+        out = subprocess.run([example, b, qfile], check=True, capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            r = json.loads(line)
+            if r["what"] != "vector-floor-f32":
+                rows[b][f"{r['what']} (in-process)"] = (r["p50_ms"], r["p95_ms"])
     return rows
 
 
@@ -160,7 +174,7 @@ def main():
             generate(repo, n)
         if a.segments:
             seg, comp = segmented(a.trove, base, n, a.segments)
-            got = {b: timed(a.trove, a.example, b, qs, qfile) for b in (seg, comp)}
+            got = timed_pair(a.trove, a.example, (seg, comp), qs, qfile)
             m = json.load(open(os.path.join(seg, "manifest.json")))
             stored = sum(s["chunks"] for s in m["segments"])
             print(f"\n{n} chunks: {len(m['segments'])} segments ({m['counts']['chunks']} live chunks, "

@@ -5,8 +5,10 @@
 # Usage: scripts/nightly-ci.sh REPO PUBLISH_DIR
 #   REPO         a git checkout with enough history to reach yesterday's commit
 #                (GitHub Actions: actions/checkout with fetch-depth: 0)
-#   PUBLISH_DIR  where packed bundles are published (a mounted share, a synced bucket, an artifact dir);
-#                yesterday's REPO_NAME.trove is read from here and today's replaces it
+#   PUBLISH_DIR  where bundles are published (a mounted share, a synced bucket, an artifact dir);
+#                yesterday's REPO_NAME.trove is read from here and today's replaces it, and the
+#                bundle directory REPO_NAME/ beside it is brought up to today's with `trove sync`
+#                (only the new segments are written), for consumers that `trove sync` from it
 # Environment:
 #   TROVE             the trove binary to use (default: trove on PATH, or the one TROVE_VERSION installs)
 #   TROVE_VERSION     install this released version first with scripts/install.sh, into
@@ -64,4 +66,7 @@ fi
 mkdir -p "$publish"
 cp "$work/$name.trove" "$publish/.$name.trove.tmp"
 mv -f "$publish/.$name.trove.tmp" "$latest"
-echo "nightly: published $latest" >&2
+# 5. The bundle directory for `trove sync` consumers: new segments and the manifest are added, the
+#    whole swapped in at once (a consumer mid-sync sees a file vanish and simply tries again later).
+"$trove" sync "$bundle" "$publish/$name" --quiet
+echo "nightly: published $latest and $publish/$name/" >&2

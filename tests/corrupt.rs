@@ -249,8 +249,16 @@ fn damaged_segments_are_refused_with_one_line_and_exit_2() {
                 "--include-uncommitted".into(),
                 "--quiet".into(),
             ],
-            vec!["merge".into(), w.path().join("merged").into(), b.clone().into()],
-            vec!["sync".into(), b.clone().into(), w.path().join("synced").into()],
+            vec![
+                "merge".into(),
+                w.path().join("merged").into(),
+                b.clone().into(),
+            ],
+            vec![
+                "sync".into(),
+                b.clone().into(),
+                w.path().join("synced").into(),
+            ],
         ];
         for args in runs {
             let o = trove().args(&args).output().unwrap();

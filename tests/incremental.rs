@@ -468,17 +468,27 @@ fn three_shards_merged_equal_the_full_bundle() {
             .map(|s| s["id"].as_str().unwrap().to_string())
             .collect()
     };
-    assert_eq!(ids(&merged), shards.iter().flat_map(|s| ids(s)).collect::<Vec<_>>());
+    assert_eq!(
+        ids(&merged),
+        shards.iter().flat_map(|s| ids(s)).collect::<Vec<_>>()
+    );
     for s in &shards {
         for (name, _, sha) in tables(s) {
             if name.starts_with("segments/") {
-                assert!(tables(&merged).iter().any(|t| t.0 == name && t.2 == sha), "{name}");
+                assert!(
+                    tables(&merged).iter().any(|t| t.0 == name && t.2 == sha),
+                    "{name}"
+                );
             }
         }
     }
     assert_eq!(answers(&merged), answers(&full));
     let asked = |b: &Path| {
-        crate::util::answers(b, "invoice total with tax", &["total", "format_amount", "NewServer"])
+        crate::util::answers(
+            b,
+            "invoice total with tax",
+            &["total", "format_amount", "NewServer"],
+        )
     };
     assert_eq!(asked(&merged), asked(&full));
     assert_eq!(m["bm25"], manifest(&full)["bm25"]);
@@ -552,6 +562,21 @@ fn nightly_ci_script_restores_updates_verifies_and_publishes() {
     let packed = publish.path().join(format!("{name}.trove"));
     let first = run();
     assert!(first.contains("full build"), "{first}");
+    // A consumer syncs from the published directory each night.
+    let (dir, consumer) = (publish.path().join(&name), publish.path().join("consumer"));
+    let sync = || -> serde_json::Value {
+        let o = trove()
+            .arg("sync")
+            .arg(&dir)
+            .arg(&consumer)
+            .arg("--json")
+            .env("TROVE_CACHE_DIR", publish.path().join(".cache"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    assert_eq!(sync()["segments_fetched"], 1);
     write(
         root,
         "billing/late.py",
@@ -561,8 +586,21 @@ fn nightly_ci_script_restores_updates_verifies_and_publishes() {
     let second = run();
     assert!(second.contains("incremental since"), "{second}");
     assert!(second.contains("1 path(s) changed"), "{second}");
-    let hits = query_jsonl(&[packed.to_str().unwrap(), "late_fee"]);
-    assert_eq!(hits[0]["path"], "billing/late.py");
+    for b in [&packed, &dir] {
+        let hits = query_jsonl(&[b.to_str().unwrap(), "late_fee"]);
+        assert_eq!(hits[0]["path"], "billing/late.py");
+    }
+    // The second night's sync fetches the new segment only.
+    let s = sync();
+    assert_eq!(
+        (s["segments"].as_u64(), s["segments_fetched"].as_u64()),
+        (Some(2), Some(1)),
+        "{s}"
+    );
+    assert_eq!(
+        crate::util::bundle_files(&consumer),
+        crate::util::bundle_files(&dir)
+    );
 }
 
 /// A submodule is listed as skipped, and a commit that moves it re-processes nothing.

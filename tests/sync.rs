@@ -20,7 +20,11 @@ fn modules(n: usize) -> tempfile::TempDir {
                 i * 31 + j
             ));
         }
-        write(t.path(), &format!("pkg{}/mod_{i}.py", i % 20), text.as_bytes());
+        write(
+            t.path(),
+            &format!("pkg{}/mod_{i}.py", i % 20),
+            text.as_bytes(),
+        );
     }
     git(t.path(), &["init", "-q"]);
     commit(t.path(), "start");
@@ -74,7 +78,11 @@ fn sync_over_http_fetches_the_new_segment_only_and_refuses_a_damaged_server() {
             format!("def changed_{n}():\n    return {n}\n").as_bytes(),
         );
         commit(repo.path(), &format!("edit {n}"));
-        index(repo.path(), &published, &["--since", "auto", "--no-compact"]);
+        index(
+            repo.path(),
+            &published,
+            &["--since", "auto", "--no-compact"],
+        );
     };
     edit(1);
     server.served.store(0, Relaxed);
@@ -85,7 +93,13 @@ fn sync_over_http_fetches_the_new_segment_only_and_refuses_a_damaged_server() {
         "a 1-file change sent {sent} of {total} bytes"
     );
     assert_eq!(bundle_files(&dest), bundle_files(&published));
-    let asked = |b: &Path| answers(b, "handles request kind validates payload", &["handler_0_1"]);
+    let asked = |b: &Path| {
+        answers(
+            b,
+            "handles request kind validates payload",
+            &["handler_0_1"],
+        )
+    };
     assert_eq!(asked(&dest), asked(&published));
 
     // Nothing new: only the manifest is read.
@@ -117,13 +131,19 @@ fn sync_over_http_fetches_the_new_segment_only_and_refuses_a_damaged_server() {
     std::fs::write(&chunks, &bad).unwrap();
     let (code, err) = sync(&server.url, &dest);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("chunks.parquet") && err.contains("sha256"), "{err}");
+    assert!(
+        err.contains("chunks.parquet") && err.contains("sha256"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert_eq!(bundle_files(&dest), before);
     std::fs::remove_file(&chunks).unwrap();
     let (code, err) = sync(&server.url, &dest);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("404") && err.contains("nothing was changed"), "{err}");
+    assert!(
+        err.contains("404") && err.contains("nothing was changed"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert_eq!(bundle_files(&dest), before);
     // Mended on the server: the next sync goes through.

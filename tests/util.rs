@@ -321,15 +321,7 @@ pub fn answers(bundle: &Path, query: &str, symbols: &[&str]) -> Vec<(String, ser
     let mut asks: Vec<Vec<&str>> = Vec::new();
     for mode in ["bm25", "vector", "hybrid"] {
         asks.push(vec![
-            "query",
-            b,
-            query,
-            "--mode",
-            mode,
-            "-k",
-            "10",
-            "--format",
-            "json",
+            "query", b, query, "--mode", mode, "-k", "10", "--format", "json",
         ]);
     }
     asks.push(vec!["symbols", b, symbols[0], "--format", "json"]);

@@ -247,6 +247,11 @@ pub fn open_path(p: &Path) -> Result<PathBuf> {
 /// The sha256 of the file at `p`, remembered under `root` by (path, size, mtime, inode) so a file
 /// that has not changed is hashed once.
 pub(crate) fn content_key(p: &Path, root: &Path) -> Result<String> {
+    memo_sha(&p.canonicalize().map_err(|e| Error::io(p, e))?, root)
+}
+
+/// [`content_key`] of a canonical path.
+fn memo_sha(p: &Path, root: &Path) -> Result<String> {
     let memo = root.join(format!("stat-{}", stat_key(p)?));
     if let Ok(s) = std::fs::read_to_string(&memo)
         && s.len() == 64
@@ -271,21 +276,46 @@ pub(crate) fn memo_root() -> std::path::PathBuf {
 /// Records that the file `p`, as it is now, has sha256 `sha` (a file this process just wrote and
 /// hashed): later checks of it cost a stat.
 pub(crate) fn remember(p: &Path, sha: &str, root: &Path) {
-    if let Ok(k) = stat_key(p) {
+    if let Ok(c) = p.canonicalize()
+        && let Ok(k) = stat_key(&c)
+    {
         let _ = std::fs::write(root.join(format!("stat-{k}")), sha);
     }
 }
 
 /// Checks every segment file the manifest of the bundle `dir` lists against its sha256, through
-/// the memo (a file is hashed once per version: path, size, mtime, inode).
+/// the memo (a file is hashed once per version: path, size, mtime, inode). A bundle whose every
+/// file is as a past check found it costs one stat a file and one memo lookup in all.
 pub fn check_hashes(dir: &Path, m: &super::Manifest) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
     let root = memo_root();
-    for e in &m.files {
-        if e.name == super::VIEWS {
-            continue;
-        }
-        let p = dir.join(&e.name);
-        let mut sha = content_key(&p, &root)?;
+    // Canonical once: the bundle's own file names hold no link or `..` (`is_bundle_file`).
+    let canonical = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
+    let files: Vec<_> = m.files.iter().filter(|e| e.name != super::VIEWS).collect();
+    let mut versions = format!("{}\n", canonical.display());
+    for e in &files {
+        let p = canonical.join(&e.name);
+        let meta = std::fs::metadata(&p).map_err(|err| Error::io(&p, err))?;
+        versions.push_str(&format!(
+            "{}|{}|{}|{}|{}|{}\n",
+            e.name,
+            meta.len(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ino(),
+            e.sha256
+        ));
+    }
+    let whole = root.join(format!(
+        "bundle-{}",
+        crate::util::sha256_hex(versions.as_bytes())
+    ));
+    if whole.is_file() {
+        return Ok(());
+    }
+    for e in files {
+        let p = canonical.join(&e.name);
+        let mut sha = memo_sha(&p, &root)?;
         if sha != e.sha256 {
             // A damaged memo must not condemn a good file: hash it again before refusing.
             sha = super::table::hash_file(&p)?.1;
@@ -300,26 +330,32 @@ pub fn check_hashes(dir: &Path, m: &super::Manifest) -> Result<()> {
             ));
         }
     }
+    let _ = std::fs::write(&whole, b"");
     Ok(())
 }
 
 /// Seeds the memo with the files of a bundle this process just wrote (`m` its manifest).
 pub fn remember_bundle(dir: &Path, m: &super::Manifest) {
     let root = memo_root();
+    let Ok(dir) = dir.canonicalize() else {
+        return;
+    };
     for e in &m.files {
-        remember(&dir.join(&e.name), &e.sha256, &root);
+        if let Ok(k) = stat_key(&dir.join(&e.name)) {
+            let _ = std::fs::write(root.join(format!("stat-{k}")), &e.sha256);
+        }
     }
 }
 
-/// What identifies a version of the file `p`: its canonical path, size, mtime and inode.
+/// What identifies a version of the file at the canonical path `p`: the path, size, mtime and
+/// inode.
 fn stat_key(p: &Path) -> Result<String> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(p).map_err(|e| Error::io(p, e))?;
-    let abs = p.canonicalize().map_err(|e| Error::io(p, e))?;
     let stat = crate::util::sha256_hex(
         format!(
             "{}|{}|{}|{}|{}",
-            abs.display(),
+            p.display(),
             meta.len(),
             meta.mtime(),
             meta.mtime_nsec(),

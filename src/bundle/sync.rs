@@ -112,10 +112,16 @@ impl Source {
         match self {
             Source::Dir(d) => {
                 let bytes = std::fs::read(d.join(name)).map_err(|e| {
-                    Error::bundle(d, format!("cannot read {name}: {e} (is this a trove bundle?)"))
+                    Error::bundle(
+                        d,
+                        format!("cannot read {name}: {e} (is this a trove bundle?)"),
+                    )
                 })?;
                 if bytes.len() as u64 > limit {
-                    return Err(Error::bundle(d, format!("{name} is larger than {limit} bytes")));
+                    return Err(Error::bundle(
+                        d,
+                        format!("{name} is larger than {limit} bytes"),
+                    ));
                 }
                 Ok(bytes)
             }
@@ -240,7 +246,11 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
         ..SyncSummary::default()
     };
     let same_manifest = std::fs::read_to_string(dest.join(MANIFEST)).is_ok_and(|t| t == text);
-    if same_manifest && m.files.iter().all(|e| reusable(&dest, old.as_ref(), e, &memo)) {
+    if same_manifest
+        && m.files
+            .iter()
+            .all(|e| reusable(&dest, old.as_ref(), e, &memo))
+    {
         summary.up_to_date = true;
         summary.bytes_reused = summary.bundle_bytes;
         summary.wall_secs = started.elapsed().as_secs_f64();

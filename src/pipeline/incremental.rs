@@ -508,17 +508,21 @@ fn tracked_paths<'r>(
     Ok(out)
 }
 
-/// Root-relative paths with uncommitted changes (staged, modified, deleted, untracked; ignored
-/// files and anything under `exclude` — the bundle itself — left out), sorted.
+/// Root-relative paths with uncommitted changes, sorted: tracked files staged, modified or
+/// deleted (git status; anything under `exclude` — the bundle itself — left out), and files the
+/// walk found (indexed or skipped, not ignored) that git's index does not have. Untracked files
+/// are read off the walk rather than a second walk by git status, which would cost as much as
+/// the rest of a one-file incremental run; untracked files inside directories trove skips whole
+/// are not indexed, so they do not count.
 pub(crate) fn worktree_changes(
     repo: &git2::Repository,
     workdir: &Path,
     prefix: &str,
     exclude: &[PathBuf],
+    walked: &crate::source::WalkResult,
 ) -> Result<Vec<String>> {
     let mut so = git2::StatusOptions::new();
-    so.include_untracked(true)
-        .recurse_untracked_dirs(true)
+    so.include_untracked(false)
         .include_ignored(false)
         .exclude_submodules(true);
     let statuses = repo
@@ -550,6 +554,25 @@ pub(crate) fn worktree_changes(
             out.push(r);
         }
     }
+    let index = repo
+        .index()
+        .map_err(|e| refuse(format!("cannot read git's index: {}", e.message())))?;
+    let in_index = |rel: &str| {
+        let p = if prefix.is_empty() {
+            rel.to_string()
+        } else {
+            format!("{prefix}/{rel}")
+        };
+        index.get_path(Path::new(&p), 0).is_some()
+    };
+    let found = walked.files.iter().map(|c| c.rel.as_str()).chain(
+        walked
+            .skipped
+            .iter()
+            .filter(|k| k.reason != crate::source::SkipReason::Ignored && !k.path.ends_with('/'))
+            .map(|k| k.path.as_str()),
+    );
+    out.extend(found.filter(|r| !in_index(r)).map(str::to_string));
     out.sort();
     out.dedup();
     Ok(out)

@@ -234,7 +234,17 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
     }
     let embedder = EmbedStage::new(backend, cache_root.as_deref());
     let summarizer = crate::summarize::from_config(&opts.config.summary)?;
-    let (source, uncommitted) = git_info(&root, &out);
+    let (source, repo) = git_stamp(&root);
+    // The walk comes first: the work tree's untracked files are read off it, so git status has
+    // only the tracked files to look at.
+    let mut walk_opts = opts.walk.clone();
+    walk_opts.never_walk.push(out.clone());
+    walk_opts.never_walk.push(bundle::temp_beside(&out));
+    walk_opts.never_walk.push(bundle::lock_path(&out));
+    walk_opts.skip_nested_repos = source.commit.is_some();
+    let rules = Rules::new(&opts.config.source, &walk_opts)?;
+    let walked = source::walk(&root, &rules, &walk_opts)?;
+    let (source, uncommitted) = git_status(source, repo, &out, &walked);
     let expect = incremental::Expect {
         pipeline_hash: opts.config.hash(),
         embedder_fingerprint: embedder.backend().fingerprint(),
@@ -256,16 +266,17 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         summarizer: &*summarizer,
         source,
         plan,
+        rules,
+        walked,
     };
     if run.plan.reuse.is_none() {
-        let (m, s) =
-            bundle::build_beside(&out, |tmp| build_into(opts, &root, &out, tmp, started, run))?;
+        let (m, s) = bundle::build_beside(&out, |tmp| build_into(opts, tmp, started, run))?;
         bundle::pack::remember_bundle(&out, &m);
         return Ok((m, s));
     }
     // An incremental run: one segment added to the bundle in place, the manifest its commit. A
     // failed run leaves only its unfinished segment folder, removed here (else by the next run).
-    let built = build_into(opts, &root, &out, &out, started, run);
+    let built = build_into(opts, &out, started, run);
     if built.is_err() {
         let _ = std::fs::remove_dir_all(out.join(bundle::SEGMENTS).join(".building"));
     }
@@ -357,12 +368,12 @@ struct Run<'a> {
     summarizer: &'a dyn crate::summarize::Summarizer,
     source: bundle::SourceInfo,
     plan: incremental::Plan,
+    rules: Rules,
+    walked: source::WalkResult,
 }
 
 fn build_into(
     opts: &IndexOptions,
-    root: &Path,
-    out: &Path,
     tmp: &Path,
     started: Instant,
     run: Run<'_>,
@@ -374,14 +385,9 @@ fn build_into(
         summarizer,
         source,
         plan,
+        rules,
+        mut walked,
     } = run;
-    let mut walk_opts = opts.walk.clone();
-    walk_opts.never_walk.push(out.to_path_buf());
-    walk_opts.never_walk.push(tmp.to_path_buf());
-    walk_opts.never_walk.push(bundle::lock_path(out));
-    walk_opts.skip_nested_repos = source.commit.is_some();
-    let rules = Rules::new(&cfg.source, &walk_opts)?;
-    let mut walked = source::walk(root, &rules, &walk_opts)?;
     if let Some(sh) = opts.shard {
         walked.files.retain(|c| sh.holds(&c.rel));
         walked.skipped.retain(|s| sh.holds(&s.path));
@@ -1021,10 +1027,9 @@ fn finish_unchanged(
     Ok((m, summary))
 }
 
-/// Repo name, commit, branch and dirty flag (changes to the bundle `out` itself do not count);
-/// only the directory's name, never its absolute path. Also the uncommitted paths the dirty flag
-/// comes from (git status is read once: `--since` planning needs the same list).
-fn git_info(root: &Path, out: &Path) -> (bundle::SourceInfo, Result<Vec<String>>) {
+/// Repo name, commit and branch of the tree at `root` (only the directory's name, never its
+/// absolute path), with its repository and canonical work tree when it is in one.
+fn git_stamp(root: &Path) -> (bundle::SourceInfo, Option<(git2::Repository, PathBuf)>) {
     let mut info = bundle::SourceInfo {
         repo: root
             .file_name()
@@ -1033,27 +1038,43 @@ fn git_info(root: &Path, out: &Path) -> (bundle::SourceInfo, Result<Vec<String>>
         ..Default::default()
     };
     let Ok(repo) = git2::Repository::discover(root) else {
-        return (info, Ok(Vec::new()));
+        return (info, None);
     };
     let Some(workdir) = repo.workdir().and_then(|w| w.canonicalize().ok()) else {
-        return (info, Ok(Vec::new()));
+        return (info, None);
     };
     let sub = root
         .strip_prefix(&workdir)
         .ok()
         .map(|p| p.to_string_lossy().replace('\\', "/"));
-    info.subdir = sub.clone().filter(|s| !s.is_empty());
+    info.subdir = sub.filter(|s| !s.is_empty());
     if let Ok(head) = repo.head() {
         info.commit = head.peel_to_commit().ok().map(|c| c.id().to_string());
         if head.is_branch() {
             info.branch = head.shorthand().ok().map(str::to_string);
         }
     }
+    (info, Some((repo, workdir)))
+}
+
+/// The dirty flag of `info` and the uncommitted paths it comes from (read once: `--since`
+/// planning needs the same list): git status of the tracked files, and what the walk found that
+/// git does not track. Changes to the bundle `out` itself do not count.
+fn git_status(
+    mut info: bundle::SourceInfo,
+    repo: Option<(git2::Repository, PathBuf)>,
+    out: &Path,
+    walked: &source::WalkResult,
+) -> (bundle::SourceInfo, Result<Vec<String>>) {
+    let Some((repo, workdir)) = repo else {
+        return (info, Ok(Vec::new()));
+    };
     let uncommitted = incremental::worktree_changes(
         &repo,
         &workdir,
         info.subdir.as_deref().unwrap_or(""),
         &[out.to_path_buf()],
+        walked,
     );
     info.dirty = uncommitted.as_ref().is_ok_and(|c| !c.is_empty());
     (info, uncommitted)

@@ -49,12 +49,17 @@ impl Inverted {
     pub fn load(bundle: &Path, manifest: &Manifest, seg: &SegmentInfo) -> Result<Self> {
         let sha = cache::file_sha(bundle, manifest, seg, "postings")?;
         let chunks_sha = cache::file_sha(bundle, manifest, seg, "chunks")?;
+        // The check scans every term's offsets: run once, its result kept for the bytes used.
+        let checked = std::cell::Cell::new(None);
         let bytes = cache::load(
             &format!(
                 "inverted-{sha}-{}.bin",
                 chunks_sha.get(..16).unwrap_or(&chunks_sha)
             ),
-            |b| Self::check(b).is_some(),
+            |b| {
+                checked.set(Self::check(b));
+                checked.get().is_some()
+            },
             || {
                 build(
                     &bundle.join(seg.file("chunks")),
@@ -62,8 +67,13 @@ impl Inverted {
                 )
             },
         )?;
-        let (n, terms, postings) = Self::check(&bytes)
-            .ok_or_else(|| Error::bundle(bundle, "inverted index failed a check"))?;
+        // Mapped bytes passed the check last run on them; bytes built in memory are checked now.
+        let header = match &bytes {
+            cache::Bytes::Mapped(_) => checked.get(),
+            cache::Bytes::Owned(b) => Self::check(b),
+        };
+        let (n, terms, postings) =
+            header.ok_or_else(|| Error::bundle(bundle, "inverted index failed a check"))?;
         let (k1, b, avgdl) = (
             manifest.bm25.k1,
             manifest.bm25.b,
@@ -192,6 +202,22 @@ impl Inverted {
         allowed: Option<&FxHashSet<i64>>,
         dead: Option<&[bool]>,
     ) -> Vec<(i64, f64)> {
+        let mut own = Vec::new();
+        let mut guard = self.scratch.try_lock().ok();
+        let scores: &mut Vec<f64> = guard.as_deref_mut().unwrap_or(&mut own);
+        self.top_with(weighted, k, allowed, dead, scores)
+    }
+
+    /// [`Inverted::top`] with the caller's accumulators (all zero, any length; left all zero):
+    /// the segments of a bundle, scored one after another, share one set.
+    pub fn top_with(
+        &self,
+        weighted: &[(String, f64)],
+        k: usize,
+        allowed: Option<&FxHashSet<i64>>,
+        dead: Option<&[bool]>,
+        scores: &mut Vec<f64>,
+    ) -> Vec<(i64, f64)> {
         if k == 0 || self.n == 0 {
             return Vec::new();
         }
@@ -199,10 +225,10 @@ impl Inverted {
         let b = &self.bytes[..];
         let ords = &b[l.ords()..l.ords() + 4 * self.postings];
         let tfs = &b[l.tfs()..l.tfs() + 4 * self.postings];
-        let mut own = Vec::new();
-        let mut guard = self.scratch.try_lock().ok();
-        let scores: &mut Vec<f64> = guard.as_deref_mut().unwrap_or(&mut own);
-        scores.resize(self.n, 0.0);
+        if scores.len() < self.n {
+            scores.resize(self.n, 0.0);
+        }
+        let scores = &mut scores[..self.n];
         let k1 = self.k1;
         let mut any = false;
         for (term, w) in weighted {

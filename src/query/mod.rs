@@ -147,10 +147,10 @@ pub struct Hit {
 /// (each built from this segment's tables alone, so a new segment costs only its own).
 struct Segment {
     info: crate::bundle::SegmentInfo,
-    /// Paths whose rows here are dead (tombstoned by a later segment).
-    dead_paths: FxHashSet<String>,
-    /// The same as a flag per chunk ordinal (from the `files` table: chunks lie in path order),
-    /// `None` when nothing here is dead.
+    /// Whether a later segment has tombstones (which may name paths here).
+    tombstoned: bool,
+    /// A flag per chunk ordinal: dead, its path tombstoned by a later segment (from the `files`
+    /// table: chunks lie in path order); `None` when nothing here can be dead.
     dead: std::sync::OnceLock<Option<Arc<Vec<bool>>>>,
     /// The vector matrix, loaded on first use.
     matrix: std::sync::OnceLock<vectors::Matrix>,
@@ -176,6 +176,12 @@ pub struct Bundle {
     segments: Vec<Segment>,
     /// The bundle's embedder, built on first use (a local model loads once).
     embedder: std::sync::OnceLock<QueryModel>,
+    /// The segment where an arm found each chunk id (where its row is live): the first place
+    /// [`Bundle::locate`] looks.
+    found_in: std::sync::Mutex<FxHashMap<i64, usize>>,
+    /// Per segment, the paths whose rows there are dead (read from the tombstones on first use:
+    /// only a dead-row cache that must be built needs them).
+    dead_paths: std::sync::OnceLock<Vec<FxHashSet<String>>>,
 }
 
 impl Bundle {
@@ -192,17 +198,52 @@ impl Bundle {
     fn dead(&self, i: usize) -> Result<Option<Arc<Vec<bool>>>> {
         let seg = &self.segments[i];
         loaded(&seg.dead, || {
-            if seg.dead_paths.is_empty() {
+            if !seg.tombstoned {
                 return Ok(None);
             }
-            let mut dead = Vec::new();
-            for f in crate::bundle::reader::read_files(&seg.info.dir(&self.dir))? {
-                let d = seg.dead_paths.contains(&f.path);
-                dead.extend(std::iter::repeat_n(d, f.chunks as usize));
+            // Cached (a byte per chunk ordinal), named by the segment's files table and the
+            // tombstones of the segments after it: a process that opens a segmented bundle
+            // then reads no Parquet to know its dead rows.
+            let mut key = cache::file_sha(&self.dir, &self.manifest, &seg.info, "files")?;
+            for later in &self.manifest.segments[i + 1..] {
+                if later.tombstones > 0 {
+                    key.push_str(&cache::file_sha(
+                        &self.dir,
+                        &self.manifest,
+                        later,
+                        crate::bundle::TOMBSTONES,
+                    )?);
+                }
             }
-            Ok(Some(Arc::new(dead)))
+            let name = format!("dead-v1-{}", &crate::util::sha256_hex(key.as_bytes())[..32]);
+            let chunks = seg.info.chunks;
+            let bytes = cache::load(
+                &name,
+                |b| b.len() as u64 == chunks,
+                || {
+                    let paths = &loaded(&self.dead_paths, || {
+                        crate::bundle::reader::dead_paths(&self.dir, &self.manifest)
+                    })?[i];
+                    let mut dead = Vec::with_capacity(chunks as usize);
+                    for f in crate::bundle::reader::read_files(&seg.info.dir(&self.dir))? {
+                        let d = u8::from(paths.contains(&f.path));
+                        dead.extend(std::iter::repeat_n(d, f.chunks as usize));
+                    }
+                    Ok(dead)
+                },
+            )?;
+            Ok(Some(Arc::new(bytes.iter().map(|&b| b != 0).collect())))
         })
         .cloned()
+    }
+
+    /// Remembers where the arms found chunk ids (only worth it with several segments).
+    fn found_in(&self, found: impl IntoIterator<Item = (i64, usize)>) {
+        if self.segments.len() > 1
+            && let Ok(mut m) = self.found_in.lock()
+        {
+            m.extend(found);
+        }
     }
 
     /// Segment `i`'s inverted index.
@@ -233,9 +274,17 @@ impl Bundle {
 
     /// The segment where chunk `id` is live (ids are unique among live rows), and its row.
     fn locate(&self, id: i64) -> Result<Option<(usize, rows::Row<'_>)>> {
-        for i in (0..self.segments.len()).rev() {
-            if let Some(r) = self.seg_rows(i)?.get(id)
-                && !self.segments[i].dead_paths.contains(r.path)
+        let hint = self
+            .found_in
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&id).copied())
+            .filter(|_| self.segments.len() > 1);
+        for i in hint.into_iter().chain((0..self.segments.len()).rev()) {
+            if let Some((ord, r)) = self.seg_rows(i)?.get_with_ord(id)
+                && !self
+                    .dead(i)?
+                    .is_some_and(|d| d.get(ord).copied().unwrap_or(false))
             {
                 return Ok(Some((i, r)));
             }
@@ -247,22 +296,34 @@ impl Bundle {
 /// Per segment: its inverted index and dead chunk ordinals.
 type LivePostings = Arc<Vec<(Arc<inverted::Inverted>, Option<Arc<Vec<bool>>>)>>;
 
-/// BM25 over every segment's live chunks: the best `n` (chunk id, score), best first.
+/// BM25 over every segment's live chunks: the best `n` (chunk id, score), best first, and the
+/// segment of each.
 fn bm25_top(
     live: &LivePostings,
     idf: &[(String, f64)],
     n: usize,
     allowed: Option<&FxHashSet<i64>>,
-) -> Vec<(i64, f64)> {
+) -> (Vec<(i64, f64)>, Vec<(i64, usize)>) {
     let mut out = Vec::new();
-    for (index, dead) in live.iter() {
-        out.extend(index.top(idf, n, allowed, dead.as_deref().map(Vec::as_slice)));
+    let mut segment = Vec::new();
+    // One set of accumulators for all segments, sized for the largest.
+    let mut scores = Vec::new();
+    for (i, (index, dead)) in live.iter().enumerate() {
+        let top = index.top_with(
+            idf,
+            n,
+            allowed,
+            dead.as_deref().map(Vec::as_slice),
+            &mut scores,
+        );
+        segment.extend(top.iter().map(|(id, _)| (*id, i)));
+        out.extend(top);
     }
     if live.len() > 1 {
         out.sort_by(best_first);
         out.truncate(n);
     }
-    out
+    (out, segment)
 }
 
 /// The live document frequency of `term` over `live`'s segments.
@@ -329,10 +390,10 @@ impl Bundle {
         let segments: Vec<Segment> = manifest
             .segments
             .iter()
-            .zip(crate::bundle::reader::dead_paths(dir, &manifest)?)
-            .map(|(info, dead_paths)| Segment {
+            .enumerate()
+            .map(|(i, info)| Segment {
                 info: info.clone(),
-                dead_paths,
+                tombstoned: manifest.segments[i + 1..].iter().any(|s| s.tombstones > 0),
                 dead: std::sync::OnceLock::new(),
                 matrix: std::sync::OnceLock::new(),
                 inverted: std::sync::OnceLock::new(),
@@ -346,6 +407,8 @@ impl Bundle {
             conn: std::sync::OnceLock::new(),
             segments,
             embedder: std::sync::OnceLock::new(),
+            dead_paths: std::sync::OnceLock::new(),
+            found_in: std::sync::Mutex::default(),
         })
     }
 
@@ -479,12 +542,14 @@ impl Bundle {
                 vectors::Matrix::load(&self.dir, &self.manifest, &seg.info)
             })?;
             let dead = self.dead(i)?;
-            out.extend(
-                m.top(&q, n, allowed, dead.as_deref().map(Vec::as_slice))
-                    .into_iter()
-                    .filter(|(_, s)| *s >= min)
-                    .map(|(id, s)| (id, f64::from(s))),
-            );
+            let top: Vec<(i64, f64)> = m
+                .top(&q, n, allowed, dead.as_deref().map(Vec::as_slice))
+                .into_iter()
+                .filter(|(_, s)| *s >= min)
+                .map(|(id, s)| (id, f64::from(s)))
+                .collect();
+            self.found_in(top.iter().map(|(id, _)| (*id, i)));
+            out.extend(top);
         }
         if self.segments.len() > 1 {
             // The same order as one matrix's: by similarity (as f32), ties by chunk id.
@@ -639,9 +704,13 @@ impl Bundle {
                     None => Vec::new(),
                 };
                 let bm25 = match bm25 {
-                    Some(h) => h
-                        .join()
-                        .map_err(|_| Error::Other("the BM25 arm panicked".into()))??,
+                    Some(h) => {
+                        let (top, segment) = h
+                            .join()
+                            .map_err(|_| Error::Other("the BM25 arm panicked".into()))??;
+                        self.found_in(segment);
+                        top
+                    }
                     None => Vec::new(),
                 };
                 Ok((bm25, vector))

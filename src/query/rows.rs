@@ -126,6 +126,11 @@ impl Rows {
 
     /// The row of chunk `id`, when the bundle has it.
     pub fn get(&self, id: i64) -> Option<Row<'_>> {
+        self.get_with_ord(id).map(|(_, r)| r)
+    }
+
+    /// The ordinal (row number in `chunks.parquet`) and row of chunk `id`, when present.
+    pub fn get_with_ord(&self, id: i64) -> Option<(usize, Row<'_>)> {
         let (order, rows, _, _) = self.offsets();
         let (mut lo, mut hi) = (0usize, self.n);
         while lo < hi {
@@ -137,17 +142,20 @@ impl Rows {
                     let row = u32_at(&self.bytes, order + mid * 4) as usize;
                     let f = |i: usize| u32_at(&self.bytes, rows + (row * FIELDS + i) * 4);
                     let s = |i: usize| self.string(f(2 + i));
-                    return Some(Row {
-                        start_line: i64::from(f(0)),
-                        end_line: i64::from(f(1)),
-                        path: s(0)?,
-                        symbol: s(1),
-                        symbol_path: s(2),
-                        kind: s(3)?,
-                        language: s(4),
-                        source_type: s(5)?,
-                        signature: s(6),
-                    });
+                    return Some((
+                        row,
+                        Row {
+                            start_line: i64::from(f(0)),
+                            end_line: i64::from(f(1)),
+                            path: s(0)?,
+                            symbol: s(1),
+                            symbol_path: s(2),
+                            kind: s(3)?,
+                            language: s(4),
+                            source_type: s(5)?,
+                            signature: s(6),
+                        },
+                    ));
                 }
             }
         }
