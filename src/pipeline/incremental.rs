@@ -521,13 +521,22 @@ pub(crate) fn worktree_changes(
     exclude: &[PathBuf],
     walked: &crate::source::WalkResult,
 ) -> Result<Vec<String>> {
-    let mut so = git2::StatusOptions::new();
-    so.include_untracked(false)
-        .include_ignored(false)
-        .exclude_submodules(true);
-    let statuses = repo
-        .statuses(Some(&mut so))
-        .map_err(|e| refuse(format!("git status failed: {}", e.message())))?;
+    let changed = match tracked_changes_cli(workdir) {
+        Some(paths) => paths,
+        None => {
+            let mut so = git2::StatusOptions::new();
+            so.include_untracked(false)
+                .include_ignored(false)
+                .exclude_submodules(true);
+            let statuses = repo
+                .statuses(Some(&mut so))
+                .map_err(|e| refuse(format!("git status failed: {}", e.message())))?;
+            statuses
+                .iter()
+                .filter_map(|e| e.path().ok().map(str::to_string))
+                .collect()
+        }
+    };
     // The bundle (and its temp siblings) relative to the work tree, as `/`-paths.
     let skip: Vec<String> = exclude
         .iter()
@@ -539,8 +548,8 @@ pub(crate) fn worktree_changes(
         })
         .collect();
     let mut out = Vec::new();
-    for e in statuses.iter() {
-        let Ok(p) = e.path() else { continue };
+    for p in &changed {
+        let p = p.as_str();
         let inside_skip = skip.iter().any(|s| {
             p == s
                 || p.strip_prefix(s.as_str())
@@ -576,6 +585,39 @@ pub(crate) fn worktree_changes(
     out.sort();
     out.dedup();
     Ok(out)
+}
+
+/// The tracked files with changes (staged, modified, deleted), repository-relative, from the git
+/// CLI when it is on PATH: its status of tracked files trusts the index's stat cache and checks
+/// files on several threads, about 4× faster than libgit2's on a tree of 36k files (75 vs 280 ms
+/// — most of a one-file `--since` run). `None` when git is not there or fails: libgit2 answers.
+fn tracked_changes_cli(workdir: &Path) -> Option<Vec<String>> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(workdir)
+        .args([
+            "--no-optional-locks",
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=no",
+            "--no-renames",
+            "--ignore-submodules=all",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    // Records `XY PATH`, each ended by NUL (no renames, so one path a record).
+    let mut paths = Vec::new();
+    for rec in out.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let path = rec.get(3..)?;
+        paths.push(String::from_utf8_lossy(path).into_owned());
+    }
+    Some(paths)
 }
 
 /// Whether `p` lies in a temp directory of the bundle `bundle` (`.NAME.tmp-PID/`, left by a run

@@ -430,6 +430,12 @@ fn build_into(
     let mut read_skips: Vec<Skipped> = Vec::new();
     let mut summary = IndexSummary::default();
 
+    // Files git vouches for never go to a worker: the writer carries them in their turn.
+    let carried: Vec<bool> = walked
+        .files
+        .iter()
+        .map(|c| carried_unread(reuse, c))
+        .collect();
     std::thread::scope(|s| -> Result<()> {
         let (task_tx, task_rx) = bounded::<(usize, &Candidate)>(threads * 2);
         let (res_tx, res_rx) = bounded::<(usize, FileResult)>(WINDOW_FILES);
@@ -469,10 +475,11 @@ fn build_into(
         drop(res_tx);
         drop(task_rx);
         let files = &walked.files;
+        let carried = &carried;
         let feeder = std::thread::Builder::new()
             .name("trove-feeder".into())
             .spawn_scoped(s, move || {
-                for (i, c) in files.iter().enumerate() {
+                for (i, c) in files.iter().enumerate().filter(|(i, _)| !carried[*i]) {
                     // A token per file in flight: the writer returns one per file written.
                     if tok_rx.recv().is_err() || task_tx.send((i, c)).is_err() {
                         break;
@@ -485,9 +492,22 @@ fn build_into(
         let mut next = 0usize;
         let mut written = 0u64;
         let mut outcome = Ok(());
-        'recv: for (i, r) in res_rx.iter() {
-            pending.insert(i, r);
-            while let Some(r) = pending.remove(&next) {
+        // The results, then nothing: the files at the end that no worker had.
+        let results = res_rx.iter().map(Some).chain(std::iter::once(None));
+        'recv: for got in results {
+            if let Some((i, r)) = got {
+                pending.insert(i, r);
+            }
+            loop {
+                let from_worker = !carried.get(next).copied().unwrap_or(false);
+                let r = if from_worker {
+                    match pending.remove(&next) {
+                        Some(r) => r,
+                        None => break,
+                    }
+                } else {
+                    FileResult::Carried
+                };
                 let bytes = files[next].bytes;
                 next += 1;
                 let record = match r {
@@ -531,7 +551,9 @@ fn build_into(
                     )));
                     break 'recv;
                 }
-                let _ = tok_tx.send(());
+                if from_worker {
+                    let _ = tok_tx.send(());
+                }
             }
         }
         drop(tok_tx);
@@ -654,6 +676,15 @@ fn build_into(
     Ok((manifest, summary))
 }
 
+/// Whether git vouches that the file `c` is as the base bundle's commit had it (tracked,
+/// untouched since, the same size): its rows are carried without reading it.
+fn carried_unread(reuse: Option<&incremental::Reuse>, c: &Candidate) -> bool {
+    reuse.is_some_and(|r| {
+        r.unchanged.as_ref().is_some_and(|u| u.contains(&c.rel))
+            && r.files.get(&c.rel).is_some_and(|b| b.bytes == c.bytes)
+    })
+}
+
 /// Reads, classifies and chunks one file; never fails (problems become a skip reason).
 fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     hooks::panic_on(&c.rel);
@@ -664,14 +695,8 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
             bytes,
         })
     };
-    let base = ctx
-        .reuse
-        .and_then(|r| r.files.get(&c.rel).map(|b| (r.unchanged.as_ref(), b)));
-    if let Some((Some(unchanged), b)) = base
-        && unchanged.contains(&c.rel)
-        && b.bytes == c.bytes
-    {
-        // Git says the file is as the base bundle's commit had it: carried without a read.
+    let base = ctx.reuse.and_then(|r| r.files.get(&c.rel));
+    if carried_unread(ctx.reuse, c) {
         return FileResult::Carried;
     }
     let bytes = match std::fs::read(&c.abs) {
@@ -680,7 +705,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     };
     let size = bytes.len() as u64;
     let sha256 = sha256_hex(&bytes);
-    if let Some((_, b)) = base
+    if let Some(b) = base
         && b.sha256 == sha256
         && b.bytes == size
     {

@@ -226,8 +226,7 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
         .git_global(respect)
         .git_exclude(respect)
         .require_git(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b));
+        .follow_links(false);
     if respect {
         wb.add_custom_ignore_filename(".troveignore");
     }
@@ -271,13 +270,57 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
             }
         });
     }
+    // The walk runs on every core (stat calls and ignore-file probes dominate a large tree); what
+    // it yields is ordered afterwards, so the result does not depend on the threads.
+    let found: Mutex<Vec<Found>> = Mutex::default();
+    wb.threads(
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8),
+    )
+    .build_parallel()
+    .run(|| {
+        let found = &found;
+        Box::new(move |r| {
+            let item = match r {
+                Ok(e) => {
+                    let ft = e.file_type();
+                    let bytes = if ft.is_some_and(|t| t.is_file()) {
+                        e.metadata().map(|m| m.len()).unwrap_or(0)
+                    } else {
+                        0
+                    };
+                    Found::Entry {
+                        depth: e.depth(),
+                        ft,
+                        bytes,
+                        path: e.into_path(),
+                    }
+                }
+                Err(err) => Found::Error(err),
+            };
+            if let Ok(mut f) = found.lock() {
+                f.push(item);
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    let mut found = found
+        .into_inner()
+        .map_err(|_| Error::Other("walk lock poisoned".into()))?;
+    found.sort_by(|a, b| a.path().cmp(&b.path()));
     let mut out = WalkResult::default();
-    let mut seen: HashSet<PathBuf> = HashSet::new();
+    let mut seen: rustc_hash::FxHashSet<PathBuf> = rustc_hash::FxHashSet::default();
     let mut dirs: Vec<PathBuf> = Vec::new();
-    for entry in wb.build() {
-        let entry = match entry {
-            Ok(e) => e,
-            Err(err) => {
+    for item in found {
+        let (p, depth, ft, bytes) = match item {
+            Found::Entry {
+                path,
+                depth,
+                ft,
+                bytes,
+            } => (path, depth, ft, bytes),
+            Found::Error(err) => {
                 // An unreadable directory or a broken ignore file: record, go on.
                 let path = io_path(&err)
                     .map(|p| lossy_rel(&root, &p))
@@ -290,13 +333,12 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
                 continue;
             }
         };
-        let p = entry.path().to_path_buf();
         seen.insert(p.clone());
-        if entry.depth() == 0 {
+        if depth == 0 {
             dirs.push(p);
             continue;
         }
-        let Some(ft) = entry.file_type() else {
+        let Some(ft) = ft else {
             continue;
         };
         let Some(rel) = rel_string(&root, &p) else {
@@ -329,7 +371,6 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
             });
             continue;
         }
-        let bytes = entry.metadata().map(|m| m.len()).unwrap_or(0);
         if !ft.is_file() {
             out.skipped.push(Skipped {
                 path: rel,
@@ -364,37 +405,65 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
     let dir_skipped: HashSet<String> = dir_skips.iter().map(|s| s.path.clone()).collect();
     out.skipped.extend(dir_skips);
     // What the ignore rules hid: a child of a walked directory that the walk never yielded.
-    for d in &dirs {
-        let Ok(rd) = std::fs::read_dir(d) else {
-            continue;
-        };
-        for child in rd.flatten() {
-            let cp = child.path();
-            if seen.contains(&cp) || opts.never_walk.contains(&cp) {
-                continue;
-            }
-            let is_dir = child.file_type().map(|t| t.is_dir()).unwrap_or(false);
-            let rel = lossy_rel(&root, &cp);
-            let path = if is_dir { format!("{rel}/") } else { rel };
-            if dir_skipped.contains(&path) {
-                continue;
-            }
-            let bytes = if is_dir {
-                0
-            } else {
-                child.metadata().map(|m| m.len()).unwrap_or(0)
+    use rayon::prelude::*;
+    let hidden: Vec<Skipped> = dirs
+        .par_iter()
+        .flat_map_iter(|d| {
+            let mut out = Vec::new();
+            let Ok(rd) = std::fs::read_dir(d) else {
+                return out;
             };
-            out.skipped.push(Skipped {
-                path,
-                reason: SkipReason::Ignored,
-                bytes,
-            });
-        }
-    }
+            for child in rd.flatten() {
+                let cp = child.path();
+                if seen.contains(&cp) || opts.never_walk.contains(&cp) {
+                    continue;
+                }
+                let is_dir = child.file_type().map(|t| t.is_dir()).unwrap_or(false);
+                let rel = lossy_rel(&root, &cp);
+                let path = if is_dir { format!("{rel}/") } else { rel };
+                if dir_skipped.contains(&path) {
+                    continue;
+                }
+                let bytes = if is_dir {
+                    0
+                } else {
+                    child.metadata().map(|m| m.len()).unwrap_or(0)
+                };
+                out.push(Skipped {
+                    path,
+                    reason: SkipReason::Ignored,
+                    bytes,
+                });
+            }
+            out
+        })
+        .collect();
+    out.skipped.extend(hidden);
     out.files.sort_by(|a, b| a.rel.cmp(&b.rel));
     out.skipped.sort();
     out.skipped.dedup();
     Ok(out)
+}
+
+/// What the parallel walk yielded: an entry (its file's size when it is a regular file), or an
+/// error.
+enum Found {
+    Entry {
+        path: PathBuf,
+        depth: usize,
+        ft: Option<std::fs::FileType>,
+        bytes: u64,
+    },
+    Error(ignore::Error),
+}
+
+impl Found {
+    fn path(&self) -> Option<&Path> {
+        match self {
+            Found::Entry { path, .. } => Some(path),
+            Found::Error(_) => None,
+        }
+    }
 }
 
 fn io_path(err: &ignore::Error) -> Option<PathBuf> {
