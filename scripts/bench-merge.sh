@@ -69,7 +69,8 @@ def ask(b):
         for mode in ["bm25", "vector", "hybrid"]:
             out.append(subprocess.run([trove, "query", b, q, "--mode", mode, "-k", "10", "--format", "jsonl"],
                                       capture_output=True, text=True).stdout.replace(b, "B"))
-    for args in (["symbols", b, "parse"], ["refs", b, "new", "--callers"], ["deps", b], ["map", b]):
+    for args in (["symbols", b, "parse"], ["symbols", b, "main"], ["refs", b, "new", "--callers"],
+                 ["refs", b, "main", "--callers"], ["deps", b], ["map", b]):
         out.append(subprocess.run([trove, *args, "--format", "json"], capture_output=True, text=True).stdout.replace(b, "B"))
     return out
 a, m = ask(full), ask(merged)

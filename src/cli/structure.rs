@@ -63,7 +63,7 @@ pub fn run_symbols(a: SymbolsArgs) -> anyhow::Result<i32> {
          WHERE (s.name = {n} OR lower(s.name) = lower({n}) OR s.symbol_path = {p} \
                 OR s.symbol_path LIKE '%> ' || {p}) {kinds} \
          ORDER BY s.name = {n} DESC, s.symbol_path = {p} DESC, coalesce(s.exported, false) DESC, \
-                  s.path, s.start_line \
+                  s.path, s.start_line, s.symbol_id \
          LIMIT {k}",
         n = lit(name),
         p = lit(&path),
@@ -156,7 +156,7 @@ pub fn run_refs(a: RefsArgs) -> anyhow::Result<i32> {
         format!("r.kind = 'call' AND r.target = {n}")
     };
     let sql = format!(
-        "SELECT {cols} {joins} WHERE {filter} ORDER BY r.path, r.line LIMIT {}",
+        "SELECT {cols} {joins} WHERE {filter} ORDER BY r.path, r.line, r.kind, r.target LIMIT {}",
         a.k.max(1)
     );
     let (names, rows) = b.run_sql(&sql)?;
@@ -229,7 +229,7 @@ pub fn run_deps(a: DepsArgs) -> anyhow::Result<i32> {
         filters.push(format!("contains(lower(name), lower({}))", lit(n)));
     }
     let sql = format!(
-        "SELECT path, ecosystem, name, version, scope FROM deps WHERE {} ORDER BY path, ecosystem, scope, name",
+        "SELECT path, ecosystem, name, version, scope FROM deps WHERE {} ORDER BY path, ecosystem, scope, name, version",
         filters.join(" AND ")
     );
     let (names, rows) = b.run_sql(&sql)?;

@@ -296,6 +296,9 @@ impl Bundle {
 /// Per segment: its inverted index and dead chunk ordinals.
 type LivePostings = Arc<Vec<(Arc<inverted::Inverted>, Option<Arc<Vec<bool>>>)>>;
 
+/// (chunk id, segment index): where an arm found a chunk.
+type Found = Vec<(i64, usize)>;
+
 /// BM25 over every segment's live chunks: the best `n` (chunk id, score), best first, and the
 /// segment of each.
 fn bm25_top(
@@ -303,7 +306,7 @@ fn bm25_top(
     idf: &[(String, f64)],
     n: usize,
     allowed: Option<&FxHashSet<i64>>,
-) -> (Vec<(i64, f64)>, Vec<(i64, usize)>) {
+) -> (Vec<(i64, f64)>, Found) {
     let mut out = Vec::new();
     let mut segment = Vec::new();
     // One set of accumulators for all segments, sized for the largest.
