@@ -17,23 +17,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=${1:-${BENCH_CORPUS:-/tmp/trove-bench-corpus}}
 n=${N:-8}
-[ -d "$src" ] || [ $# -ge 1 ] || "$here/bench-corpus.sh" "$src"
-# shellcheck source=scripts/find-trove.sh
-source "$here/find-trove.sh"
-command -v python3 >/dev/null || { echo "needs python3" >&2; exit 2; }
-work=$(mktemp -d)
-[ "${KEEP:-}" = 1 ] || trap 'rm -rf "$work"' EXIT
-repo="$work/repo"
-g() { git -C "$repo" -c user.name=bench -c user.email=bench@example.com -c core.autocrlf=false "$@"; }
-
-echo "copying $src ..." >&2
-if git -C "$src" rev-parse --verify -q HEAD >/dev/null 2>&1 && [ -z "$(git -C "$src" status --porcelain | head -1)" ]; then
-  git clone -q "$src" "$repo"
-else
-  cp -a "$src" "$repo"
-  rm -rf "$repo/.git"
-  g init -q && g add -A -f 2> >(grep -v "^warning: in the working copy" >&2) && g commit -q -m base
-fi
+# shellcheck source=scripts/bench-repo.sh
+source "$here/bench-repo.sh"
 echo "tree: $(g ls-files | wc -l) files, $(( $(du -sb "$repo" --exclude=.git | cut -f1) / 1000000 )) MB"
 
 # secs CMD... : runs CMD, prints its wall seconds

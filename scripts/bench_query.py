@@ -110,18 +110,8 @@ def timed_pair(trove, example, bundles, qs, qfile):
     bundles query by query, so a noisy neighbour slows both alike."""
     rows = {b: {} for b in bundles}
     for mode in ("bm25", "vector", "hybrid"):
-        ms = {b: [] for b in bundles}
-        for b in bundles:
-            subprocess.run([trove, "query", b, qs[0], "--mode", mode, "--format", "jsonl", "-k", "10"],
-                           check=True, stdout=subprocess.DEVNULL)
-        for q in qs:
-            for b in bundles:
-                t = time.perf_counter()
-                subprocess.run([trove, "query", b, q, "--mode", mode, "--format", "jsonl", "-k", "10"],
-                               check=True, stdout=subprocess.DEVNULL)
-                ms[b].append((time.perf_counter() - t) * 1000)
-        for b in bundles:
-            rows[b][f"{mode} (process)"] = (pct(ms[b], 0.5), pct(ms[b], 0.95))
+        for b, p in whole_process(trove, bundles, qs, mode).items():
+            rows[b][f"{mode} (process)"] = p
     for b in bundles:
         out = subprocess.run([example, b, qfile], check=True, capture_output=True, text=True).stdout
         for line in out.splitlines():
@@ -141,15 +131,19 @@ def pct(ms, p):
     return ms[min(int(len(ms) * p), len(ms) - 1)]
 
 
-def whole_process(trove, bundle, qs, mode):
-    cmd = lambda q: [trove, "query", bundle, q, "--mode", mode, "--format", "jsonl", "-k", "10"]
-    subprocess.run(cmd(qs[0]), check=True, stdout=subprocess.DEVNULL)
-    ms = []
+def whole_process(trove, bundles, qs, mode):
+    """`trove query` started once per query on each of `bundles` (alternating query by query, so a
+    noisy neighbour slows them alike), warm: p50/p95 per bundle."""
+    cmd = lambda b, q: [trove, "query", b, q, "--mode", mode, "--format", "jsonl", "-k", "10"]
+    for b in bundles:
+        subprocess.run(cmd(b, qs[0]), check=True, stdout=subprocess.DEVNULL)
+    ms = {b: [] for b in bundles}
     for q in qs:
-        t = time.perf_counter()
-        subprocess.run(cmd(q), check=True, stdout=subprocess.DEVNULL)
-        ms.append((time.perf_counter() - t) * 1000)
-    return pct(ms, 0.5), pct(ms, 0.95)
+        for b in bundles:
+            t = time.perf_counter()
+            subprocess.run(cmd(b, q), check=True, stdout=subprocess.DEVNULL)
+            ms[b].append((time.perf_counter() - t) * 1000)
+    return {b: (pct(v, 0.5), pct(v, 0.95)) for b, v in ms.items()}
 
 
 def main():
@@ -162,6 +156,7 @@ def main():
     ap.add_argument("--segments", type=int, help="compare a bundle of this many segments with its compaction")
     a = ap.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="trove-bench-query-")
+    os.makedirs(work, exist_ok=True)
     qs = queries()
     qfile = os.path.join(work, "queries.txt")
     with open(qfile, "w") as fh:
@@ -197,7 +192,7 @@ def main():
             print(f"[{n}] indexed in {time.perf_counter() - t:.1f} s", file=sys.stderr)
         rows = {}
         for mode in ("bm25", "vector", "hybrid"):
-            rows[f"{mode} (process)"] = whole_process(a.trove, bundle, qs, mode)
+            rows[f"{mode} (process)"] = whole_process(a.trove, [bundle], qs, mode)[bundle]
         out = subprocess.run([a.example, bundle, qfile], check=True, capture_output=True, text=True).stdout
         for line in out.splitlines():
             r = json.loads(line)

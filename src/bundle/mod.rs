@@ -22,8 +22,8 @@ pub use manifest::{
     views_sql, write_manifest,
 };
 pub use output::{
-    OutputLock, build_beside, check_replaceable, link_segment, lock_output, lock_path,
-    swap_into_place, temp_beside,
+    OutputLock, build_beside, check_replaceable, link_or_copy, link_segment, lock_output,
+    lock_path, swap_into_place, temp_beside,
 };
 pub use schema::{TABLES, expected_schema};
 pub use verify::{VerifyReport, check_sizes, verify};

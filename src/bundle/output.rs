@@ -153,12 +153,7 @@ pub fn link_segment(
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let mut copied = 0;
     for e in entries {
-        let (src, dst) = (from.join(&e.name), to.join(&e.name));
-        if std::fs::hard_link(&src, &dst).is_err() {
-            std::fs::copy(&src, &dst).map_err(|err| Error::io(&src, err))?;
-            std::fs::File::open(&dst)
-                .and_then(|f| f.sync_all())
-                .map_err(|err| Error::io(&dst, err))?;
+        if link_or_copy(&from.join(&e.name), &to.join(&e.name))? {
             copied += e.bytes;
         }
     }
@@ -166,4 +161,17 @@ pub fn link_segment(
         let _ = d.sync_all();
     }
     Ok(copied)
+}
+
+/// Puts the immutable bundle file `src` at `dst`: a hard link where both sit on one filesystem,
+/// else a copy, synced. Returns whether it copied.
+pub fn link_or_copy(src: &Path, dst: &Path) -> Result<bool> {
+    if std::fs::hard_link(src, dst).is_ok() {
+        return Ok(false);
+    }
+    std::fs::copy(src, dst).map_err(|err| Error::io(src, err))?;
+    std::fs::File::open(dst)
+        .and_then(|f| f.sync_all())
+        .map_err(|err| Error::io(dst, err))?;
+    Ok(true)
 }

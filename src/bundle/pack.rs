@@ -276,9 +276,14 @@ pub(crate) fn memo_root() -> std::path::PathBuf {
 /// Records that the file `p`, as it is now, has sha256 `sha` (a file this process just wrote and
 /// hashed): later checks of it cost a stat.
 pub(crate) fn remember(p: &Path, sha: &str, root: &Path) {
-    if let Ok(c) = p.canonicalize()
-        && let Ok(k) = stat_key(&c)
-    {
+    if let Ok(c) = p.canonicalize() {
+        remember_at(&c, sha, root);
+    }
+}
+
+/// [`remember`] of a canonical path.
+fn remember_at(p: &Path, sha: &str, root: &Path) {
+    if let Ok(k) = stat_key(p) {
         let _ = std::fs::write(root.join(format!("stat-{k}")), sha);
     }
 }
@@ -341,9 +346,7 @@ pub fn remember_bundle(dir: &Path, m: &super::Manifest) {
         return;
     };
     for e in &m.files {
-        if let Ok(k) = stat_key(&dir.join(&e.name)) {
-            let _ = std::fs::write(root.join(format!("stat-{k}")), &e.sha256);
-        }
+        remember_at(&dir.join(&e.name), &e.sha256, &root);
     }
 }
 

@@ -140,13 +140,7 @@ impl Source {
     /// a download from a URL). The caller checks its bytes.
     fn fetch(&self, e: &FileEntry, dst: &Path) -> Result<()> {
         match self {
-            Source::Dir(d) => {
-                let src = d.join(&e.name);
-                if std::fs::hard_link(&src, dst).is_err() {
-                    std::fs::copy(&src, dst).map_err(|err| Error::io(&src, err))?;
-                }
-                Ok(())
-            }
+            Source::Dir(d) => super::link_or_copy(&d.join(&e.name), dst).map(|_| ()),
             #[cfg(feature = "openai")]
             Source::Http { base, client } => {
                 let mut f = std::fs::File::create(dst).map_err(|err| Error::io(dst, err))?;
@@ -245,22 +239,18 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
         bundle_bytes: m.files.iter().map(|e| e.bytes).sum(),
         ..SyncSummary::default()
     };
-    let same_manifest = std::fs::read_to_string(dest.join(MANIFEST)).is_ok_and(|t| t == text);
-    if same_manifest
-        && m.files
-            .iter()
-            .all(|e| reusable(&dest, old.as_ref(), e, &memo))
-    {
-        summary.up_to_date = true;
-        summary.bytes_reused = summary.bundle_bytes;
-        summary.wall_secs = started.elapsed().as_secs_f64();
-        return Ok((m, summary));
-    }
     let keep: Vec<bool> = m
         .files
         .iter()
         .map(|e| reusable(&dest, old.as_ref(), e, &memo))
         .collect();
+    let same_manifest = std::fs::read_to_string(dest.join(MANIFEST)).is_ok_and(|t| t == text);
+    if same_manifest && keep.iter().all(|k| *k) {
+        summary.up_to_date = true;
+        summary.bytes_reused = summary.bundle_bytes;
+        summary.wall_secs = started.elapsed().as_secs_f64();
+        return Ok((m, summary));
+    }
     let to_fetch: u64 = m
         .files
         .iter()
@@ -290,10 +280,7 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
                 std::fs::create_dir_all(parent).map_err(|err| Error::io(parent, err))?;
             }
             if *keep {
-                let from = dest.join(&e.name);
-                if std::fs::hard_link(&from, &dst).is_err() {
-                    std::fs::copy(&from, &dst).map_err(|err| Error::io(&from, err))?;
-                }
+                super::link_or_copy(&dest.join(&e.name), &dst)?;
                 summary.bytes_reused += e.bytes;
                 continue;
             }

@@ -1,6 +1,5 @@
 //! `trove compact BUNDLE`.
 use clap::Args;
-use std::io::Write;
 use std::path::PathBuf;
 
 use super::human_bytes;
@@ -31,11 +30,7 @@ pub struct CompactArgs {
 pub fn run(a: CompactArgs) -> anyhow::Result<()> {
     let (_, s) = trove::pipeline::compact::run_compact(&a.bundle)?;
     if a.json {
-        writeln!(
-            std::io::stdout().lock(),
-            "{}",
-            serde_json::to_string_pretty(&s)?
-        )?;
+        super::print_json(&s)?;
     } else if !a.quiet {
         if s.segments_before <= 1 && s.dead_chunks == 0 {
             eprintln!("{}: already one segment, nothing to do", a.bundle.display());

@@ -1,6 +1,5 @@
 //! `trove merge OUT IN...`.
 use clap::Args;
-use std::io::Write;
 use std::path::PathBuf;
 
 use super::human_bytes;
@@ -41,11 +40,7 @@ pub fn run(a: MergeArgs) -> anyhow::Result<()> {
         .collect::<Result<Vec<_>, _>>()?;
     let (_, s) = trove::pipeline::run_merge(&a.output, &inputs)?;
     if a.json {
-        writeln!(
-            std::io::stdout().lock(),
-            "{}",
-            serde_json::to_string_pretty(&s)?
-        )?;
+        super::print_json(&s)?;
     } else if !a.quiet {
         eprintln!(
             "merged {} bundles into {}: {} segments, {} files, {} chunks, {} skipped in {:.2}s ({}, {} copied, the rest linked)",

@@ -97,6 +97,17 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
+/// Prints `v` as pretty JSON on stdout (a command's `--json` summary).
+pub(crate) fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
+    use std::io::Write;
+    writeln!(
+        std::io::stdout().lock(),
+        "{}",
+        serde_json::to_string_pretty(v)?
+    )?;
+    Ok(())
+}
+
 /// `1234567` → `1.2 MB`.
 pub(crate) fn human_bytes(n: u64) -> String {
     let n = n as f64;

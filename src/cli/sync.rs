@@ -1,6 +1,6 @@
 //! `trove sync SRC DEST`.
 use clap::Args;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use super::human_bytes;
@@ -46,11 +46,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<()> {
     };
     let (_, s) = trove::bundle::sync::run_sync(&a.source, &a.dest, &opts)?;
     if a.json {
-        writeln!(
-            std::io::stdout().lock(),
-            "{}",
-            serde_json::to_string_pretty(&s)?
-        )?;
+        super::print_json(&s)?;
     } else if !a.quiet {
         if s.up_to_date {
             eprintln!(

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::bundle::reader::Live;
+use crate::bundle::reader::{FileRow, Live, read_tombstones};
 use crate::bundle::{self, Counts, FileEntry, LiveTotals, Manifest, SegmentInfo};
 use crate::{Error, Result};
 
@@ -114,7 +114,7 @@ fn write_merged(
     started: Instant,
 ) -> Result<(Manifest, MergeSummary)> {
     let first = &manifests[0];
-    check_disjoint(inputs, manifests)?;
+    let (live_files, skipped) = live_union(inputs, manifests)?;
     let mut segments: Vec<SegmentInfo> = Vec::new();
     let mut files: Vec<FileEntry> = Vec::new();
     let mut bytes_copied = 0;
@@ -131,21 +131,7 @@ fn write_merged(
             segments.push(s.clone());
         }
     }
-    // The joined segments' live rows must be the inputs' live rows, all of them: a tombstone of
-    // one input must not kill a row of another.
-    let mut joined = first.clone();
-    joined.segments = segments.clone();
-    let live = Live::read(tmp, &joined)?;
-    let want_files: u64 = manifests.iter().map(|m| m.counts.files).sum();
-    let want_skipped: u64 = manifests.iter().map(|m| m.counts.skipped).sum();
-    if live.files.len() as u64 != want_files || live.skipped.len() as u64 != want_skipped {
-        return Err(Error::Other(
-            "a tombstone of one input names a live path of another: the inputs overlap (merge the \
-             shards of one split, each once)"
-                .into(),
-        ));
-    }
-    let totals = LiveTotals::of(live.files.iter().map(|(f, _)| f), want_skipped);
+    let totals = LiveTotals::of(&live_files, skipped);
     files.push(bundle::write_views(tmp, &segments)?);
     let warning = shard_warning(manifests);
     let mut source = first.source.clone();
@@ -189,13 +175,20 @@ fn write_merged(
     Ok((manifest, summary))
 }
 
-/// Refuses inputs whose live paths (indexed or skipped) overlap, naming the path and both inputs.
-fn check_disjoint(inputs: &[PathBuf], manifests: &[Manifest]) -> Result<()> {
+/// The live rows of the inputs, which the joined bundle's must be, all of them: their `files`
+/// rows and the number of skipped rows. Refuses inputs whose live paths (indexed or skipped)
+/// overlap, naming the path and both inputs, and a tombstone of one input that names a live path
+/// of an earlier one (listed after it, it would kill that row).
+fn live_union(inputs: &[PathBuf], manifests: &[Manifest]) -> Result<(Vec<FileRow>, u64)> {
     let mut paths: Vec<(String, usize)> = Vec::new();
+    let mut files = Vec::new();
+    let mut skipped = 0;
     for (n, (dir, m)) in inputs.iter().zip(manifests).enumerate() {
         let live = Live::read(dir, m)?;
-        paths.extend(live.files.into_iter().map(|(f, _)| (f.path, n)));
+        skipped += live.skipped.len() as u64;
+        paths.extend(live.files.iter().map(|(f, _)| (f.path.clone(), n)));
         paths.extend(live.skipped.into_iter().map(|(k, _)| (k.path, n)));
+        files.extend(live.files.into_iter().map(|(f, _)| f));
     }
     paths.sort();
     for w in paths.windows(2) {
@@ -208,7 +201,24 @@ fn check_disjoint(inputs: &[PathBuf], manifests: &[Manifest]) -> Result<()> {
             )));
         }
     }
-    Ok(())
+    for (n, (dir, m)) in inputs.iter().zip(manifests).enumerate() {
+        for s in m.segments.iter().filter(|s| s.tombstones > 0) {
+            for dead in read_tombstones(&s.dir(dir))? {
+                if let Ok(k) = paths.binary_search_by(|(p, _)| p.as_str().cmp(&dead))
+                    && paths[k].1 < n
+                {
+                    return Err(Error::Other(format!(
+                        "a tombstone of {} names {}, live in {}: the inputs overlap (merge the \
+                         shards of one split, each once)",
+                        dir.display(),
+                        dead,
+                        inputs[paths[k].1].display()
+                    )));
+                }
+            }
+        }
+    }
+    Ok((files, skipped))
 }
 
 /// A warning when the inputs are shards but not every shard of their split.

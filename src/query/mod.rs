@@ -274,12 +274,8 @@ impl Bundle {
 
     /// The segment where chunk `id` is live (ids are unique among live rows), and its row.
     fn locate(&self, id: i64) -> Result<Option<(usize, rows::Row<'_>)>> {
-        let hint = self
-            .found_in
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&id).copied())
-            .filter(|_| self.segments.len() > 1);
+        // Empty for a bundle of one segment (`found_in` keeps nothing then).
+        let hint = self.found_in.lock().ok().and_then(|m| m.get(&id).copied());
         for i in hint.into_iter().chain((0..self.segments.len()).rev()) {
             if let Some((ord, r)) = self.seg_rows(i)?.get_with_ord(id)
                 && !self
