@@ -24,6 +24,8 @@ bytes=$(du -sb "$repo" --exclude=.git | cut -f1)
 # run LABEL ARGS... : times one trove index, prints a row, remembers its seconds in $secs
 run() {
   local label=$1; shift
+  # The previous run's writes are flushed first, so that no run pays for the one before it.
+  sync
   /usr/bin/time -f "%e %M" -o "$work/time" "$trove" index "$repo" --json --quiet "$@" > "$work/summary.json"
   read -r secs kb < "$work/time"
   python3 - "$label" "$secs" "$kb" "$work/summary.json" <<'PY'

@@ -154,7 +154,18 @@ fn since_equals_a_full_rebuild_after_every_kind_of_change() {
         let full = scratch
             .path()
             .join(format!("full-{}", what.replace(' ', "-")));
-        index(root, &full, &cap);
+        let fs = index_json(root, &full, &cap);
+        // Every file the walk met is counted once, read-time skips (binary, too large) included.
+        let skipped_files = crate::util::skipped_reasons(&full)
+            .keys()
+            .filter(|p| !p.ends_with('/'))
+            .count() as u64;
+        assert_eq!(
+            fs["files_seen"].as_u64(),
+            Some(fs["files_indexed"].as_u64().unwrap() + skipped_files),
+            "after {what}: {fs}"
+        );
+        assert_eq!(s["files_seen"], fs["files_seen"], "after {what}");
         assert_eq!(
             compacted_tables(&incr),
             tables(&full),

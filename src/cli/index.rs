@@ -208,8 +208,7 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
         walk: WalkOptions {
             include: a.include,
             exclude: a.exclude,
-            never_walk: Vec::new(),
-            skip_nested_repos: false,
+            ..WalkOptions::default()
         },
         threads: a.threads,
         languages_dirs: a.languages,

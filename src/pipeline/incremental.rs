@@ -132,7 +132,7 @@ pub(crate) fn plan(
     out: &Path,
     since: Option<&Since>,
     include_uncommitted: bool,
-    uncommitted: Result<Vec<String>>,
+    worktree: Result<Worktree>,
     expect: &Expect,
 ) -> Result<Plan> {
     let shown = out.display();
@@ -284,7 +284,10 @@ pub(crate) fn plan(
     let mut changed: FxHashSet<String> = FxHashSet::default();
     let stats = diff_paths(&repo, &rev_commit, &head, &prefix, &mut changed)?;
     base.insert("diff".into(), serde_json::to_value(&stats)?);
-    let uncommitted = uncommitted?;
+    let Worktree {
+        changed: uncommitted,
+        tracked,
+    } = worktree?;
     if !uncommitted.is_empty() {
         if !include_uncommitted {
             let shown_paths: Vec<&str> = uncommitted.iter().take(5).map(String::as_str).collect();
@@ -313,7 +316,7 @@ pub(crate) fn plan(
     base.insert("mode".into(), "git-diff".into());
     // What git vouches for: tracked at HEAD (an ignored file that the walk still indexes is not
     // tracked, so it is compared by content) and not changed.
-    let mut unchanged = tracked_paths(&repo, &head, &prefix)?;
+    let mut unchanged = tracked;
     unchanged.retain(|p| !changed.contains(p));
     let note = format!(
         "incremental since {} ({}): {} path(s) changed{}",
@@ -508,20 +511,33 @@ fn tracked_paths<'r>(
     Ok(out)
 }
 
-/// Root-relative paths with uncommitted changes, sorted: tracked files staged, modified or
-/// deleted (git status; anything under `exclude` — the bundle itself — left out), and files the
-/// walk found (indexed or skipped, not ignored) that git's index does not have. Untracked files
+/// The work tree as git sees it, read once per run (the dirty flag and `--since` planning both
+/// need it).
+#[derive(Debug, Default)]
+pub(crate) struct Worktree {
+    /// Root-relative paths with uncommitted changes, sorted.
+    pub changed: Vec<String>,
+    /// Root-relative paths of the files tracked at HEAD (none when HEAD is unborn).
+    pub tracked: FxHashSet<String>,
+}
+
+/// The work tree's uncommitted changes: tracked files staged, modified or deleted (git status;
+/// anything under `exclude` — the bundle itself — left out), and files the walk found (indexed
+/// or skipped, not ignored) that HEAD does not track and git status did not list. Untracked files
 /// are read off the walk rather than a second walk by git status, which would cost as much as
 /// the rest of a one-file incremental run; untracked files inside directories trove skips whole
-/// are not indexed, so they do not count.
+/// are not indexed, so they do not count. A file is in git's index but not in HEAD only when it
+/// is staged, and then git status lists it: HEAD's tree (cheaper to list than the index is to
+/// load) answers what is untracked.
 pub(crate) fn worktree_changes(
     repo: &git2::Repository,
     workdir: &Path,
     prefix: &str,
     exclude: &[PathBuf],
     walked: &crate::source::WalkResult,
-) -> Result<Vec<String>> {
-    let changed = match tracked_changes_cli(workdir) {
+    status: TrackedStatus,
+) -> Result<Worktree> {
+    let changed = match status.paths() {
         Some(paths) => paths,
         None => {
             let mut so = git2::StatusOptions::new();
@@ -563,16 +579,9 @@ pub(crate) fn worktree_changes(
             out.push(r);
         }
     }
-    let index = repo
-        .index()
-        .map_err(|e| refuse(format!("cannot read git's index: {}", e.message())))?;
-    let in_index = |rel: &str| {
-        let p = if prefix.is_empty() {
-            rel.to_string()
-        } else {
-            format!("{prefix}/{rel}")
-        };
-        index.get_path(Path::new(&p), 0).is_some()
+    let tracked = match repo.head().and_then(|h| h.peel_to_commit()) {
+        Ok(head) => tracked_paths(repo, &head, prefix)?,
+        Err(_) => FxHashSet::default(),
     };
     let found = walked.files.iter().map(|c| c.rel.as_str()).chain(
         walked
@@ -581,43 +590,70 @@ pub(crate) fn worktree_changes(
             .filter(|k| k.reason != crate::source::SkipReason::Ignored && !k.path.ends_with('/'))
             .map(|k| k.path.as_str()),
     );
-    out.extend(found.filter(|r| !in_index(r)).map(str::to_string));
+    out.extend(found.filter(|r| !tracked.contains(*r)).map(str::to_string));
     out.sort();
     out.dedup();
-    Ok(out)
+    Ok(Worktree {
+        changed: out,
+        tracked,
+    })
 }
 
-/// The tracked files with changes (staged, modified, deleted), repository-relative, from the git
-/// CLI when it is on PATH: its status of tracked files trusts the index's stat cache and checks
-/// files on several threads, about 4× faster than libgit2's on a tree of 36k files (75 vs 280 ms
-/// — most of a one-file `--since` run). `None` when git is not there or fails: libgit2 answers.
-fn tracked_changes_cli(workdir: &Path) -> Option<Vec<String>> {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(workdir)
-        .args([
-            "--no-optional-locks",
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=no",
-            "--no-renames",
-            "--ignore-submodules=all",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
+/// `git status` of the tracked files, started in the background so that it runs while trove
+/// walks the tree: the git CLI's status trusts the index's stat cache and checks files on several
+/// threads, about 4× faster than libgit2's on a tree of 36k files (75 vs 280 ms — most of a
+/// one-file `--since` run). [`TrackedStatus::paths`] collects it; libgit2 answers when git is not
+/// on PATH or fails.
+pub(crate) struct TrackedStatus(Option<std::process::Child>);
+
+impl TrackedStatus {
+    /// Starts `git status` in `workdir` (nothing when git cannot be started).
+    pub(crate) fn start(workdir: &Path) -> Self {
+        let child = std::process::Command::new("git")
+            .arg("-C")
+            .arg(workdir)
+            .args([
+                "--no-optional-locks",
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=no",
+                "--no-renames",
+                "--ignore-submodules=all",
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok();
+        TrackedStatus(child)
     }
-    // Records `XY PATH`, each ended by NUL (no renames, so one path a record).
-    let mut paths = Vec::new();
-    for rec in out.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-        let path = rec.get(3..)?;
-        paths.push(String::from_utf8_lossy(path).into_owned());
+
+    /// The tracked files with changes (staged, modified, deleted), repository-relative; `None`
+    /// when git was not there or failed.
+    fn paths(mut self) -> Option<Vec<String>> {
+        let out = self.0.take()?.wait_with_output().ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        // Records `XY PATH`, each ended by NUL (no renames, so one path a record).
+        let mut paths = Vec::new();
+        for rec in out.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+            let path = rec.get(3..)?;
+            paths.push(String::from_utf8_lossy(path).into_owned());
+        }
+        Some(paths)
     }
-    Some(paths)
+}
+
+impl Drop for TrackedStatus {
+    /// A run that stops before it asks (a walk error) leaves no git process behind.
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 /// Whether `p` lies in a temp directory of the bundle `bundle` (`.NAME.tmp-PID/`, left by a run

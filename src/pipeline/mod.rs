@@ -242,9 +242,14 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
     walk_opts.never_walk.push(bundle::temp_beside(&out));
     walk_opts.never_walk.push(bundle::lock_path(&out));
     walk_opts.skip_nested_repos = source.commit.is_some();
+    walk_opts.lazy_sizes = opts.since.is_some();
     let rules = Rules::new(&opts.config.source, &walk_opts)?;
+    // git status of the tracked files runs meanwhile, in its own process.
+    let status = repo
+        .as_ref()
+        .map(|(_, workdir)| incremental::TrackedStatus::start(workdir));
     let walked = source::walk(&root, &rules, &walk_opts)?;
-    let (source, uncommitted) = git_status(source, repo, &out, &walked);
+    let (source, uncommitted) = git_status(source, repo, status, &out, &walked);
     let expect = incremental::Expect {
         pipeline_hash: opts.config.hash(),
         embedder_fingerprint: embedder.backend().fingerprint(),
@@ -416,7 +421,7 @@ fn build_into(
     };
     let threads = threads + extra;
     let fail_after = hooks::fail_after();
-    let total_bytes: u64 = walked.files.iter().map(|c| c.bytes).sum();
+    let total_bytes: u64 = walked.files.iter().filter_map(|c| c.bytes).sum();
     let progress = opts.progress.start(walked.files.len() as u64, total_bytes);
     let embed_progress = || embed_line(&embedder.stats());
     let dim = embedder.backend().dim();
@@ -462,7 +467,7 @@ fn build_into(
                             FileResult::Skipped(Skipped {
                                 path: c.rel.clone(),
                                 reason: SkipReason::InternalError,
-                                bytes: c.bytes,
+                                bytes: c.bytes.unwrap_or(0),
                             })
                         });
                         if res_tx.send((i, r)).is_err() {
@@ -508,7 +513,7 @@ fn build_into(
                 } else {
                     FileResult::Carried
                 };
-                let bytes = files[next].bytes;
+                let bytes = files[next].bytes.unwrap_or(0);
                 next += 1;
                 let record = match r {
                     FileResult::Indexed(f) => Ok(Some(*f)),
@@ -563,14 +568,19 @@ fn build_into(
     })?;
     progress.finish();
 
+    // Files skipped when read were walked as candidates: counted once.
+    summary.files_seen = walked.files.len() as u64
+        + walked
+            .skipped
+            .iter()
+            .filter(|s| !s.path.ends_with('/'))
+            .count() as u64;
     let mut skipped = walked.skipped;
     skipped.extend(read_skips);
     skipped.sort();
     for sk in &skipped {
         *summary.skipped.entry(sk.reason.to_string()).or_default() += 1;
     }
-    summary.files_seen = walked.files.len() as u64
-        + skipped.iter().filter(|s| !s.path.ends_with('/')).count() as u64;
     // An incremental run tombstones what changed and writes only its new skipped rows.
     let (skipped_written, live_kept, tombstones) = match reuse {
         Some(r) => {
@@ -677,11 +687,14 @@ fn build_into(
 }
 
 /// Whether git vouches that the file `c` is as the base bundle's commit had it (tracked,
-/// untouched since, the same size): its rows are carried without reading it.
+/// untouched since, and the same size when the walk took sizes): its rows are carried without
+/// reading it.
 fn carried_unread(reuse: Option<&incremental::Reuse>, c: &Candidate) -> bool {
     reuse.is_some_and(|r| {
         r.unchanged.as_ref().is_some_and(|u| u.contains(&c.rel))
-            && r.files.get(&c.rel).is_some_and(|b| b.bytes == c.bytes)
+            && r.files
+                .get(&c.rel)
+                .is_some_and(|b| c.bytes.is_none_or(|n| n == b.bytes))
     })
 }
 
@@ -699,9 +712,10 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     if carried_unread(ctx.reuse, c) {
         return FileResult::Carried;
     }
-    let bytes = match std::fs::read(&c.abs) {
-        Ok(b) => b,
-        Err(_) => return skip(SkipReason::Unreadable, c.bytes),
+    let bytes = match source::read_capped(&c.abs, ctx.rules.max_file_bytes()) {
+        Ok(Ok(b)) => b,
+        Ok(Err(size)) => return skip(SkipReason::TooLarge, size),
+        Err(_) => return skip(SkipReason::Unreadable, c.bytes.unwrap_or(0)),
     };
     let size = bytes.len() as u64;
     let sha256 = sha256_hex(&bytes);
@@ -1088,11 +1102,12 @@ fn git_stamp(root: &Path) -> (bundle::SourceInfo, Option<(git2::Repository, Path
 fn git_status(
     mut info: bundle::SourceInfo,
     repo: Option<(git2::Repository, PathBuf)>,
+    status: Option<incremental::TrackedStatus>,
     out: &Path,
     walked: &source::WalkResult,
-) -> (bundle::SourceInfo, Result<Vec<String>>) {
-    let Some((repo, workdir)) = repo else {
-        return (info, Ok(Vec::new()));
+) -> (bundle::SourceInfo, Result<incremental::Worktree>) {
+    let (Some((repo, workdir)), Some(status)) = (repo, status) else {
+        return (info, Ok(incremental::Worktree::default()));
     };
     let uncommitted = incremental::worktree_changes(
         &repo,
@@ -1100,8 +1115,9 @@ fn git_status(
         info.subdir.as_deref().unwrap_or(""),
         &[out.to_path_buf()],
         walked,
+        status,
     );
-    info.dirty = uncommitted.as_ref().is_ok_and(|c| !c.is_empty());
+    info.dirty = uncommitted.as_ref().is_ok_and(|w| !w.changed.is_empty());
     (info, uncommitted)
 }
 

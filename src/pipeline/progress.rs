@@ -25,16 +25,25 @@ pub(crate) struct Running {
     state: Mutex<(u64, u64, Instant)>,
     total_files: u64,
     total_bytes: u64,
+    /// Sizes are unknown (a `--since` walk does not stat files): the bar counts files.
+    by_files: bool,
     started: Instant,
 }
 
 impl Progress {
     pub(crate) fn start(self, total_files: u64, total_bytes: u64) -> Running {
+        let by_files = total_bytes == 0;
         let bar = (self == Progress::Bar).then(|| {
-            let b = ProgressBar::with_draw_target(Some(total_bytes), ProgressDrawTarget::stderr());
-            if let Ok(style) = ProgressStyle::with_template(
-                "{spinner} indexing [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {msg} eta {eta}",
-            ) {
+            let (len, template) = if by_files {
+                (total_files, "{spinner} indexing [{bar:30}] {msg} eta {eta}")
+            } else {
+                (
+                    total_bytes,
+                    "{spinner} indexing [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {msg} eta {eta}",
+                )
+            };
+            let b = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template(template) {
                 b.set_style(style.progress_chars("=> "));
             }
             b
@@ -45,6 +54,7 @@ impl Progress {
             state: Mutex::new((0, 0, Instant::now())),
             total_files,
             total_bytes,
+            by_files,
             started: Instant::now(),
         }
     }
@@ -61,7 +71,7 @@ impl Running {
         match self.mode {
             Progress::Bar => {
                 if let Some(b) = &self.bar {
-                    b.set_position(st.1);
+                    b.set_position(if self.by_files { st.0 } else { st.1 });
                     b.set_message(format!("{}/{} files{}", st.0, self.total_files, extra()));
                 }
             }

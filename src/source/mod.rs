@@ -28,8 +28,9 @@ pub struct Candidate {
     pub rel: String,
     /// Where to read it.
     pub abs: PathBuf,
-    /// Size at walk time.
-    pub bytes: u64,
+    /// Size at walk time; `None` when the walk leaves sizes to the reader
+    /// ([`WalkOptions::lazy_sizes`]).
+    pub bytes: Option<u64>,
 }
 
 /// A file or directory that is not indexed, and why.
@@ -65,6 +66,10 @@ pub struct WalkOptions {
     /// reason "submodule"): set when the root is in a git work tree, whose history does not
     /// cover theirs.
     pub skip_nested_repos: bool,
+    /// Do not stat every file: sizes are left unknown and the size cap is checked by the reader
+    /// ([`read_capped`]). Set by `--since` runs, which read only the files git does not vouch
+    /// for — a stat per file would be a good part of such a run.
+    pub lazy_sizes: bool,
 }
 
 /// Compiled name rules shared by the walk and the readers.
@@ -106,6 +111,11 @@ impl Rules {
             generated: RegexSet::new(&cfg.generated_markers)
                 .map_err(|e| Error::Config(format!("generated_markers: {e}")))?,
         })
+    }
+
+    /// Files larger than this are not read (`[source] max_file_bytes`).
+    pub fn max_file_bytes(&self) -> u64 {
+        self.cfg.max_file_bytes
     }
 
     /// The skip reason a file's path alone gives, if any.
@@ -151,6 +161,20 @@ impl Rules {
         }
         Ok(text)
     }
+}
+
+/// Reads `path` unless it is larger than `max` bytes: `Ok(Err(size))` then. The size is that of
+/// the open file, so a file that grew after the walk is still held to the cap.
+pub fn read_capped(path: &Path, max: u64) -> std::io::Result<std::result::Result<Vec<u8>, u64>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let size = f.metadata()?.len();
+    if size > max {
+        return Ok(Err(size));
+    }
+    let mut buf = Vec::with_capacity(size as usize + 1);
+    f.read_to_end(&mut buf)?;
+    Ok(Ok(buf))
 }
 
 /// `web/**` excludes everything under `web`, so it also names `web` itself: the walk then prunes the
@@ -270,9 +294,11 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
             }
         });
     }
-    // The walk runs on every core (stat calls and ignore-file probes dominate a large tree); what
-    // it yields is ordered afterwards, so the result does not depend on the threads.
+    // The walk runs on every core (stat calls and ignore-file probes dominate a large tree), and
+    // each entry is classified on the thread that found it; the result is sorted afterwards, so it
+    // does not depend on the threads.
     let found: Mutex<Vec<Found>> = Mutex::default();
+    let lazy = opts.lazy_sizes;
     wb.threads(
         std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -280,22 +306,12 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
     )
     .build_parallel()
     .run(|| {
-        let found = &found;
+        let (found, root) = (&found, &root);
         Box::new(move |r| {
             let item = match r {
                 Ok(e) => {
-                    let ft = e.file_type();
-                    let bytes = if ft.is_some_and(|t| t.is_file()) {
-                        e.metadata().map(|m| m.len()).unwrap_or(0)
-                    } else {
-                        0
-                    };
-                    Found::Entry {
-                        depth: e.depth(),
-                        ft,
-                        bytes,
-                        path: e.into_path(),
-                    }
+                    let what = classify_entry(root, rules, &e, lazy);
+                    Found::Entry(e.into_path(), what)
                 }
                 Err(err) => Found::Error(err),
             };
@@ -305,21 +321,72 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
             ignore::WalkState::Continue
         })
     });
-    let mut found = found
+    let found = found
         .into_inner()
         .map_err(|_| Error::Other("walk lock poisoned".into()))?;
-    found.sort_by(|a, b| a.path().cmp(&b.path()));
+    let dir_skips = std::mem::take(
+        &mut *dir_skips
+            .lock()
+            .map_err(|_| Error::Other("walk lock poisoned".into()))?,
+    );
+    let dir_skipped: HashSet<String> = dir_skips.iter().map(|s| s.path.clone()).collect();
+    // What the ignore rules hid: a child of a walked directory that the walk never yielded.
+    let hidden: Vec<Skipped> = {
+        use rayon::prelude::*;
+        let seen: rustc_hash::FxHashSet<&std::ffi::OsStr> = found
+            .iter()
+            .filter_map(|f| match f {
+                Found::Entry(p, _) => Some(p.as_os_str()),
+                Found::Error(_) => None,
+            })
+            .collect();
+        let dirs: Vec<&Path> = found
+            .iter()
+            .filter_map(|f| match f {
+                Found::Entry(p, What::Dir) => Some(p.as_path()),
+                _ => None,
+            })
+            .collect();
+        dirs.par_iter()
+            .flat_map_iter(|d| {
+                let mut out = Vec::new();
+                let Ok(rd) = std::fs::read_dir(d) else {
+                    return out;
+                };
+                for child in rd.flatten() {
+                    let cp = child.path();
+                    if seen.contains(cp.as_os_str()) || opts.never_walk.contains(&cp) {
+                        continue;
+                    }
+                    let is_dir = child.file_type().map(|t| t.is_dir()).unwrap_or(false);
+                    let rel = lossy_rel(&root, &cp);
+                    let path = if is_dir { format!("{rel}/") } else { rel };
+                    if dir_skipped.contains(&path) {
+                        continue;
+                    }
+                    let bytes = if is_dir {
+                        0
+                    } else {
+                        child.metadata().map(|m| m.len()).unwrap_or(0)
+                    };
+                    out.push(Skipped {
+                        path,
+                        reason: SkipReason::Ignored,
+                        bytes,
+                    });
+                }
+                out
+            })
+            .collect()
+    };
     let mut out = WalkResult::default();
-    let mut seen: rustc_hash::FxHashSet<PathBuf> = rustc_hash::FxHashSet::default();
-    let mut dirs: Vec<PathBuf> = Vec::new();
     for item in found {
-        let (p, depth, ft, bytes) = match item {
-            Found::Entry {
-                path,
-                depth,
-                ft,
-                bytes,
-            } => (path, depth, ft, bytes),
+        match item {
+            Found::Entry(abs, What::File(rel, bytes)) => {
+                out.files.push(Candidate { rel, abs, bytes })
+            }
+            Found::Entry(_, What::Skip(k)) => out.skipped.push(k),
+            Found::Entry(_, What::Dir | What::Other) => {}
             Found::Error(err) => {
                 // An unreadable directory or a broken ignore file: record, go on.
                 let path = io_path(&err)
@@ -330,140 +397,86 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
                     reason: SkipReason::Unreadable,
                     bytes: 0,
                 });
-                continue;
             }
-        };
-        seen.insert(p.clone());
-        if depth == 0 {
-            dirs.push(p);
-            continue;
         }
-        let Some(ft) = ft else {
-            continue;
-        };
-        let Some(rel) = rel_string(&root, &p) else {
-            out.skipped.push(Skipped {
-                path: lossy_rel(&root, &p),
-                reason: SkipReason::NonUtf8Name,
-                bytes: 0,
-            });
-            continue;
-        };
-        if ft.is_dir() {
-            // Excluded directories were pruned (and recorded) by `filter_entry`.
-            dirs.push(p);
-            continue;
-        }
-        if ft.is_symlink() {
-            let inside = p
-                .canonicalize()
-                .map(|t| t.starts_with(&root))
-                .unwrap_or(false);
-            let reason = if inside {
-                SkipReason::Symlink
-            } else {
-                SkipReason::SymlinkOutsideRoot
-            };
-            out.skipped.push(Skipped {
-                path: rel,
-                reason,
-                bytes: 0,
-            });
-            continue;
-        }
-        if !ft.is_file() {
-            out.skipped.push(Skipped {
-                path: rel,
-                reason: SkipReason::NotAFile,
-                bytes: 0,
-            });
-            continue;
-        }
-        if let Some(r) = rules.reason_for_path(&rel) {
-            out.skipped.push(Skipped {
-                path: rel,
-                reason: r,
-                bytes,
-            });
-            continue;
-        }
-        if bytes > rules.cfg.max_file_bytes {
-            out.skipped.push(Skipped {
-                path: rel,
-                reason: SkipReason::TooLarge,
-                bytes,
-            });
-            continue;
-        }
-        out.files.push(Candidate { rel, abs: p, bytes });
     }
-    let dir_skips = std::mem::take(
-        &mut *dir_skips
-            .lock()
-            .map_err(|_| Error::Other("walk lock poisoned".into()))?,
-    );
-    let dir_skipped: HashSet<String> = dir_skips.iter().map(|s| s.path.clone()).collect();
     out.skipped.extend(dir_skips);
-    // What the ignore rules hid: a child of a walked directory that the walk never yielded.
-    use rayon::prelude::*;
-    let hidden: Vec<Skipped> = dirs
-        .par_iter()
-        .flat_map_iter(|d| {
-            let mut out = Vec::new();
-            let Ok(rd) = std::fs::read_dir(d) else {
-                return out;
-            };
-            for child in rd.flatten() {
-                let cp = child.path();
-                if seen.contains(&cp) || opts.never_walk.contains(&cp) {
-                    continue;
-                }
-                let is_dir = child.file_type().map(|t| t.is_dir()).unwrap_or(false);
-                let rel = lossy_rel(&root, &cp);
-                let path = if is_dir { format!("{rel}/") } else { rel };
-                if dir_skipped.contains(&path) {
-                    continue;
-                }
-                let bytes = if is_dir {
-                    0
-                } else {
-                    child.metadata().map(|m| m.len()).unwrap_or(0)
-                };
-                out.push(Skipped {
-                    path,
-                    reason: SkipReason::Ignored,
-                    bytes,
-                });
-            }
-            out
-        })
-        .collect();
     out.skipped.extend(hidden);
-    out.files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    out.files.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
     out.skipped.sort();
     out.skipped.dedup();
     Ok(out)
 }
 
-/// What the parallel walk yielded: an entry (its file's size when it is a regular file), or an
-/// error.
+/// What one entry the walk yielded is: classified on the walker's thread.
+fn classify_entry(root: &Path, rules: &Rules, e: &ignore::DirEntry, lazy: bool) -> What {
+    let Some(ft) = e.file_type() else {
+        return What::Other;
+    };
+    let p = e.path();
+    if e.depth() == 0 || ft.is_dir() {
+        // Excluded directories were pruned (and recorded) by `filter_entry`.
+        return What::Dir;
+    }
+    let Some(rel) = rel_string(root, p) else {
+        return What::Skip(Skipped {
+            path: lossy_rel(root, p),
+            reason: SkipReason::NonUtf8Name,
+            bytes: 0,
+        });
+    };
+    let skip = |reason, bytes| {
+        What::Skip(Skipped {
+            path: rel.clone(),
+            reason,
+            bytes,
+        })
+    };
+    if ft.is_symlink() {
+        let inside = p
+            .canonicalize()
+            .map(|t| t.starts_with(root))
+            .unwrap_or(false);
+        let reason = if inside {
+            SkipReason::Symlink
+        } else {
+            SkipReason::SymlinkOutsideRoot
+        };
+        return skip(reason, 0);
+    }
+    if !ft.is_file() {
+        return skip(SkipReason::NotAFile, 0);
+    }
+    let size = || e.metadata().map(|m| m.len()).unwrap_or(0);
+    if let Some(r) = rules.reason_for_path(&rel) {
+        return skip(r, size());
+    }
+    if lazy {
+        return What::File(rel, None);
+    }
+    let bytes = size();
+    if bytes > rules.cfg.max_file_bytes {
+        return skip(SkipReason::TooLarge, bytes);
+    }
+    What::File(rel, Some(bytes))
+}
+
+/// What the parallel walk yielded: an entry and what it is, or an error.
 enum Found {
-    Entry {
-        path: PathBuf,
-        depth: usize,
-        ft: Option<std::fs::FileType>,
-        bytes: u64,
-    },
+    Entry(PathBuf, What),
     Error(ignore::Error),
 }
 
-impl Found {
-    fn path(&self) -> Option<&Path> {
-        match self {
-            Found::Entry { path, .. } => Some(path),
-            Found::Error(_) => None,
-        }
-    }
+/// What a walked entry is.
+enum What {
+    /// The root or a directory walked into.
+    Dir,
+    /// A file to read (its size unless the walk leaves sizes to the reader).
+    File(String, Option<u64>),
+    /// Not indexed, and why.
+    Skip(Skipped),
+    /// Of no file type the platform reports.
+    Other,
 }
 
 fn io_path(err: &ignore::Error) -> Option<PathBuf> {
