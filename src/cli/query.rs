@@ -17,7 +17,7 @@ pub struct QueryArgs {
     /// argument).
     #[arg(required = true, num_args = 2.., value_name = "BUNDLE... QUERY")]
     pub args: Vec<String>,
-    /// hybrid (BM25 + vector, fused), bm25 or vector.
+    /// hybrid (BM25 + vector, fused; with the hash embedder the same as bm25), bm25 or vector.
     #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
     pub mode: Mode,
     /// Number of results.
@@ -35,10 +35,13 @@ pub struct QueryArgs {
     /// Only this chunk kind (function, method, class, struct, section, block ...); repeatable.
     #[arg(long = "kind", value_name = "KIND")]
     pub kinds: Vec<String>,
-    /// Weight of the vector arm in hybrid fusion (BM25's is 1) [default: 0.25; a strong model
-    /// embedder may deserve more].
+    /// Weight of the vector arm in hybrid fusion (BM25's is 1) [default: 0 for the hash embedder,
+    /// whose vector arm adds nothing to BM25 (hybrid is then BM25); 1 for a model embedder].
     #[arg(long, value_name = "W")]
     pub vector_weight: Option<f64>,
+    /// How hybrid mode fuses BM25 and vector: convex (normalized scores, weighted) or rrf (ranks).
+    #[arg(long, value_enum, default_value_t = trove::query::Fusion::default())]
+    pub fusion: trove::query::Fusion,
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutFormat::Text)]
     pub format: OutFormat,
@@ -74,6 +77,48 @@ pub enum Color {
     Never,
 }
 
+/// Bad filter input is an error, not an empty result: a malformed `--path` glob, a `--lang` that
+/// is no language trove knows nor one in the bundles (custom languages), a `--kind` no bundle has.
+fn check_filters(bundles: &[Bundle], o: &QueryOptions) -> anyhow::Result<()> {
+    if let Some(g) = &o.path {
+        trove::query::check_glob(g)?;
+    }
+    if !o.langs.is_empty() {
+        let reg = trove::lang::Registry::load(&[])?;
+        let mut known: std::collections::BTreeSet<String> =
+            reg.languages().iter().map(|l| l.def.id.clone()).collect();
+        for b in bundles {
+            known.extend(b.manifest.languages.keys().cloned());
+        }
+        if let Some(bad) = o.langs.iter().find(|l| !known.contains(*l)) {
+            anyhow::bail!(
+                "unknown language {bad:?} for --lang (trove languages lists the ids; in these \
+                 bundles: {})",
+                bundles
+                    .iter()
+                    .flat_map(|b| b.manifest.languages.keys().cloned())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    if !o.kinds.is_empty() {
+        let mut kinds = std::collections::BTreeSet::new();
+        for b in bundles {
+            kinds.extend(b.kinds()?);
+        }
+        if let Some(bad) = o.kinds.iter().find(|k| !kinds.contains(*k)) {
+            anyhow::bail!(
+                "no chunk of kind {bad:?} in the bundle(s) for --kind (kinds there: {})",
+                kinds.into_iter().collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Snippet lines shown per result in text output.
 const SNIPPET_LINES: usize = 4;
 
@@ -101,12 +146,14 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
         kinds: a.kinds.clone(),
         content: a.content || a.format == OutFormat::Text,
         vector_weight: a.vector_weight,
+        fusion: a.fusion,
     };
     if a.vector_weight
         .is_some_and(|w| !(w.is_finite() && w >= 0.0))
     {
         anyhow::bail!("--vector-weight must be a non-negative number");
     }
+    check_filters(&bundles, &opts)?;
     let hits = search_all(&bundles, &query, &opts)?;
     let color = match a.color {
         Color::Always => true,
