@@ -62,14 +62,7 @@ a, m = ask(full), ask(merged)
 assert a == m, "merged answers differ from the full build's"
 print(f"check: merged answers == full build answers ({len(a)} asks)")
 PY
-cp -a "$work/merged" "$work/compacted"
-"$trove" compact "$work/compacted" --quiet
-python3 - "$work/compacted/manifest.json" "$work/full/manifest.json" <<'PY'
-import json, sys
-a, b = (json.load(open(p))["files"] for p in sys.argv[1:])
-assert a == b, "compacted merge and full bundles differ"
-print("check: compacted merge tables == full build tables (rows and sha256 of every file)")
-PY
+compacted_equals "$work/merged" "$work/full" merge
 python3 - "$full" "$warm" "$cold" "$n" <<'PY'
 import sys
 full, warm, cold, n = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]

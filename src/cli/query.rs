@@ -85,22 +85,16 @@ fn check_filters(bundles: &[Bundle], o: &QueryOptions) -> anyhow::Result<()> {
     }
     if !o.langs.is_empty() {
         let reg = trove::lang::Registry::load(&[])?;
-        let mut known: std::collections::BTreeSet<String> =
-            reg.languages().iter().map(|l| l.def.id.clone()).collect();
-        for b in bundles {
-            known.extend(b.manifest.languages.keys().cloned());
-        }
-        if let Some(bad) = o.langs.iter().find(|l| !known.contains(*l)) {
+        let in_bundles: std::collections::BTreeSet<&str> = bundles
+            .iter()
+            .flat_map(|b| b.manifest.languages.keys().map(String::as_str))
+            .collect();
+        let known = |l: &str| in_bundles.contains(l) || reg.get(l).is_some();
+        if let Some(bad) = o.langs.iter().find(|l| !known(l)) {
             anyhow::bail!(
                 "unknown language {bad:?} for --lang (trove languages lists the ids; in these \
                  bundles: {})",
-                bundles
-                    .iter()
-                    .flat_map(|b| b.manifest.languages.keys().cloned())
-                    .collect::<std::collections::BTreeSet<_>>()
-                    .into_iter()
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                in_bundles.into_iter().collect::<Vec<_>>().join(", ")
             );
         }
     }

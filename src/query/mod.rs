@@ -1026,7 +1026,7 @@ pub fn check_glob(glob: &str) -> Result<()> {
             if j < b.len() && b[j] == b']' {
                 j += 1;
             }
-            match b[j.min(b.len())..].iter().position(|&c| c == b']') {
+            match b[j..].iter().position(|&c| c == b']') {
                 Some(k) => i = j + k + 1,
                 None => {
                     return Err(Error::Other(format!(
