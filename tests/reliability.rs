@@ -126,6 +126,52 @@ fn listed_bytes(b: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     all
 }
 
+/// A run killed between its manifest's commit and moving its `views.sql` in leaves views older
+/// than the manifest: `verify` rewrites them from it (with a note), and refuses views the
+/// manifest does not derive from its own segments.
+#[test]
+fn views_left_behind_by_a_kill_after_the_commit_are_brought_up_to_date() {
+    let (r, w) = (sample_repo(), tempfile::tempdir().unwrap());
+    let b = w.path().join("b");
+    index(r.path(), &b, &[]);
+    let old_views = std::fs::read(b.join("views.sql")).unwrap();
+    write(r.path(), "src/extra.py", b"def extra():\n    return 1\n");
+    commit(r.path(), "extra");
+    index(r.path(), &b, &["--since", "auto", "--no-compact"]);
+    let new_views = std::fs::read(b.join("views.sql")).unwrap();
+    assert_ne!(old_views, new_views);
+    // What the kill leaves: the new manifest, the old views.
+    std::fs::write(b.join("views.sql"), &old_views).unwrap();
+    trove()
+        .arg("verify")
+        .arg(&b)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("views.sql was older than manifest.json"));
+    assert_eq!(std::fs::read(b.join("views.sql")).unwrap(), new_views);
+    trove()
+        .arg("verify")
+        .arg(&b)
+        .assert()
+        .success()
+        .stderr(predicates::str::is_empty());
+    // A manifest whose views entry is not the views of its segments is damage, not a late file.
+    let mut m = manifest(&b);
+    for f in m["files"].as_array_mut().unwrap() {
+        if f["name"] == "views.sql" {
+            f["sha256"] = "0".repeat(64).into();
+        }
+    }
+    std::fs::write(b.join("manifest.json"), serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    trove()
+        .arg("verify")
+        .arg(&b)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("does not list the views.sql of its own segments"));
+    assert_eq!(std::fs::read(b.join("views.sql")).unwrap(), new_views);
+}
+
 /// Runs `trove ARGS` (which writes `b`) again and again, SIGKILLed after growing delays, until
 /// one run finishes: after every kill the bundle verifies and its listed files are byte for byte
 /// the old one (`old`) or the whole new one (`new`), or a committed state between the two that

@@ -1,4 +1,5 @@
-//! `trove verify`: re-hash every file, check sizes, row counts and schemas against the manifest.
+//! `trove verify`: re-hash every file, check sizes, row counts and schemas against the manifest
+//! (and bring a stale `views.sql`, which is derived from it, up to date).
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::fs::File;
 use std::path::Path;
@@ -17,6 +18,9 @@ pub struct VerifyReport {
     pub files_checked: usize,
     /// Bytes re-hashed.
     pub bytes_hashed: u64,
+    /// Whether `views.sql` was rewritten from the manifest (a run was killed between its commit
+    /// and moving its views in).
+    pub views_rewritten: bool,
 }
 
 /// Checks the bundle at `dir`; the first problem found is the error.
@@ -35,6 +39,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
         return Err(bad(format!("{MANIFEST} lists no segment")));
     }
     manifest.check_segments(dir)?;
+    let views_rewritten = super::settle_views(dir, &manifest)?;
     for name in manifest.segment_files() {
         if manifest.entry(&name).is_none() {
             return Err(bad(format!("{MANIFEST} does not list {name}")));
@@ -100,6 +105,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
         files_checked: manifest.files.len(),
         manifest,
         bytes_hashed,
+        views_rewritten,
     })
 }
 

@@ -490,7 +490,14 @@ impl BundleWriter {
         }
         let mut all = self.before.clone();
         all.push(segment.clone());
-        entries.push(write_views(&self.bundle, &all)?);
+        // A full build's bundle is a temporary folder swapped in whole: its views go in place. A
+        // segment added in place commits by its manifest: its views wait beside the old ones
+        // until then ([`install_views`]).
+        entries.push(if self.before.is_empty() {
+            write_views(&self.bundle, &all)?
+        } else {
+            stage_views(&self.bundle, &all)?
+        });
         Ok(Finished {
             entries,
             segment,
@@ -504,25 +511,89 @@ impl BundleWriter {
 /// The folder a segment is written in before it is named.
 const BUILDING: &str = ".building";
 
-/// Writes `views.sql` into `bundle` (through a temporary name and a rename, so a reader never
-/// sees half of it): a DuckDB view per table over the live rows of the segments' Parquet files,
-/// by paths relative to the bundle folder (`cd BUNDLE && duckdb -init views.sql`). Its entry.
-pub fn write_views(bundle: &Path, segments: &[SegmentInfo]) -> Result<FileEntry> {
+/// The text of `views.sql` for `segments`: a DuckDB view per table over the live rows of the
+/// segments' Parquet files, by paths relative to the bundle folder.
+pub fn views_text(segments: &[SegmentInfo]) -> String {
     let mut sql = String::from(
         "-- trove bundle views: every table of the bundle's segments, by paths relative to this\n\
          -- folder. Use: cd BUNDLE && duckdb -init views.sql\n",
     );
     sql.push_str(&super::views_sql(segments, |rel| format!("'{rel}'")));
-    let p = bundle.join(super::VIEWS);
-    let tmp = bundle.join(format!(".{}.tmp", super::VIEWS));
-    std::fs::write(&tmp, &sql).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, &p).map_err(|e| Error::io(&p, e))?;
-    Ok(FileEntry {
+    sql
+}
+
+/// The manifest entry of a `views.sql` whose text is `sql`.
+fn views_entry(sql: &str) -> FileEntry {
+    FileEntry {
         name: super::VIEWS.into(),
         rows: 0,
         bytes: sql.len() as u64,
         sha256: crate::util::sha256_hex(sql.as_bytes()),
-    })
+    }
+}
+
+/// Where the views of a segment added in place wait for its manifest's commit.
+fn staged_views(bundle: &Path) -> PathBuf {
+    bundle.join(format!(".{}.next", super::VIEWS))
+}
+
+/// Writes `views.sql` ([`views_text`]) into `bundle` through a temporary name and a rename, so a
+/// reader never sees half of it (`cd BUNDLE && duckdb -init views.sql`). Its entry.
+pub fn write_views(bundle: &Path, segments: &[SegmentInfo]) -> Result<FileEntry> {
+    let sql = views_text(segments);
+    let p = bundle.join(super::VIEWS);
+    let tmp = bundle.join(format!(".{}.tmp", super::VIEWS));
+    std::fs::write(&tmp, &sql).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, &p).map_err(|e| Error::io(&p, e))?;
+    Ok(views_entry(&sql))
+}
+
+/// Writes the views of a segment added in place beside the live ones; [`install_views`] moves
+/// them in once the manifest that lists the segment is committed. Their entry.
+fn stage_views(bundle: &Path, segments: &[SegmentInfo]) -> Result<FileEntry> {
+    let sql = views_text(segments);
+    let p = staged_views(bundle);
+    std::fs::write(&p, &sql).map_err(|e| Error::io(&p, e))?;
+    Ok(views_entry(&sql))
+}
+
+/// After the commit of a manifest that added a segment in place: its staged views replace the
+/// old ones (a rename, so a reader sees one or the other whole).
+pub fn install_views(bundle: &Path) -> Result<()> {
+    let (from, to) = (staged_views(bundle), bundle.join(super::VIEWS));
+    std::fs::rename(&from, &to).map_err(|e| Error::io(&to, e))
+}
+
+/// Makes the `views.sql` of the bundle `bundle` the one its manifest `m` lists, when a run was
+/// killed between its commit and [`install_views`] (the views are derived from the manifest's
+/// segments, and checked against its entry before they are written). Whether it rewrote them;
+/// an error when the manifest's entry is not the views of its own segments.
+pub fn settle_views(bundle: &Path, m: &super::Manifest) -> Result<bool> {
+    let staged = staged_views(bundle);
+    let Some(entry) = m.entry(super::VIEWS) else {
+        return Ok(false);
+    };
+    let p = bundle.join(super::VIEWS);
+    if std::fs::read(&p).is_ok_and(|b| crate::util::sha256_hex(&b) == entry.sha256) {
+        if staged.exists() {
+            std::fs::remove_file(&staged).map_err(|e| Error::io(&staged, e))?;
+        }
+        return Ok(false);
+    }
+    let sql = views_text(&m.segments);
+    if views_entry(&sql) != *entry {
+        return Err(Error::bundle(
+            bundle,
+            format!(
+                "{} does not list the {} of its own segments",
+                super::MANIFEST,
+                super::VIEWS
+            ),
+        ));
+    }
+    std::fs::write(&staged, &sql).map_err(|e| Error::io(&staged, e))?;
+    install_views(bundle)?;
+    Ok(true)
 }
 
 /// The record columns of ref rows (path, record).

@@ -7,7 +7,9 @@ use super::human_bytes;
 
 /// Check a bundle: every file's size, sha256, row count and schema against manifest.json.
 /// A packed bundle (.trove) is unpacked into a scratch directory and checked entry by entry too.
-/// Exits 0 when all match, 2 with the first mismatch otherwise.
+/// Exits 0 when all match, 2 with the first mismatch otherwise. A views.sql left older than the
+/// manifest by a run killed right after its commit is rewritten from the manifest (it is derived
+/// from the manifest's segments), with a note.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// The bundle directory or packed file.
@@ -34,6 +36,13 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let r = trove::bundle::verify(&a.bundle)?;
+    if r.views_rewritten {
+        eprintln!(
+            "note: {} was older than {} (a run was killed right after its commit): rewritten from it",
+            trove::bundle::VIEWS,
+            trove::bundle::MANIFEST
+        );
+    }
     if !a.quiet {
         writeln!(
             out,

@@ -674,6 +674,7 @@ fn build_into(
             let live = bundle::LiveTotals::of(live_files, live_skipped as u64);
             let m = provenance.manifest_appended(&r.manifest, finished, live);
             bundle::commit_manifest(tmp, &m)?;
+            bundle::install_views(tmp)?;
             m
         }
     };
@@ -1058,6 +1059,7 @@ fn finish_unchanged(
         serde_json::Value::Object(b)
     });
     bundle::commit_manifest(&r.dir, &m)?;
+    bundle::settle_views(&r.dir, &m)?;
     summary.source_bytes = m.counts.source_bytes;
     summary.bundle_bytes = m.files.iter().map(|e| e.bytes).sum();
     summary.bytes_written = std::fs::metadata(r.dir.join(bundle::MANIFEST)).map_or(0, |x| x.len());
