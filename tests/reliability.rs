@@ -147,7 +147,9 @@ fn views_left_behind_by_a_kill_after_the_commit_are_brought_up_to_date() {
         .arg(&b)
         .assert()
         .success()
-        .stderr(predicates::str::contains("views.sql was older than manifest.json"));
+        .stderr(predicates::str::contains(
+            "views.sql was older than manifest.json",
+        ));
     assert_eq!(std::fs::read(b.join("views.sql")).unwrap(), new_views);
     trove()
         .arg("verify")
@@ -162,13 +164,19 @@ fn views_left_behind_by_a_kill_after_the_commit_are_brought_up_to_date() {
             f["sha256"] = "0".repeat(64).into();
         }
     }
-    std::fs::write(b.join("manifest.json"), serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    std::fs::write(
+        b.join("manifest.json"),
+        serde_json::to_vec_pretty(&m).unwrap(),
+    )
+    .unwrap();
     trove()
         .arg("verify")
         .arg(&b)
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("does not list the views.sql of its own segments"));
+        .stderr(predicates::str::contains(
+            "does not list the views.sql of its own segments",
+        ));
     assert_eq!(std::fs::read(b.join("views.sql")).unwrap(), new_views);
 }
 

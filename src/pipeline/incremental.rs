@@ -60,6 +60,35 @@ pub(crate) struct Reuse {
     /// holds them at the same size. Every other file is read and compared by sha256. `None`:
     /// content-hash mode, every file is read.
     pub unchanged: Option<FxHashSet<String>>,
+    /// Of `skipped`, the rows of files skipped for their content (binary, too large, ...), by
+    /// path: a file git vouches for is skipped again without being read.
+    pub content_skips: FxHashMap<String, usize>,
+}
+
+impl Reuse {
+    /// Whether git vouches that the file at `rel` is as the base's commit had it.
+    pub fn vouched(&self, rel: &str) -> bool {
+        self.unchanged.as_ref().is_some_and(|u| u.contains(rel))
+    }
+
+    /// The base's skipped row of the walked file `c` when it was skipped for its content (the
+    /// same reason and size a read would give again: git vouches for the content, and the
+    /// pipeline that judged it is this one) and the walk's size, when taken, agrees.
+    pub fn skipped_unread(&self, c: &crate::source::Candidate) -> Option<&crate::source::Skipped> {
+        let k = &self.skipped[*self.content_skips.get(&c.rel)?];
+        (self.vouched(&c.rel) && c.bytes.is_none_or(|n| n == k.bytes)).then_some(k)
+    }
+}
+
+/// Whether a file skipped for `reason` when it was read would be skipped again, for the same
+/// reason and size, while its bytes and the pipeline stay the same (an unreadable file may be
+/// readable next time; a worker's failure is a bug that may be fixed).
+fn skipped_for_content(reason: crate::source::SkipReason) -> bool {
+    use crate::source::SkipReason as R;
+    matches!(
+        reason,
+        R::TooLarge | R::Binary | R::InvalidUtf8 | R::Utf16 | R::Generated | R::Minified
+    )
 }
 
 /// What this run does.
@@ -222,12 +251,19 @@ pub(crate) fn plan(
             .clone()
             .map_or(serde_json::Value::Null, Into::into),
     );
+    let content_skips = skipped
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| skipped_for_content(k.reason))
+        .map(|(i, k)| (k.path.clone(), i))
+        .collect();
     let reuse = |unchanged| Reuse {
         dir: out.to_path_buf(),
         manifest: manifest.clone(),
         files,
         skipped,
         unchanged,
+        content_skips,
     };
     let Some((repo, given)) = git else {
         base.insert("mode".into(), "content-hash".into());
@@ -281,13 +317,20 @@ pub(crate) fn plan(
         }
     }
     let prefix = expect.subdir.clone().unwrap_or_default();
-    let mut changed: FxHashSet<String> = FxHashSet::default();
-    let stats = diff_paths(&repo, &rev_commit, &head, &prefix, &mut changed)?;
-    base.insert("diff".into(), serde_json::to_value(&stats)?);
     let Worktree {
         changed: uncommitted,
         tracked,
+        diff,
     } = worktree?;
+    let (mut changed, stats) = match diff {
+        Some(d) if d.from == rev_commit.id() && d.to == head.id() => d.paths?,
+        _ => {
+            let mut changed = FxHashSet::default();
+            let stats = diff_paths(&repo, &rev_commit, &head, &prefix, &mut changed)?;
+            (changed, stats)
+        }
+    };
+    base.insert("diff".into(), serde_json::to_value(&stats)?);
     if !uncommitted.is_empty() {
         if !include_uncommitted {
             let shown_paths: Vec<&str> = uncommitted.iter().take(5).map(String::as_str).collect();
@@ -519,6 +562,20 @@ pub(crate) struct Worktree {
     pub changed: Vec<String>,
     /// Root-relative paths of the files tracked at HEAD (none when HEAD is unborn).
     pub tracked: FxHashSet<String>,
+    /// The diff from the base bundle's commit to HEAD, read while the walk ran.
+    pub diff: Option<HeadDiff>,
+}
+
+/// The paths a diff between two commits touches under the root (both sides of a rename), with
+/// its counts, read off the walk's critical path.
+#[derive(Debug)]
+pub(crate) struct HeadDiff {
+    /// The commit diffed from.
+    from: git2::Oid,
+    /// The commit diffed to (HEAD then).
+    to: git2::Oid,
+    /// The paths and counts, or why the diff failed.
+    paths: Result<(FxHashSet<String>, DiffStats)>,
 }
 
 /// The work tree's uncommitted changes: tracked files staged, modified or deleted (git status;
@@ -535,8 +592,9 @@ pub(crate) fn worktree_changes(
     prefix: &str,
     exclude: &[PathBuf],
     walked: &crate::source::WalkResult,
-    status: TrackedStatus,
+    mut status: TrackedStatus,
 ) -> Result<Worktree> {
+    let head_read = status.head.take();
     let changed = match status.paths() {
         Some(paths) => paths,
         None => {
@@ -579,9 +637,9 @@ pub(crate) fn worktree_changes(
             out.push(r);
         }
     }
-    let tracked = match repo.head().and_then(|h| h.peel_to_commit()) {
-        Ok(head) => tracked_paths(repo, &head, prefix)?,
-        Err(_) => FxHashSet::default(),
+    let (tracked, diff) = match head_read.and_then(|h| h.join().ok()).and_then(|r| r.ok()) {
+        Some(HeadRead { tracked, diff }) => (tracked?, diff),
+        None => (head_tracked(repo, prefix)?, None),
     };
     let found = walked.files.iter().map(|c| c.rel.as_str()).chain(
         walked
@@ -596,7 +654,49 @@ pub(crate) fn worktree_changes(
     Ok(Worktree {
         changed: out,
         tracked,
+        diff,
     })
+}
+
+/// Root-relative paths of the files tracked at HEAD (none when HEAD is unborn).
+fn head_tracked(repo: &git2::Repository, prefix: &str) -> Result<FxHashSet<String>> {
+    match repo.head().and_then(|h| h.peel_to_commit()) {
+        Ok(head) => tracked_paths(repo, &head, prefix),
+        Err(_) => Ok(FxHashSet::default()),
+    }
+}
+
+/// What a thread reads from the repository while the walk runs (tree reads that need nothing
+/// from the walk): HEAD's files, and the diff from the base bundle's commit to HEAD.
+struct HeadRead {
+    tracked: Result<FxHashSet<String>>,
+    diff: Option<HeadDiff>,
+}
+
+impl HeadRead {
+    /// Reads HEAD's files under `prefix` in the repository at `workdir`, and the diff from
+    /// `base` (a commit id) to HEAD when given.
+    fn read(workdir: &Path, prefix: &str, base: Option<&str>) -> Result<HeadRead> {
+        let repo = git2::Repository::open(workdir)
+            .map_err(|e| refuse(format!("cannot open the repository: {}", e.message())))?;
+        let tracked = head_tracked(&repo, prefix);
+        let head = repo.head().and_then(|h| h.peel_to_commit());
+        let from = base.and_then(|b| git2::Oid::from_str(b).ok());
+        let diff = match (from, head) {
+            (Some(from), Ok(head)) => repo.find_commit(from).ok().map(|f| {
+                let mut changed = FxHashSet::default();
+                let paths = diff_paths(&repo, &f, &head, prefix, &mut changed)
+                    .map(|stats| (changed, stats));
+                HeadDiff {
+                    from,
+                    to: head.id(),
+                    paths,
+                }
+            }),
+            _ => None,
+        };
+        Ok(HeadRead { tracked, diff })
+    }
 }
 
 /// `git status` of the tracked files, started in the background so that it runs while trove
@@ -604,11 +704,17 @@ pub(crate) fn worktree_changes(
 /// threads, about 4× faster than libgit2's on a tree of 36k files (75 vs 280 ms — most of a
 /// one-file `--since` run). [`TrackedStatus::paths`] collects it; libgit2 answers when git is not
 /// on PATH or fails.
-pub(crate) struct TrackedStatus(Option<std::process::Child>);
+/// Beside it, a thread reads HEAD's tree (its files, and the diff from the base bundle's commit).
+pub(crate) struct TrackedStatus {
+    child: Option<std::process::Child>,
+    head: Option<std::thread::JoinHandle<Result<HeadRead>>>,
+}
 
 impl TrackedStatus {
-    /// Starts `git status` in `workdir` (nothing when git cannot be started).
-    pub(crate) fn start(workdir: &Path) -> Self {
+    /// Starts `git status` in `workdir` (nothing when git cannot be started), and the thread that
+    /// lists HEAD's files under `prefix` (the root within the work tree) and diffs `base` (the
+    /// base bundle's commit, for a `--since` run) to HEAD.
+    pub(crate) fn start(workdir: &Path, prefix: &str, base: Option<String>) -> Self {
         let child = std::process::Command::new("git")
             .arg("-C")
             .arg(workdir)
@@ -626,13 +732,18 @@ impl TrackedStatus {
             .stderr(std::process::Stdio::null())
             .spawn()
             .ok();
-        TrackedStatus(child)
+        let (workdir, prefix) = (workdir.to_path_buf(), prefix.to_string());
+        let head = std::thread::Builder::new()
+            .name("trove-git".into())
+            .spawn(move || HeadRead::read(&workdir, &prefix, base.as_deref()))
+            .ok();
+        TrackedStatus { child, head }
     }
 
     /// The tracked files with changes (staged, modified, deleted), repository-relative; `None`
     /// when git was not there or failed.
     fn paths(mut self) -> Option<Vec<String>> {
-        let out = self.0.take()?.wait_with_output().ok()?;
+        let out = self.child.take()?.wait_with_output().ok()?;
         if !out.status.success() {
             return None;
         }
@@ -649,7 +760,7 @@ impl TrackedStatus {
 impl Drop for TrackedStatus {
     /// A run that stops before it asks (a walk error) leaves no git process behind.
     fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
+        if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }

@@ -181,10 +181,14 @@ impl IndexSummary {
         self.chunks_reused += u64::from(f.chunks);
         self.parse_fallbacks += u64::from(f.parse_fallback);
         self.redactions += u64::from(f.redactions);
-        *self
-            .chunks_by_language
-            .entry(f.language.clone().unwrap_or_else(|| "(none)".into()))
-            .or_default() += u64::from(f.chunks);
+        let lang = f.language.as_deref().unwrap_or("(none)");
+        match self.chunks_by_language.get_mut(lang) {
+            Some(n) => *n += u64::from(f.chunks),
+            None => {
+                self.chunks_by_language
+                    .insert(lang.to_string(), u64::from(f.chunks));
+            }
+        }
         self.chunks += u64::from(f.chunks);
     }
 }
@@ -244,10 +248,17 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
     walk_opts.skip_nested_repos = source.commit.is_some();
     walk_opts.lazy_sizes = opts.since.is_some();
     let rules = Rules::new(&opts.config.source, &walk_opts)?;
-    // git status of the tracked files runs meanwhile, in its own process.
-    let status = repo
+    // git status of the tracked files runs meanwhile, in its own process, and a thread reads
+    // HEAD's tree (its files; for --since, the diff from the bundle's commit).
+    let base_commit = opts
+        .since
         .as_ref()
-        .map(|(_, workdir)| incremental::TrackedStatus::start(workdir));
+        .and_then(|_| bundle::read_manifest(&out).ok())
+        .and_then(|m| m.source.commit);
+    let status = repo.as_ref().map(|(_, workdir)| {
+        let prefix = source.subdir.as_deref().unwrap_or("");
+        incremental::TrackedStatus::start(workdir, prefix, base_commit)
+    });
     let walked = source::walk(&root, &rules, &walk_opts)?;
     let (source, uncommitted) = git_status(source, repo, status, &out, &walked);
     let expect = incremental::Expect {
@@ -407,7 +418,7 @@ fn build_into(
         reuse,
     };
     // Files kept as the base bundle has them (their rows stay in its segments).
-    let mut kept: FxHashSet<String> = FxHashSet::default();
+    let mut kept: FxHashSet<&str> = FxHashSet::default();
     let threads = if opts.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -435,12 +446,9 @@ fn build_into(
     let mut read_skips: Vec<Skipped> = Vec::new();
     let mut summary = IndexSummary::default();
 
-    // Files git vouches for never go to a worker: the writer carries them in their turn.
-    let carried: Vec<bool> = walked
-        .files
-        .iter()
-        .map(|c| carried_unread(reuse, c))
-        .collect();
+    // Files git vouches for never go to a worker: the writer carries them (or their skip) in
+    // their turn.
+    let prior: Vec<Prior<'_>> = walked.files.iter().map(|c| prior(reuse, c)).collect();
     std::thread::scope(|s| -> Result<()> {
         let (task_tx, task_rx) = bounded::<(usize, &Candidate)>(threads * 2);
         let (res_tx, res_rx) = bounded::<(usize, FileResult)>(WINDOW_FILES);
@@ -480,11 +488,15 @@ fn build_into(
         drop(res_tx);
         drop(task_rx);
         let files = &walked.files;
-        let carried = &carried;
+        let prior = &prior;
         let feeder = std::thread::Builder::new()
             .name("trove-feeder".into())
             .spawn_scoped(s, move || {
-                for (i, c) in files.iter().enumerate().filter(|(i, _)| !carried[*i]) {
+                for (i, c) in files
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| matches!(prior[*i], Prior::Worker))
+                {
                     // A token per file in flight: the writer returns one per file written.
                     if tok_rx.recv().is_err() || task_tx.send((i, c)).is_err() {
                         break;
@@ -504,14 +516,14 @@ fn build_into(
                 pending.insert(i, r);
             }
             loop {
-                let from_worker = !carried.get(next).copied().unwrap_or(false);
-                let r = if from_worker {
-                    match pending.remove(&next) {
+                let from_worker = matches!(prior.get(next), Some(Prior::Worker) | None);
+                let r = match prior.get(next) {
+                    Some(Prior::Carried) => FileResult::Carried,
+                    Some(Prior::Skipped(k)) => FileResult::Skipped((*k).clone()),
+                    _ => match pending.remove(&next) {
                         Some(r) => r,
                         None => break,
-                    }
-                } else {
-                    FileResult::Carried
+                    },
                 };
                 let bytes = files[next].bytes.unwrap_or(0);
                 next += 1;
@@ -529,7 +541,7 @@ fn build_into(
                         match reuse.and_then(|r| r.files.get(rel)) {
                             Some(row) => {
                                 summary.count_kept(row);
-                                kept.insert(rel.clone());
+                                kept.insert(rel);
                                 Ok(None)
                             }
                             None => Err(Error::Other(format!("{rel}: kept without a base row"))),
@@ -687,12 +699,33 @@ fn build_into(
     Ok((manifest, summary))
 }
 
+/// What is known of a walked file before anyone reads it.
+enum Prior<'a> {
+    /// A worker reads it.
+    Worker,
+    /// Its rows are carried from the base bundle ([`carried_unread`]).
+    Carried,
+    /// Skipped by its content in the base bundle, and unchanged since: skipped again, unread.
+    Skipped(&'a Skipped),
+}
+
+/// What is known of the walked file `c` before anyone reads it.
+fn prior<'r>(reuse: Option<&'r incremental::Reuse>, c: &Candidate) -> Prior<'r> {
+    if carried_unread(reuse, c) {
+        return Prior::Carried;
+    }
+    match reuse.and_then(|r| r.skipped_unread(c)) {
+        Some(k) => Prior::Skipped(k),
+        None => Prior::Worker,
+    }
+}
+
 /// Whether git vouches that the file `c` is as the base bundle's commit had it (tracked,
 /// untouched since, and the same size when the walk took sizes): its rows are carried without
 /// reading it.
 fn carried_unread(reuse: Option<&incremental::Reuse>, c: &Candidate) -> bool {
     reuse.is_some_and(|r| {
-        r.unchanged.as_ref().is_some_and(|u| u.contains(&c.rel))
+        r.vouched(&c.rel)
             && r.files
                 .get(&c.rel)
                 .is_some_and(|b| c.bytes.is_none_or(|n| n == b.bytes))
@@ -998,7 +1031,7 @@ fn symbol_records(
 /// no rows for).
 fn changes(
     r: &incremental::Reuse,
-    kept: &FxHashSet<String>,
+    kept: &FxHashSet<&str>,
     skipped: &[Skipped],
 ) -> (Vec<String>, Vec<Skipped>) {
     let mut old: BTreeMap<&str, Vec<&Skipped>> = BTreeMap::new();
@@ -1012,7 +1045,7 @@ fn changes(
     let mut dead: std::collections::BTreeSet<String> = r
         .files
         .keys()
-        .filter(|p| !kept.contains(*p))
+        .filter(|p| !kept.contains(p.as_str()))
         .cloned()
         .collect();
     for (p, rows) in &old {
