@@ -537,28 +537,30 @@ fn staged_views(bundle: &Path) -> PathBuf {
     bundle.join(format!(".{}.next", super::VIEWS))
 }
 
+/// Writes `sql` where views wait to be moved in ([`install_views`]).
+fn stage(bundle: &Path, sql: &str) -> Result<()> {
+    let p = staged_views(bundle);
+    std::fs::write(&p, sql).map_err(|e| Error::io(&p, e))
+}
+
 /// Writes `views.sql` ([`views_text`]) into `bundle` through a temporary name and a rename, so a
 /// reader never sees half of it (`cd BUNDLE && duckdb -init views.sql`). Its entry.
 pub fn write_views(bundle: &Path, segments: &[SegmentInfo]) -> Result<FileEntry> {
-    let sql = views_text(segments);
-    let p = bundle.join(super::VIEWS);
-    let tmp = bundle.join(format!(".{}.tmp", super::VIEWS));
-    std::fs::write(&tmp, &sql).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, &p).map_err(|e| Error::io(&p, e))?;
-    Ok(views_entry(&sql))
+    let entry = stage_views(bundle, segments)?;
+    install_views(bundle)?;
+    Ok(entry)
 }
 
 /// Writes the views of a segment added in place beside the live ones; [`install_views`] moves
 /// them in once the manifest that lists the segment is committed. Their entry.
 fn stage_views(bundle: &Path, segments: &[SegmentInfo]) -> Result<FileEntry> {
     let sql = views_text(segments);
-    let p = staged_views(bundle);
-    std::fs::write(&p, &sql).map_err(|e| Error::io(&p, e))?;
+    stage(bundle, &sql)?;
     Ok(views_entry(&sql))
 }
 
-/// After the commit of a manifest that added a segment in place: its staged views replace the
-/// old ones (a rename, so a reader sees one or the other whole).
+/// Moves staged views in (a rename, so a reader sees the old ones or the new ones whole): after
+/// the commit of a manifest that added a segment in place, or at once for a new bundle.
 pub fn install_views(bundle: &Path) -> Result<()> {
     let (from, to) = (staged_views(bundle), bundle.join(super::VIEWS));
     std::fs::rename(&from, &to).map_err(|e| Error::io(&to, e))
@@ -591,7 +593,7 @@ pub fn settle_views(bundle: &Path, m: &super::Manifest) -> Result<bool> {
             ),
         ));
     }
-    std::fs::write(&staged, &sql).map_err(|e| Error::io(&staged, e))?;
+    stage(bundle, &sql)?;
     install_views(bundle)?;
     Ok(true)
 }

@@ -679,11 +679,17 @@ impl HeadRead {
     fn read(workdir: &Path, prefix: &str, base: Option<&str>) -> Result<HeadRead> {
         let repo = git2::Repository::open(workdir)
             .map_err(|e| refuse(format!("cannot open the repository: {}", e.message())))?;
-        let tracked = head_tracked(&repo, prefix);
-        let head = repo.head().and_then(|h| h.peel_to_commit());
+        let Ok(head) = repo.head().and_then(|h| h.peel_to_commit()) else {
+            // An unborn HEAD tracks nothing, and there is nothing to diff to.
+            return Ok(HeadRead {
+                tracked: Ok(FxHashSet::default()),
+                diff: None,
+            });
+        };
+        let tracked = tracked_paths(&repo, &head, prefix);
         let from = base.and_then(|b| git2::Oid::from_str(b).ok());
-        let diff = match (from, head) {
-            (Some(from), Ok(head)) => repo.find_commit(from).ok().map(|f| {
+        let diff = match from {
+            Some(from) => repo.find_commit(from).ok().map(|f| {
                 let mut changed = FxHashSet::default();
                 let paths = diff_paths(&repo, &f, &head, prefix, &mut changed)
                     .map(|stats| (changed, stats));
@@ -693,7 +699,7 @@ impl HeadRead {
                     paths,
                 }
             }),
-            _ => None,
+            None => None,
         };
         Ok(HeadRead { tracked, diff })
     }

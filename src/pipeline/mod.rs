@@ -516,12 +516,11 @@ fn build_into(
                 pending.insert(i, r);
             }
             loop {
-                let from_worker = matches!(prior.get(next), Some(Prior::Worker) | None);
-                let r = match prior.get(next) {
-                    Some(Prior::Carried) => FileResult::Carried,
-                    Some(Prior::Skipped(k)) => FileResult::Skipped((*k).clone()),
+                let (r, from_worker) = match prior.get(next) {
+                    Some(Prior::Carried) => (FileResult::Carried, false),
+                    Some(Prior::Skipped(k)) => (FileResult::Skipped((*k).clone()), false),
                     _ => match pending.remove(&next) {
-                        Some(r) => r,
+                        Some(r) => (r, true),
                         None => break,
                     },
                 };
