@@ -34,6 +34,9 @@ pub struct FileRecord {
     pub summary: Option<String>,
     /// Chunks in source order.
     pub chunks: Vec<ChunkRecord>,
+    /// The text after its last chunk (all of it when it has none): with the chunks' leads and
+    /// contents, the file's (redacted) text.
+    pub tail: String,
     /// Definitions in source order.
     pub symbols: Vec<SymbolRecord>,
     /// Dependencies it declares (package manifests).
@@ -47,6 +50,9 @@ pub struct FileRecord {
 pub struct ChunkRecord {
     /// The chunk.
     pub chunk: Chunk,
+    /// The file's text between the previous chunk (or the file's start) and this one: blank lines
+    /// and what no chunk holds, so the file's text is stored once (`file_text` view).
+    pub lead: String,
     /// Stable id.
     pub chunk_id: i64,
     /// Where a chunk carried over from another bundle came from: (source, its `chunk_ord` there),

@@ -1,5 +1,6 @@
 //! Integration tests: one binary, one module per area. They run the real binary on real git
 //! repositories made in temp dirs and read the bundles back with DuckDB and pyarrow.
+mod agents;
 mod chunking;
 mod corrupt;
 mod embedders;

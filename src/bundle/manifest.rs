@@ -186,8 +186,15 @@ pub fn views_sql(segments: &[SegmentInfo], literal: impl Fn(&str) -> String) -> 
             crate::resolve::resolved_refs_sql("stored_refs", "symbols")
         ));
     }
+    sql.push_str(FILE_TEXT_VIEW);
     sql
 }
+
+/// The (redacted) text of every file: its chunks' leads and contents in source order, then its
+/// tail (chunks never overlap, and what lies between them is the next one's `lead`).
+const FILE_TEXT_VIEW: &str = "CREATE OR REPLACE VIEW file_text AS SELECT f.path, \
+     coalesce((SELECT string_agg(coalesce(c.lead, '') || c.content, '' ORDER BY c.start_byte) \
+     FROM chunks c WHERE c.path = f.path), '') || coalesce(f.tail, '') AS text FROM files f;\n";
 
 /// A `SELECT` of the live rows of `table` (one of [`super::TABLES`]; `refs` as stored, `terms`
 /// per segment) over `segments`, each segment's rows without those of the paths later segments

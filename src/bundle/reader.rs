@@ -53,6 +53,8 @@ pub struct FileRow {
     pub refs: u64,
     /// Its declared dependencies (`deps` rows).
     pub deps: u64,
+    /// The text after its last chunk.
+    pub tail: String,
 }
 
 /// A bundle's per-file rows (chunks with embeddings, symbols, deps), streamed in path order: what
@@ -107,6 +109,7 @@ impl FileRows {
             redactions: row.redactions,
             redacted_kinds: Vec::new(),
             summary: row.summary,
+            tail: row.tail,
             chunks,
             symbols,
             deps,
@@ -370,6 +373,7 @@ pub fn read_files(dir: &Path) -> Result<Vec<FileRow>> {
         let symbols = column::<Int32Array>(&b, "symbols", dir)?;
         let refs = column::<Int32Array>(&b, "refs", dir)?;
         let deps = column::<Int32Array>(&b, "deps", dir)?;
+        let tail = column::<StringArray>(&b, "tail", dir)?;
         let n = |a: &Int32Array, i: usize| a.value(i).max(0) as u64;
         for i in 0..b.num_rows() {
             out.push(FileRow {
@@ -387,6 +391,7 @@ pub fn read_files(dir: &Path) -> Result<Vec<FileRow>> {
                 symbols: n(symbols, i),
                 refs: n(refs, i),
                 deps: n(deps, i),
+                tail: opt_str(tail, i).unwrap_or_default(),
             });
         }
     }
@@ -527,6 +532,7 @@ impl ChunkStream {
                 end_col: usize_at(&c.end_col, i),
                 content: c.content.value(i).to_string(),
             },
+            lead: opt_str(&c.lead, i).unwrap_or_default(),
             chunk_id,
             origin: Some((self.source, ord)),
             token_len: c.token_len.value(i).max(0) as u32,
@@ -547,6 +553,7 @@ struct ChunkCols {
     signature: StringArray,
     docs: StringArray,
     content: StringArray,
+    lead: StringArray,
     summary: StringArray,
     chunk_id: Int64Array,
     start_byte: Int64Array,
@@ -592,6 +599,7 @@ impl ChunkCols {
             signature: s("signature")?,
             docs: s("docs")?,
             content: s("content")?,
+            lead: s("lead")?,
             summary: s("summary")?,
             chunk_id: i64c("chunk_id")?,
             start_byte: i64c("start_byte")?,

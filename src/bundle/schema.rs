@@ -41,6 +41,8 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
             i32f("symbols"),
             i32f("refs"),
             i32f("deps"),
+            // The text after the file's last chunk (all of it when it has none); see `lead`.
+            utf8("tail", true),
         ],
         "chunks" => vec![
             i64f("chunk_id"),
@@ -65,6 +67,9 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
             i32f("total_chunks"),
             i32f("token_len"),
             utf8("content", false),
+            // The file's text between the previous chunk and this one (null: none): a file's
+            // text is its chunks' leads and contents in order, then the file's tail.
+            utf8("lead", true),
         ],
         "embeddings" => vec![
             i64f("chunk_id"),

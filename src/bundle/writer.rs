@@ -320,6 +320,10 @@ impl BundleWriter {
             i32s(r.iter().map(|(_, n)| i32c(n.symbols))),
             i32s(r.iter().map(|(_, n)| i32c(n.refs))),
             i32s(r.iter().map(|(_, n)| i32c(n.deps))),
+            opt_strings(
+                r.iter()
+                    .map(|(f, _)| Some(f.tail.as_str()).filter(|t| !t.is_empty())),
+            ),
         ])
     }
 
@@ -357,6 +361,10 @@ impl BundleWriter {
             i32s(r.iter().map(|x| i32c(x.total))),
             i32s(r.iter().map(|x| i32c(x.rec.token_len as usize))),
             strings(r.iter().map(|x| c(x).content.as_str())),
+            opt_strings(
+                r.iter()
+                    .map(|x| Some(x.rec.lead.as_str()).filter(|t| !t.is_empty())),
+            ),
         ])?;
         let values: Vec<f32> = r
             .iter()

@@ -10,9 +10,10 @@ use trove::query::{Bundle, lit};
 use super::query::OutFormat;
 
 /// Show the repository as a map: directories with their file, symbol and language counts, files
-/// with their one-sentence summaries. The most important entries (most definitions, then most
-/// bytes) come first; the rest of a directory is folded into one line; chains of single
-/// directories are joined (`src/main/java/`).
+/// with their one-sentence summaries. The entries the rest of the code depends on most come first
+/// (the other files whose references resolve to their definitions, then definitions, then
+/// bytes), and tests, docs, examples and fixtures come after the code they serve; the rest of a
+/// directory is folded into one line; chains of single directories are joined (`src/main/java/`).
 ///
 /// Without --depth, the deepest map that fits in --lines lines is shown, so a large monorepo
 /// still fits on a screen; PATH drills into a subdirectory.
@@ -46,6 +47,11 @@ struct Node {
     files: u64,
     bytes: u64,
     symbols: u64,
+    /// Other files with references that resolve to definitions here (summed over a folder).
+    inbound: u64,
+    /// Files that are not tests, docs, examples or fixtures.
+    #[serde(skip)]
+    serving: u64,
     languages: BTreeMap<String, u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     summary: Option<String>,
@@ -56,14 +62,18 @@ struct Node {
 }
 
 impl Node {
-    fn rank(&self) -> (u64, u64) {
-        (self.symbols, self.bytes)
+    /// Code before what supports it (tests, docs, examples, fixtures), then what the rest of
+    /// the code depends on most, then definitions, then bytes.
+    fn rank(&self) -> (bool, u64, u64, u64) {
+        (self.serving > 0, self.inbound, self.symbols, self.bytes)
     }
 
     fn add(&mut self, parts: &[&str], file: &FileRow) {
         self.files += 1;
         self.bytes += file.bytes;
         self.symbols += file.symbols;
+        self.inbound += file.inbound;
+        self.serving += u64::from(!file.support);
         if let Some(l) = &file.language {
             *self.languages.entry(l.clone()).or_default() += 1;
         }
@@ -74,6 +84,8 @@ impl Node {
                 files: 1,
                 bytes: file.bytes,
                 symbols: file.symbols,
+                inbound: file.inbound,
+                serving: u64::from(!file.support),
                 summary: file.summary.clone(),
                 ..Node::default()
             }),
@@ -109,8 +121,9 @@ impl Node {
             self.children = only.children;
         }
         self.children.sort_by(|a, b| {
-            b.is_dir
-                .cmp(&a.is_dir)
+            (b.serving > 0)
+                .cmp(&(a.serving > 0))
+                .then(b.is_dir.cmp(&a.is_dir))
                 .then(b.rank().cmp(&a.rank()))
                 .then(a.name.cmp(&b.name))
         });
@@ -169,14 +182,93 @@ struct FileRow {
     bytes: u64,
     symbols: u64,
     summary: Option<String>,
+    inbound: u64,
+    /// A test, doc, example or fixture: after the code it serves.
+    support: bool,
 }
 
-/// Runs `trove map`.
-pub fn run(a: MapArgs) -> anyhow::Result<i32> {
-    let b = Bundle::open(&a.bundle)?;
-    let prefix = a
-        .path
-        .as_deref()
+/// Folder names whose files support the code rather than being it.
+const SUPPORT_DIRS: &[&str] = &[
+    "test",
+    "tests",
+    "__tests__",
+    "spec",
+    "specs",
+    "testing",
+    "testdata",
+    "fixtures",
+    "fixture",
+    "doc",
+    "docs",
+    "example",
+    "examples",
+    "sample",
+    "samples",
+    "bench",
+    "benches",
+    "benchmarks",
+    "e2e",
+    "demo",
+    "demos",
+];
+
+/// Whether the file `path` (of `source_type`) is a test, doc, example or fixture.
+fn is_support(path: &str, source_type: &str) -> bool {
+    matches!(source_type, "test" | "doc")
+        || path
+            .split('/')
+            .rev()
+            .skip(1)
+            .any(|d| SUPPORT_DIRS.contains(&d.to_ascii_lowercase().as_str()))
+}
+
+/// What the map shows and how much of it.
+pub struct MapView<'a> {
+    /// A directory to map (none: the whole tree).
+    pub path: Option<&'a str>,
+    /// Levels to expand (none: as many as fit in `lines`).
+    pub depth: Option<usize>,
+    /// Entries per directory before the rest is folded.
+    pub entries: usize,
+    /// Line budget that chooses the depth.
+    pub lines: usize,
+}
+
+/// The map of bundle `b` as text lines; `None` when no indexed file is under the path.
+pub fn map_lines(b: &Bundle, v: &MapView<'_>) -> anyhow::Result<Option<Vec<String>>> {
+    let Some(root) = map_tree(b, v.path)? else {
+        return Ok(None);
+    };
+    let render = |depth: usize| {
+        let mut lines = vec![format!(
+            "{}/  {} files · {} symbols · {}",
+            root.name,
+            root.files,
+            root.symbols,
+            root.languages_line()
+        )];
+        root.render(&mut lines, "", depth, v.entries.max(1));
+        lines
+    };
+    Ok(Some(match v.depth {
+        Some(d) => render(d.max(1)),
+        None => {
+            let mut best = render(1);
+            for d in 2..=12 {
+                let l = render(d);
+                if l.len() > v.lines || l.len() == best.len() {
+                    break;
+                }
+                best = l;
+            }
+            best
+        }
+    }))
+}
+
+/// The tree of the files under `path` (all when none), settled; `None` when there are none.
+fn map_tree(b: &Bundle, path: Option<&str>) -> anyhow::Result<Option<Node>> {
+    let prefix = path
         .map(|p| p.trim_matches('/').to_string())
         .filter(|p| !p.is_empty() && p != ".");
     let filter = match &prefix {
@@ -186,9 +278,14 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
         ),
         None => String::new(),
     };
+    // In-degree: the other files with a reference that resolves to a definition in the file.
     let sql = format!(
-        "SELECT f.path, f.language, f.bytes, coalesce(s.n, 0) AS symbols, f.summary FROM files f \
-         LEFT JOIN (SELECT path, count(*) AS n FROM symbols GROUP BY path) s USING (path) {filter} \
+        "SELECT f.path, f.language, f.bytes, coalesce(s.n, 0) AS symbols, f.summary, \
+                coalesce(d.n, 0) AS inbound, f.source_type FROM files f \
+         LEFT JOIN (SELECT path, count(*) AS n FROM symbols GROUP BY path) s USING (path) \
+         LEFT JOIN (SELECT t.path, count(DISTINCT r.path) AS n FROM refs r \
+                    JOIN symbols t ON t.symbol_id = r.target_symbol_id \
+                    WHERE r.path <> t.path GROUP BY t.path) d USING (path) {filter} \
          ORDER BY f.path"
     );
     let (_, rows) = b.run_sql(&sql)?;
@@ -197,21 +294,20 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
         .map(|r| {
             let s = |i: usize| to_json(&r[i]).as_str().map(str::to_string);
             let n = |i: usize| to_json(&r[i]).as_u64().unwrap_or(0);
+            let path = s(0).unwrap_or_default();
             FileRow {
-                path: s(0).unwrap_or_default(),
+                support: is_support(&path, &s(6).unwrap_or_default()),
+                path,
                 language: s(1),
                 bytes: n(2),
                 symbols: n(3),
                 summary: s(4),
+                inbound: n(5),
             }
         })
         .collect();
     if files.is_empty() {
-        eprintln!(
-            "no indexed files under {}",
-            prefix.as_deref().unwrap_or("the root")
-        );
-        return Ok(1);
+        return Ok(None);
     }
     let mut root = Node {
         name: prefix
@@ -227,66 +323,65 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
         root.add(&parts, f);
     }
     root.settle();
+    Ok(Some(root))
+}
+
+/// Runs `trove map`.
+pub fn run(a: MapArgs) -> anyhow::Result<i32> {
+    let b = Bundle::open(&a.bundle)?;
+    let view = MapView {
+        path: a.path.as_deref(),
+        depth: a.depth,
+        entries: a.entries,
+        lines: a.lines,
+    };
     let mut out = std::io::stdout().lock();
-    match a.format {
-        OutFormat::Json => {
-            writeln!(out, "{}", serde_json::to_string_pretty(&root)?)?;
-            return Ok(0);
+    if a.format == OutFormat::Text {
+        let Some(lines) = map_lines(&b, &view)? else {
+            eprintln!(
+                "no indexed files under {}",
+                a.path.as_deref().unwrap_or("the root")
+            );
+            return Ok(1);
+        };
+        for l in lines {
+            writeln!(out, "{l}")?;
         }
-        OutFormat::Jsonl => {
-            let mut stack = vec![(String::new(), &root)];
-            while let Some((parent, n)) = stack.pop() {
-                let path = if parent.is_empty() {
-                    n.name.clone()
-                } else {
-                    format!("{parent}/{}", n.name)
-                };
-                writeln!(
-                    out,
-                    "{}",
-                    serde_json::json!({
-                        "path": path,
-                        "type": if n.is_dir { "dir" } else { "file" },
-                        "files": n.files,
-                        "bytes": n.bytes,
-                        "symbols": n.symbols,
-                        "languages": n.languages,
-                        "summary": n.summary,
-                    })
-                )?;
-                stack.extend(n.children.iter().rev().map(|c| (path.clone(), c)));
-            }
-            return Ok(0);
-        }
-        OutFormat::Text => {}
+        return Ok(0);
     }
-    let render = |depth: usize| {
-        let mut lines = vec![format!(
-            "{}/  {} files · {} symbols · {}",
-            root.name,
-            root.files,
-            root.symbols,
-            root.languages_line()
-        )];
-        root.render(&mut lines, "", depth, a.entries.max(1));
-        lines
+    let Some(root) = map_tree(&b, view.path)? else {
+        eprintln!(
+            "no indexed files under {}",
+            a.path.as_deref().unwrap_or("the root")
+        );
+        return Ok(1);
     };
-    let lines = match a.depth {
-        Some(d) => render(d.max(1)),
-        None => {
-            let mut best = render(1);
-            for d in 2..=12 {
-                let l = render(d);
-                if l.len() > a.lines || l.len() == best.len() {
-                    break;
-                }
-                best = l;
-            }
-            best
-        }
-    };
-    for l in lines {
-        writeln!(out, "{l}")?;
+    if a.format == OutFormat::Json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&root)?)?;
+        return Ok(0);
+    }
+    let mut stack = vec![(String::new(), &root)];
+    while let Some((parent, n)) = stack.pop() {
+        let path = if parent.is_empty() {
+            n.name.clone()
+        } else {
+            format!("{parent}/{}", n.name)
+        };
+        writeln!(
+            out,
+            "{}",
+            serde_json::json!({
+                "path": path,
+                "type": if n.is_dir { "dir" } else { "file" },
+                "files": n.files,
+                "bytes": n.bytes,
+                "symbols": n.symbols,
+                "inbound": n.inbound,
+                "languages": n.languages,
+                "summary": n.summary,
+            })
+        )?;
+        stack.extend(n.children.iter().rev().map(|c| (path.clone(), c)));
     }
     Ok(0)
 }

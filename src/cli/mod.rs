@@ -6,12 +6,15 @@ pub mod index;
 pub mod inspect;
 pub mod languages;
 pub mod map;
+pub mod mcp;
 pub mod merge;
 pub mod pack;
 pub mod query;
+pub mod show;
 pub mod sql;
 pub mod structure;
 pub mod sync;
+pub mod tools;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
@@ -61,6 +64,8 @@ pub enum Command {
     Pack(pack::PackArgs),
     Unpack(pack::UnpackArgs),
     Map(map::MapArgs),
+    Show(show::ShowArgs),
+    Mcp(mcp::McpArgs),
     Symbols(structure::SymbolsArgs),
     Refs(structure::RefsArgs),
     Deps(structure::DepsArgs),
@@ -91,6 +96,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Pack(a) => pack::run_pack(a).map(|()| 0),
         Command::Unpack(a) => pack::run_unpack(a).map(|()| 0),
         Command::Map(a) => map::run(a),
+        Command::Show(a) => show::run(a),
+        Command::Mcp(a) => mcp::run(a),
         Command::Symbols(a) => structure::run_symbols(a),
         Command::Refs(a) => structure::run_refs(a),
         Command::Deps(a) => structure::run_deps(a),

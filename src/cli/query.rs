@@ -79,7 +79,7 @@ pub enum Color {
 
 /// Bad filter input is an error, not an empty result: a malformed `--path` glob, a `--lang` that
 /// is no language trove knows nor one in the bundles (custom languages), a `--kind` no bundle has.
-fn check_filters(bundles: &[Bundle], o: &QueryOptions) -> anyhow::Result<()> {
+pub(crate) fn check_filters(bundles: &[Bundle], o: &QueryOptions) -> anyhow::Result<()> {
     if let Some(g) = &o.path {
         trove::query::check_glob(g)?;
     }

@@ -35,13 +35,9 @@ pub struct SymbolsArgs {
     pub format: OutFormat,
 }
 
-/// Runs `trove symbols`.
-pub fn run_symbols(a: SymbolsArgs) -> anyhow::Result<i32> {
-    let b = Bundle::open(&a.bundle)?;
-    let name = a.name.trim();
-    if name.is_empty() {
-        anyhow::bail!("the name is empty: trove symbols BUNDLE NAME");
-    }
+/// The SQL of `trove symbols`: definitions of `name` (a name or the end of a symbol path),
+/// exact matches first, then exported ones; columns as [`symbol_line`] reads them.
+pub fn symbols_sql(name: &str, kinds: &[String], k: usize) -> String {
     // `A.b`, `A::b`, `A > b` all mean the symbol path `A > b`.
     let path: String = name
         .replace("::", " > ")
@@ -50,13 +46,13 @@ pub fn run_symbols(a: SymbolsArgs) -> anyhow::Result<i32> {
         .filter(|s| !s.is_empty())
         .collect::<Vec<_>>()
         .join(" > ");
-    let kinds = if a.kinds.is_empty() {
+    let kinds = if kinds.is_empty() {
         String::new()
     } else {
-        let list: Vec<String> = a.kinds.iter().map(|k| lit(k)).collect();
+        let list: Vec<String> = kinds.iter().map(|k| lit(k)).collect();
         format!("AND s.kind IN ({})", list.join(", "))
     };
-    let sql = format!(
+    format!(
         "SELECT s.path, s.start_line, s.end_line, s.kind, s.name, s.symbol_path, s.signature, \
                 s.docs, p.symbol_path AS parent, s.exported, s.language, s.symbol_id \
          FROM symbols s LEFT JOIN symbols p ON p.symbol_id = s.parent_id \
@@ -67,22 +63,35 @@ pub fn run_symbols(a: SymbolsArgs) -> anyhow::Result<i32> {
          LIMIT {k}",
         n = lit(name),
         p = lit(&path),
-        k = a.k.max(1),
-    );
-    let (names, rows) = b.run_sql(&sql)?;
+        k = k.max(1),
+    )
+}
+
+/// A row of [`symbols_sql`] as text: `path:start-end  kind symbol_path`, its signature and the
+/// first line of its docs below.
+pub fn symbol_line(r: &[duckdb::types::Value]) -> String {
+    let t = |i: usize| to_text(&r[i]);
+    let mut line = format!("{}:{}-{}  {} {}", t(0), t(1), t(2), t(3), t(5));
+    if to_json(&r[6]).is_string() {
+        line.push_str(&format!("\n    {}", t(6)));
+    }
+    if let Some(d) = to_json(&r[7]).as_str() {
+        let first = d.lines().next().unwrap_or("");
+        line.push_str(&format!("\n    {first}"));
+    }
+    line
+}
+
+/// Runs `trove symbols`.
+pub fn run_symbols(a: SymbolsArgs) -> anyhow::Result<i32> {
+    let b = Bundle::open(&a.bundle)?;
+    let name = a.name.trim();
+    if name.is_empty() {
+        anyhow::bail!("the name is empty: trove symbols BUNDLE NAME");
+    }
+    let (names, rows) = b.run_sql(&symbols_sql(name, &a.kinds, a.k))?;
     let mut out = std::io::stdout().lock();
-    print(&mut out, a.format, &names, &rows, |r| {
-        let t = |i: usize| to_text(&r[i]);
-        let mut line = format!("{}:{}-{}  {} {}", t(0), t(1), t(2), t(3), t(5));
-        if to_json(&r[6]).is_string() {
-            line.push_str(&format!("\n    {}", t(6)));
-        }
-        if let Some(d) = to_json(&r[7]).as_str() {
-            let first = d.lines().next().unwrap_or("");
-            line.push_str(&format!("\n    {first}"));
-        }
-        line
-    })?;
+    print(&mut out, a.format, &names, &rows, symbol_line)?;
     Ok(if rows.is_empty() { 1 } else { 0 })
 }
 
@@ -125,13 +134,26 @@ pub struct RefsArgs {
     pub format: OutFormat,
 }
 
-/// Runs `trove refs`.
-pub fn run_refs(a: RefsArgs) -> anyhow::Result<i32> {
-    let b = Bundle::open(&a.bundle)?;
-    let name = a.name.trim();
-    if name.is_empty() {
-        anyhow::bail!("the name is empty: trove refs BUNDLE NAME");
-    }
+/// Which references `trove refs` follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    /// Calls of the name.
+    Callers,
+    /// Calls made inside definitions of the name.
+    Callees,
+    /// Import statements that mention it.
+    Imports,
+    /// Types that extend or implement it.
+    Subtypes,
+    /// Where a type is named.
+    Uses,
+    /// Every reference that names it: calls, type uses, base types, imports that mention it.
+    All,
+}
+
+/// The SQL of `trove refs`: the references of `name` that `follow` asks for; columns as
+/// [`ref_line`] reads them.
+pub fn refs_sql(name: &str, follow: Follow, k: usize) -> String {
     let leaf = name
         .rsplit(['.', ':', '>', ' '])
         .find(|s| !s.is_empty())
@@ -142,48 +164,70 @@ pub fn run_refs(a: RefsArgs) -> anyhow::Result<i32> {
                 r.resolution";
     let joins = "FROM refs r LEFT JOIN symbols f ON f.symbol_id = r.from_symbol_id \
                  LEFT JOIN symbols t ON t.symbol_id = r.target_symbol_id";
-    let filter = if a.uses {
-        format!("r.kind = 'references' AND r.target = {n}")
-    } else if a.subtypes {
-        format!("r.kind IN ('inherits', 'implements') AND r.target = {n}")
-    } else if a.imports {
-        format!("r.kind = 'import' AND contains(r.target, {n})")
-    } else if a.callees {
-        format!(
+    let filter = match follow {
+        Follow::Uses => format!("r.kind = 'references' AND r.target = {n}"),
+        Follow::Subtypes => format!("r.kind IN ('inherits', 'implements') AND r.target = {n}"),
+        Follow::Imports => format!("r.kind = 'import' AND contains(r.target, {n})"),
+        Follow::Callees => format!(
             "r.kind = 'call' AND r.from_symbol_id IN (SELECT symbol_id FROM symbols WHERE name = {n})"
-        )
-    } else {
-        format!("r.kind = 'call' AND r.target = {n}")
-    };
-    let sql = format!(
-        "SELECT {cols} {joins} WHERE {filter} ORDER BY r.path, r.line, r.kind, r.target LIMIT {}",
-        a.k.max(1)
-    );
-    let (names, rows) = b.run_sql(&sql)?;
-    let mut out = std::io::stdout().lock();
-    print(&mut out, a.format, &names, &rows, |r| {
-        let t = |i: usize| to_text(&r[i]);
-        let inside = if to_json(&r[4]).is_null() {
-            "(top level)".to_string()
-        } else {
-            t(4)
-        };
-        let target = if to_json(&r[5]).is_null() {
-            if t(2) != trove::record::RefKind::Import.as_str() {
-                "unresolved".to_string()
-            } else {
-                String::new()
-            }
-        } else {
-            format!("{}:{} {}", t(5), t(6), t(7))
-        };
-        let line = format!("{}:{}  {}  {} {}", t(0), t(1), inside, t(2), t(3));
-        if target.is_empty() {
-            line
-        } else {
-            format!("{line}  -> {target}")
+        ),
+        Follow::Callers => format!("r.kind = 'call' AND r.target = {n}"),
+        Follow::All => {
+            format!("(r.target = {n} OR (r.kind = 'import' AND contains(r.target, {n})))")
         }
-    })?;
+    };
+    format!(
+        "SELECT {cols} {joins} WHERE {filter} ORDER BY r.path, r.line, r.kind, r.target LIMIT {}",
+        k.max(1)
+    )
+}
+
+/// A row of [`refs_sql`] as text: `path:line  in_symbol  kind target  -> where it resolves`.
+pub fn ref_line(r: &[duckdb::types::Value]) -> String {
+    let t = |i: usize| to_text(&r[i]);
+    let inside = if to_json(&r[4]).is_null() {
+        "(top level)".to_string()
+    } else {
+        t(4)
+    };
+    let target = if to_json(&r[5]).is_null() {
+        if t(2) != trove::record::RefKind::Import.as_str() {
+            "unresolved".to_string()
+        } else {
+            String::new()
+        }
+    } else {
+        format!("{}:{} {}", t(5), t(6), t(7))
+    };
+    let line = format!("{}:{}  {}  {} {}", t(0), t(1), inside, t(2), t(3));
+    if target.is_empty() {
+        line
+    } else {
+        format!("{line}  -> {target}")
+    }
+}
+
+/// Runs `trove refs`.
+pub fn run_refs(a: RefsArgs) -> anyhow::Result<i32> {
+    let b = Bundle::open(&a.bundle)?;
+    let name = a.name.trim();
+    if name.is_empty() {
+        anyhow::bail!("the name is empty: trove refs BUNDLE NAME");
+    }
+    let follow = if a.uses {
+        Follow::Uses
+    } else if a.subtypes {
+        Follow::Subtypes
+    } else if a.imports {
+        Follow::Imports
+    } else if a.callees {
+        Follow::Callees
+    } else {
+        Follow::Callers
+    };
+    let (names, rows) = b.run_sql(&refs_sql(name, follow, a.k))?;
+    let mut out = std::io::stdout().lock();
+    print(&mut out, a.format, &names, &rows, ref_line)?;
     Ok(if rows.is_empty() { 1 } else { 0 })
 }
 

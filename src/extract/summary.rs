@@ -23,8 +23,45 @@ fn is_definition(kind: &str) -> bool {
     !matches!(kind, "block" | "section" | "paragraphs" | "lines")
 }
 
-/// The first sentence of `text` (whitespace collapsed), at most [`MAX_CHARS`] characters.
+/// Whether `line` is a reStructuredText/Markdown underline, overline or banner: three or more
+/// of one punctuation character (`=====`, `~~~~`, `-----`, `*****`, `#####`).
+fn is_rule(line: &str) -> bool {
+    let t = line.trim();
+    let mut chars = t.chars();
+    match chars.next() {
+        Some(c) if t.len() >= 3 && c.is_ascii_punctuation() => chars.all(|x| x == c),
+        _ => false,
+    }
+}
+
+/// `text` without its titles: rst titles (a line over an underline, with or without an
+/// overline), Markdown headings (`# Title`) and banner lines, so a docstring that opens with
+/// `requests.cookies` over `~~~~~~~~` summarizes as its first sentence of prose.
+fn without_titles(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut keep = Vec::with_capacity(lines.len());
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.trim();
+        let underlined = lines.get(i + 1).is_some_and(|n| is_rule(n)) && !t.is_empty();
+        let heading = t.starts_with('#') && t.trim_start_matches('#').starts_with(' ');
+        if is_rule(t) || underlined || heading {
+            keep.push("");
+        } else {
+            keep.push(l);
+        }
+    }
+    keep.join("\n")
+}
+
+/// The first sentence of `text` (whitespace collapsed, titles and banners left out), at most
+/// [`MAX_CHARS`] characters.
 pub fn first_sentence(text: &str) -> Option<String> {
+    let stripped = without_titles(text);
+    let text = if stripped.trim().is_empty() {
+        text
+    } else {
+        stripped.as_str()
+    };
     // A blank line ends the first paragraph; inside it, ". " ends the sentence.
     let para = text.trim().split("\n\n").next().unwrap_or("");
     let flat = para.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -133,13 +170,26 @@ fn header_comment(text: &str, lang: &Language, first_def: Option<usize>) -> Opti
             .iter()
             .find(|m| rest.starts_with(m.as_str()))
         {
+            // One block runs over blank lines between its comment lines: a banner, credits and
+            // a copyright notice set apart by blank lines are one license header.
             let mut lines = Vec::new();
             let mut consumed = 0;
-            for l in rest.split_inclusive('\n') {
+            let all: Vec<&str> = rest.split_inclusive('\n').collect();
+            for (i, l) in all.iter().enumerate() {
                 let t = l.trim();
                 match t.strip_prefix(marker.as_str()) {
                     Some(body) => {
                         lines.push(body.trim_start_matches(['/', '!', '#', '-', ';']).trim());
+                        consumed += l.len();
+                    }
+                    None if t.is_empty()
+                        && all[i + 1..]
+                            .iter()
+                            .map(|n| n.trim())
+                            .find(|n| !n.is_empty())
+                            .is_some_and(|n| n.starts_with(marker.as_str())) =>
+                    {
+                        lines.push("");
                         consumed += l.len();
                     }
                     None => break,
@@ -253,6 +303,31 @@ mod tests {
         );
         assert_eq!(first_sentence("  \n"), None);
         assert!(first_sentence(&"x ".repeat(300)).unwrap().chars().count() <= MAX_CHARS);
+    }
+
+    #[test]
+    fn titles_and_banners_are_not_the_summary() {
+        let rst = "\nrequests.cookies\n~~~~~~~~~~~~~~~~\n\nCompatibility code to use a CookieJar. More.\n";
+        assert_eq!(
+            first_sentence(rst).as_deref(),
+            Some("Compatibility code to use a CookieJar.")
+        );
+        let over = "=====\nTitle\n=====\nBody text here.";
+        assert_eq!(first_sentence(over).as_deref(), Some("Body text here."));
+        let md = "# Billing\n\nCharges invoices.";
+        assert_eq!(first_sentence(md).as_deref(), Some("Charges invoices."));
+        let banner = "**********\nThe parser.\n**********";
+        assert_eq!(first_sentence(banner).as_deref(), Some("The parser."));
+        // A title alone is still better than nothing.
+        assert_eq!(
+            first_sentence("Title\n=====").as_deref(),
+            Some("Title =====")
+        );
+        // `#define`, `#!` and the like are not headings.
+        assert_eq!(
+            first_sentence("#define X 1").as_deref(),
+            Some("#define X 1")
+        );
     }
 
     #[test]

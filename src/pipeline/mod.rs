@@ -907,6 +907,9 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         Err(e) => return FileResult::Failed(e.to_string()),
     };
     let mut chunks = Vec::with_capacity(chunked.chunks.len());
+    // Chunks are in source order and never overlap: what lies between them is each one's lead,
+    // so the bundle holds the file's text once.
+    let mut done = 0;
     for (((ch, embedding), summary), terms) in chunked
         .chunks
         .into_iter()
@@ -920,8 +923,14 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
             ch.start_byte.to_string().as_bytes(),
             ch.content.as_bytes(),
         ]);
+        let lead = text
+            .get(done..ch.start_byte)
+            .unwrap_or_default()
+            .to_string();
+        done = done.max(ch.end_byte);
         chunks.push(ChunkRecord {
             chunk: ch,
+            lead,
             chunk_id,
             origin: None,
             token_len,
@@ -964,6 +973,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         redactions: redacted.len() as u32,
         redacted_kinds: redacted,
         summary,
+        tail: text.get(done..).unwrap_or_default().to_string(),
         chunks,
         symbols,
         deps,

@@ -105,3 +105,50 @@ pub fn contents(path: &Path, ids: &[i64], paths: &[&str]) -> Result<FxHashMap<i6
     }
     Ok(out)
 }
+
+/// The text of the file `path` from one segment's `chunks.parquet` and `files.parquet`: its
+/// chunks' leads and contents in source order, then its tail; `None` when that segment's files
+/// table has no such path.
+pub fn file_text(chunks: &Path, files: &Path, path: &str) -> Result<Option<String>> {
+    let keys = [path];
+    let mut tail = None;
+    for batch in reader(files, "path", &keys, &["path", "tail"])? {
+        let batch = batch.map_err(|e| Error::bundle(files, format!("unreadable ({e})")))?;
+        let p = column::<StringArray>(&batch, "path", files)?;
+        let t = column::<StringArray>(&batch, "tail", files)?;
+        if let Some(r) = (0..batch.num_rows()).find(|&r| p.value(r) == path) {
+            tail = Some(if t.is_null(r) { "" } else { t.value(r) }.to_string());
+            break;
+        }
+    }
+    let Some(tail) = tail else {
+        return Ok(None);
+    };
+    let mut pieces: Vec<(i64, String)> = Vec::new();
+    for batch in reader(
+        chunks,
+        "path",
+        &keys,
+        &["path", "start_byte", "content", "lead"],
+    )? {
+        let batch = batch.map_err(|e| Error::bundle(chunks, format!("unreadable ({e})")))?;
+        let p = column::<StringArray>(&batch, "path", chunks)?;
+        let start = column::<Int64Array>(&batch, "start_byte", chunks)?;
+        let content = column::<StringArray>(&batch, "content", chunks)?;
+        let lead = column::<StringArray>(&batch, "lead", chunks)?;
+        for r in 0..batch.num_rows() {
+            if p.value(r) == path {
+                let mut s = String::new();
+                if !lead.is_null(r) {
+                    s.push_str(lead.value(r));
+                }
+                s.push_str(content.value(r));
+                pieces.push((start.value(r), s));
+            }
+        }
+    }
+    pieces.sort_by_key(|(at, _)| *at);
+    let mut text: String = pieces.into_iter().map(|(_, s)| s).collect();
+    text.push_str(&tail);
+    Ok(Some(text))
+}

@@ -255,6 +255,32 @@ impl Bundle {
         .cloned()
     }
 
+    /// The (redacted) text of the file `path` as the bundle holds it, from the segment where
+    /// its rows are live; `None` when the bundle has no such file.
+    pub fn file_text(&self, path: &str) -> Result<Option<String>> {
+        let dead = if self.segments.iter().any(|s| s.tombstoned) {
+            Some(loaded(&self.dead_paths, || {
+                crate::bundle::reader::dead_paths(&self.dir, &self.manifest)
+            })?)
+        } else {
+            None
+        };
+        for (i, seg) in self.segments.iter().enumerate().rev() {
+            if dead.is_some_and(|d| d[i].contains(path)) {
+                continue;
+            }
+            let text = lookup::file_text(
+                &self.dir.join(seg.info.file("chunks")),
+                &self.dir.join(seg.info.file("files")),
+                path,
+            )?;
+            if text.is_some() {
+                return Ok(text);
+            }
+        }
+        Ok(None)
+    }
+
     /// Remembers where the arms found chunk ids (only worth it with several segments).
     fn found_in(&self, found: impl IntoIterator<Item = (i64, usize)>) {
         if self.segments.len() > 1
