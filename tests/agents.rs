@@ -225,3 +225,305 @@ fn the_map_leads_with_the_code_others_depend_on_and_prose_summaries() {
     );
     assert!(!map.contains("~~~~"), "{map}");
 }
+
+/// A scripted OpenAI-compatible chat server on 127.0.0.1: `reply(n, request)` answers the n-th
+/// request (from 0) with a status and a JSON body; every request body and its Authorization
+/// header are kept.
+struct ChatServer {
+    url: String,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(serde_json::Value, Option<String>)>>>,
+}
+
+impl ChatServer {
+    fn start(
+        reply: impl Fn(usize, &serde_json::Value) -> (u16, serde_json::Value) + Send + Sync + 'static,
+    ) -> ChatServer {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = seen.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let mut r = BufReader::new(conn.try_clone().unwrap());
+                let (mut len, mut auth) = (0usize, None);
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        break;
+                    }
+                    let l = line.trim_end();
+                    if l.is_empty() {
+                        break;
+                    }
+                    let lower = l.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                    if lower.starts_with("authorization:") {
+                        auth = Some(l["authorization:".len()..].trim().to_string());
+                    }
+                }
+                let mut body = vec![0; len];
+                if r.read_exact(&mut body).is_err() {
+                    continue;
+                }
+                let req: serde_json::Value =
+                    serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+                let n = {
+                    let mut s = kept.lock().unwrap();
+                    s.push((req.clone(), auth));
+                    s.len() - 1
+                };
+                let (status, answer) = reply(n, &req);
+                let text = answer.to_string();
+                let mut conn = conn;
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nRetry-After: 0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+            }
+        });
+        ChatServer { url, seen }
+    }
+
+    fn requests(&self) -> Vec<(serde_json::Value, Option<String>)> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// A chat completion that calls `tool` with `args`.
+fn tool_call(n: usize, tool: &str, args: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": null,
+        "tool_calls": [{"id": format!("call_{n}"), "type": "function",
+                        "function": {"name": tool, "arguments": args.to_string()}}]}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
+}
+
+/// A chat completion that answers `text`.
+fn answer(text: &str) -> serde_json::Value {
+    serde_json::json!({"choices": [{"index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
+}
+
+#[test]
+fn ask_runs_the_research_loop_and_checks_the_citations() {
+    let r = agent_repo();
+    let w = tempfile::tempdir().unwrap();
+    let b = w.path().join("b");
+    index(r.path(), &b, &[]);
+    let server = ChatServer::start(|n, _| match n {
+        0 => (429, serde_json::json!({"error": {"message": "slow down"}})),
+        1 => (200, tool_call(n, "read_map", serde_json::json!({}))),
+        2 => (
+            200,
+            tool_call(
+                n,
+                "search_code",
+                serde_json::json!({"query": "invoice total"}),
+            ),
+        ),
+        3 => (
+            200,
+            tool_call(
+                n,
+                "resolve_symbol",
+                serde_json::json!({"name": "Invoice", "action": "definition"}),
+            ),
+        ),
+        4 => (
+            200,
+            tool_call(
+                n,
+                "read_file",
+                serde_json::json!({"path": "billing/billing.py", "start_line": 10, "end_line": 18}),
+            ),
+        ),
+        5 => (
+            200,
+            tool_call(n, "drop_tables", serde_json::json!({"all": true})),
+        ),
+        _ => (
+            200,
+            answer(
+                "Invoice is defined at billing/billing.py:10-18; its total is billing/billing.py:16. \
+                 Also see nowhere.py:3 and billing/billing.py:900-910.",
+            ),
+        ),
+    });
+    let out = trove()
+        .arg("ask")
+        .arg(&b)
+        .arg("How is an invoice's total computed?")
+        .args([
+            "--url",
+            &server.url,
+            "--model",
+            "scripted",
+            "--format",
+            "json",
+        ])
+        .env("OPENAI_API_KEY", "test-key-123")
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let steps = doc["steps"].as_array().unwrap();
+    let tools: Vec<&str> = steps.iter().map(|s| s["tool"].as_str().unwrap()).collect();
+    assert_eq!(
+        tools,
+        [
+            "read_map",
+            "search_code",
+            "resolve_symbol",
+            "read_file",
+            "drop_tables"
+        ],
+        "{doc}"
+    );
+    assert!(steps[..4].iter().all(|s| s["ok"] == true), "{doc}");
+    assert_eq!(steps[4]["ok"], false);
+    assert!(
+        steps[3]["result"]
+            .as_str()
+            .unwrap()
+            .contains("class Invoice"),
+        "{doc}"
+    );
+    assert_eq!(steps[2]["arguments"]["name"], "Invoice");
+    assert!(doc["stopped"].is_null());
+    // Citations: two check out, a missing file and a range past the end are marked.
+    let cites: Vec<(String, bool)> = doc["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["text"].as_str().unwrap().to_string(), c["valid"] == true))
+        .collect();
+    assert_eq!(
+        cites,
+        [
+            ("billing/billing.py:10-18".to_string(), true),
+            ("billing/billing.py:16".to_string(), true),
+            ("nowhere.py:3".to_string(), false),
+            ("billing/billing.py:900-910".to_string(), false),
+        ],
+        "{doc}"
+    );
+    // What the model saw: the tools offered, the key, each tool's output, the unknown tool's error.
+    let seen = server.requests();
+    assert_eq!(seen.len(), 7, "the 429 was retried once, then six calls");
+    assert_eq!(seen[1].1.as_deref(), Some("Bearer test-key-123"));
+    let offered: Vec<&str> = seen[1].0["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        offered,
+        [
+            "read_map",
+            "search_code",
+            "resolve_symbol",
+            "read_file",
+            "list_bundles"
+        ]
+    );
+    let last = seen[6].0["messages"].as_array().unwrap();
+    let tool_msgs: Vec<&str> = last
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(tool_msgs.len(), 5);
+    assert!(
+        tool_msgs[3].contains("10  class Invoice:"),
+        "{}",
+        tool_msgs[3]
+    );
+    assert!(
+        tool_msgs[4].starts_with("ERROR: unknown tool \"drop_tables\""),
+        "{}",
+        tool_msgs[4]
+    );
+}
+
+#[test]
+fn ask_stops_a_looping_model_and_fails_clearly_when_the_server_does() {
+    let r = agent_repo();
+    let w = tempfile::tempdir().unwrap();
+    let b = w.path().join("b");
+    index(r.path(), &b, &[]);
+    // A model that searches forever, and answers only when no tools are offered.
+    let server = ChatServer::start(|n, req| {
+        if req.get("tools").is_some() {
+            (
+                200,
+                tool_call(
+                    n,
+                    "search_code",
+                    serde_json::json!({"query": format!("invoice {n}")}),
+                ),
+            )
+        } else {
+            (
+                200,
+                answer("Partly: see billing/billing.py:10 and gone.py:1."),
+            )
+        }
+    });
+    let out = trove()
+        .arg("ask")
+        .arg(&b)
+        .arg("Where are invoices made?")
+        .args(["--url", &server.url, "--max-steps", "3"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(
+        text.starts_with("Partly: see billing/billing.py:10"),
+        "{text}"
+    );
+    assert!(text.contains("✓ billing/billing.py:10"), "{text}");
+    assert!(
+        text.contains("✗ gone.py:1 (no such file in the bundle)"),
+        "{text}"
+    );
+    assert!(text.contains("stopped by the max-steps budget"), "{text}");
+    let seen = server.requests();
+    assert_eq!(seen.len(), 4, "three steps, then one call for the answer");
+    assert!(seen[3].0.get("tools").is_none());
+    // The token budget stops it too.
+    let out = trove()
+        .arg("ask")
+        .arg(&b)
+        .arg("Where are invoices made?")
+        .args([
+            "--url",
+            &server.url,
+            "--max-tokens",
+            "150",
+            "--format",
+            "json",
+        ])
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(doc["stopped"], "max-tokens", "{doc}");
+    assert_eq!(doc["steps"].as_array().unwrap().len(), 2, "{doc}");
+    // A server that keeps failing: retried, then exit 2 naming it.
+    let down = ChatServer::start(|_, _| (503, serde_json::json!({"error": "down"})));
+    let out = trove()
+        .arg("ask")
+        .arg(&b)
+        .arg("anything?")
+        .args(["--url", &down.url, "--retries", "1"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(err.contains("chat server") && err.contains("503"), "{err}");
+    assert_eq!(down.requests().len(), 2);
+}

@@ -236,94 +236,124 @@ pub struct MapView<'a> {
 
 /// The map of bundle `b` as text lines; `None` when no indexed file is under the path.
 pub fn map_lines(b: &Bundle, v: &MapView<'_>) -> anyhow::Result<Option<Vec<String>>> {
-    let Some(root) = map_tree(b, v.path)? else {
-        return Ok(None);
-    };
-    let render = |depth: usize| {
-        let mut lines = vec![format!(
-            "{}/  {} files · {} symbols · {}",
-            root.name,
-            root.files,
-            root.symbols,
-            root.languages_line()
-        )];
-        root.render(&mut lines, "", depth, v.entries.max(1));
-        lines
-    };
-    Ok(Some(match v.depth {
-        Some(d) => render(d.max(1)),
-        None => {
-            let mut best = render(1);
-            for d in 2..=12 {
-                let l = render(d);
-                if l.len() > v.lines || l.len() == best.len() {
-                    break;
-                }
-                best = l;
-            }
-            best
-        }
-    }))
+    let files = MapFiles::load(b, v.path)?;
+    Ok(files.lines(&b.manifest.source.repo, v))
 }
 
-/// The tree of the files under `path` (all when none), settled; `None` when there are none.
-fn map_tree(b: &Bundle, path: Option<&str>) -> anyhow::Result<Option<Node>> {
-    let prefix = path
-        .map(|p| p.trim_matches('/').to_string())
-        .filter(|p| !p.is_empty() && p != ".");
-    let filter = match &prefix {
-        Some(p) => format!(
-            "WHERE f.path LIKE {} ESCAPE '\\'",
-            lit(&format!("{}/%", like_escape(p)))
-        ),
-        None => String::new(),
-    };
-    // In-degree: the other files with a reference that resolves to a definition in the file.
-    let sql = format!(
-        "SELECT f.path, f.language, f.bytes, coalesce(s.n, 0) AS symbols, f.summary, \
-                coalesce(d.n, 0) AS inbound, f.source_type FROM files f \
-         LEFT JOIN (SELECT path, count(*) AS n FROM symbols GROUP BY path) s USING (path) \
-         LEFT JOIN (SELECT t.path, count(DISTINCT r.path) AS n FROM refs r \
-                    JOIN symbols t ON t.symbol_id = r.target_symbol_id \
-                    WHERE r.path <> t.path GROUP BY t.path) d USING (path) {filter} \
-         ORDER BY f.path"
-    );
-    let (_, rows) = b.run_sql(&sql)?;
-    let files: Vec<FileRow> = rows
-        .iter()
-        .map(|r| {
-            let s = |i: usize| to_json(&r[i]).as_str().map(str::to_string);
-            let n = |i: usize| to_json(&r[i]).as_u64().unwrap_or(0);
-            let path = s(0).unwrap_or_default();
-            FileRow {
-                support: is_support(&path, &s(6).unwrap_or_default()),
-                path,
-                language: s(1),
-                bytes: n(2),
-                symbols: n(3),
-                summary: s(4),
-                inbound: n(5),
+/// The rows a map is drawn from: every file under a folder (or all) with its counts, summary and
+/// in-degree. Loaded once, they draw any folder's map without SQL (`trove mcp` keeps them).
+pub struct MapFiles {
+    rows: Vec<FileRow>,
+}
+
+/// `path` without slashes around it; `None` for the whole tree.
+fn folder(path: Option<&str>) -> Option<String> {
+    path.map(|p| p.trim_matches('/').trim_start_matches("./").to_string())
+        .filter(|p| !p.is_empty() && p != ".")
+}
+
+impl MapFiles {
+    /// The files of `b` under the folder `path` (all when none).
+    pub fn load(b: &Bundle, path: Option<&str>) -> anyhow::Result<Self> {
+        let filter = match folder(path) {
+            Some(p) => format!(
+                "WHERE f.path LIKE {} ESCAPE '\\'",
+                lit(&format!("{}/%", like_escape(&p)))
+            ),
+            None => String::new(),
+        };
+        // In-degree: the other files with a reference that resolves to a definition in the file.
+        let sql = format!(
+            "SELECT f.path, f.language, f.bytes, coalesce(s.n, 0) AS symbols, f.summary, \
+                    coalesce(d.n, 0) AS inbound, f.source_type FROM files f \
+             LEFT JOIN (SELECT path, count(*) AS n FROM symbols GROUP BY path) s USING (path) \
+             LEFT JOIN (SELECT t.path, count(DISTINCT r.path) AS n FROM refs r \
+                        JOIN symbols t ON t.symbol_id = r.target_symbol_id \
+                        WHERE r.path <> t.path GROUP BY t.path) d USING (path) {filter} \
+             ORDER BY f.path"
+        );
+        let (_, rows) = b.run_sql(&sql)?;
+        let rows = rows
+            .iter()
+            .map(|r| {
+                let s = |i: usize| to_json(&r[i]).as_str().map(str::to_string);
+                let n = |i: usize| to_json(&r[i]).as_u64().unwrap_or(0);
+                let path = s(0).unwrap_or_default();
+                FileRow {
+                    support: is_support(&path, &s(6).unwrap_or_default()),
+                    path,
+                    language: s(1),
+                    bytes: n(2),
+                    symbols: n(3),
+                    summary: s(4),
+                    inbound: n(5),
+                }
+            })
+            .collect();
+        Ok(MapFiles { rows })
+    }
+
+    /// The settled tree of the files under the folder `path`; `None` when there are none.
+    fn tree(&self, repo: &str, path: Option<&str>) -> Option<Node> {
+        let prefix = folder(path);
+        let under = prefix.as_ref().map(|p| format!("{p}/"));
+        let mut root = Node {
+            name: prefix.clone().unwrap_or_else(|| repo.to_string()),
+            is_dir: true,
+            ..Node::default()
+        };
+        let cut = under.as_ref().map_or(0, String::len);
+        for f in &self.rows {
+            if under
+                .as_ref()
+                .is_some_and(|u| !f.path.starts_with(u.as_str()))
+            {
+                continue;
+            }
+            let parts: Vec<&str> = f.path[cut..].split('/').collect();
+            root.add(&parts, f);
+        }
+        if root.files == 0 {
+            return None;
+        }
+        root.settle();
+        Some(root)
+    }
+
+    /// The map as text lines, as deep as `v` asks or fits; `None` when no file is under its path.
+    pub fn lines(&self, repo: &str, v: &MapView<'_>) -> Option<Vec<String>> {
+        let root = self.tree(repo, v.path)?;
+        let render = |depth: usize| {
+            let mut lines = vec![format!(
+                "{}/  {} files · {} symbols · {}",
+                root.name,
+                root.files,
+                root.symbols,
+                root.languages_line()
+            )];
+            root.render(&mut lines, "", depth, v.entries.max(1));
+            lines
+        };
+        Some(match v.depth {
+            Some(d) => render(d.max(1)),
+            None => {
+                let mut best = render(1);
+                for d in 2..=12 {
+                    let l = render(d);
+                    if l.len() > v.lines || l.len() == best.len() {
+                        break;
+                    }
+                    best = l;
+                }
+                best
             }
         })
-        .collect();
-    if files.is_empty() {
-        return Ok(None);
     }
-    let mut root = Node {
-        name: prefix
-            .clone()
-            .unwrap_or_else(|| b.manifest.source.repo.clone()),
-        is_dir: true,
-        ..Node::default()
-    };
-    let cut = prefix.as_ref().map_or(0, |p| p.len() + 1);
-    for f in &files {
-        let rel = &f.path[cut..];
-        let parts: Vec<&str> = rel.split('/').collect();
-        root.add(&parts, f);
-    }
-    root.settle();
-    Ok(Some(root))
+}
+
+/// The tree of the files of `b` under `path` (all when none), settled; `None` when there are none.
+fn map_tree(b: &Bundle, path: Option<&str>) -> anyhow::Result<Option<Node>> {
+    Ok(MapFiles::load(b, path)?.tree(&b.manifest.source.repo, path))
 }
 
 /// Runs `trove map`.

@@ -1,5 +1,7 @@
 //! The command line: one module per subcommand, each with `XArgs` and `run(args)`.
 //! `main.rs` only parses and maps errors to exit codes.
+#[cfg(feature = "openai")]
+pub mod ask;
 pub mod chunks;
 pub mod compact;
 pub mod index;
@@ -66,6 +68,8 @@ pub enum Command {
     Map(map::MapArgs),
     Show(show::ShowArgs),
     Mcp(mcp::McpArgs),
+    #[cfg(feature = "openai")]
+    Ask(ask::AskArgs),
     Symbols(structure::SymbolsArgs),
     Refs(structure::RefsArgs),
     Deps(structure::DepsArgs),
@@ -98,6 +102,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Map(a) => map::run(a),
         Command::Show(a) => show::run(a),
         Command::Mcp(a) => mcp::run(a),
+        #[cfg(feature = "openai")]
+        Command::Ask(a) => ask::run(a),
         Command::Symbols(a) => structure::run_symbols(a),
         Command::Refs(a) => structure::run_refs(a),
         Command::Deps(a) => structure::run_deps(a),

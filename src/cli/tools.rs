@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use trove::query::{Bundle, Mode, QueryOptions, search_all};
 
-use super::map::{MapView, map_lines};
+use super::map::{MapFiles, MapView};
 use super::structure::{Follow, ref_line, refs_sql, symbol_line, symbols_sql};
 
 /// Lines one tool call returns at most.
@@ -149,6 +149,8 @@ pub fn specs() -> Vec<ToolSpec> {
 /// The bundles the tools read.
 pub struct Tools {
     bundles: Vec<Bundle>,
+    /// Per bundle, the rows its map is drawn from (loaded on the first read_map).
+    maps: Vec<std::sync::OnceLock<MapFiles>>,
 }
 
 /// The arguments of one call, checked as they are read.
@@ -241,7 +243,8 @@ impl Tools {
             .iter()
             .map(|p| Bundle::open(p))
             .collect::<trove::Result<Vec<_>>>()?;
-        Ok(Tools { bundles })
+        let maps = bundles.iter().map(|_| std::sync::OnceLock::new()).collect();
+        Ok(Tools { bundles, maps })
     }
 
     /// The open bundles.
@@ -313,7 +316,19 @@ impl Tools {
                 entries: 10,
                 lines: 60,
             };
-            if let Some(lines) = map_lines(b, &view)? {
+            let i = self
+                .bundles
+                .iter()
+                .position(|x| std::ptr::eq(x, *b))
+                .expect("a bundle of ours");
+            let files = match self.maps[i].get() {
+                Some(f) => f,
+                None => {
+                    let f = MapFiles::load(b, None)?;
+                    self.maps[i].get_or_init(|| f)
+                }
+            };
+            if let Some(lines) = files.lines(&b.manifest.source.repo, &view) {
                 if chosen.len() > 1 {
                     out.push(format!("# bundle {}", b.label));
                 }

@@ -1,0 +1,388 @@
+//! `trove ask BUNDLE... "question"`: the research loop. A model behind an OpenAI-compatible
+//! `/v1/chat/completions` server gets the five tools of [`super::tools`], calls them within a step
+//! and token budget, and answers with `path:line` citations, which are checked against the
+//! bundles. Prompts are data (`pipelines/prompts/ask.toml`).
+use clap::Args;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::PathBuf;
+
+use trove::http::{Client, endpoint};
+
+use super::tools::{ToolError, Tools, openai_tools};
+
+/// The built-in prompts.
+const DEFAULT_PROMPTS: &str = include_str!("../../pipelines/prompts/ask.toml");
+/// Characters of a tool's output kept in the evidence trail.
+const EVIDENCE_CHARS: usize = 300;
+
+/// Ask a question about the code: a model researches the bundles with tools (map, search,
+/// symbols, files) and answers with `path:line` citations, each checked against the bundles.
+///
+/// The model is any OpenAI-compatible chat completions server with tool calling (OpenAI, Azure,
+/// vLLM, Ollama, LM Studio): --url, --model and the API key in $OPENAI_API_KEY (or --api-key-env).
+/// The loop stops when the model answers, or when --max-steps tool calls or --max-tokens tokens are
+/// spent (then the model is asked to answer from what it found). Server errors, timeouts and 429s
+/// are retried (--retries) before a clear failure. --format json prints the evidence trail: each
+/// step's tool, arguments and what it returned in short. Exit codes: 0 answered, 2 failure.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  OPENAI_API_KEY=sk-... trove ask app.trove \"how are failed payments retried?\"\n  trove ask app.bundle lib.bundle \"who calls parse_config?\" --url http://localhost:11434/v1 --model qwen2.5-coder\n  trove ask app.bundle \"where is the session cookie set?\" --format json"
+)]
+pub struct AskArgs {
+    /// One or more bundles, then the question (quoted).
+    #[arg(required = true, num_args = 2.., value_name = "BUNDLE... QUESTION")]
+    pub args: Vec<String>,
+    /// Base URL of the OpenAI-compatible server [env: TROVE_ASK_URL, else OPENAI_BASE_URL, else
+    /// https://api.openai.com/v1].
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// Model name [env: TROVE_ASK_MODEL; default gpt-4o-mini].
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Environment variable that holds the API key (none needed for a local server).
+    #[arg(long, default_value = "OPENAI_API_KEY", value_name = "VAR")]
+    pub api_key_env: String,
+    /// Tool calls allowed before the model must answer.
+    #[arg(long, default_value_t = 12, value_name = "N")]
+    pub max_steps: usize,
+    /// Tokens (prompt + completion, summed over the calls) allowed before the model must answer.
+    #[arg(long, default_value_t = 200_000, value_name = "N")]
+    pub max_tokens: u64,
+    /// Seconds per call to the server.
+    #[arg(long, default_value_t = 120, value_name = "S")]
+    pub timeout: u64,
+    /// Retries of a call that timed out or got a 429/5xx.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub retries: u32,
+    /// Prompts file (default: the built-in pipelines/prompts/ask.toml).
+    #[arg(long, value_name = "FILE")]
+    pub prompts: Option<PathBuf>,
+    /// Output: text (the answer and its citations) or json (with the evidence trail).
+    #[arg(long, value_enum, default_value_t = AskFormat::Text)]
+    pub format: AskFormat,
+    #[command(flatten)]
+    pub embedder_at: super::EmbedderAt,
+}
+
+/// Output formats of `ask`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AskFormat {
+    /// The answer, then its citations with a mark on each that does not check out.
+    Text,
+    /// One JSON document: answer, citations, evidence trail, usage.
+    Json,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Prompts {
+    #[allow(dead_code)]
+    version: u32,
+    temperature: f64,
+    max_tokens: u64,
+    system: String,
+    user: String,
+    #[serde(rename = "final")]
+    final_: String,
+}
+
+/// One tool call of the loop.
+#[derive(Debug, serde::Serialize)]
+struct Step {
+    step: usize,
+    tool: String,
+    arguments: Value,
+    ok: bool,
+    /// What it returned, in short.
+    result: String,
+    lines: usize,
+}
+
+/// One `path:line` or `path:start-end` in the answer, checked.
+#[derive(Debug, serde::Serialize)]
+struct Citation {
+    text: String,
+    path: String,
+    start: usize,
+    end: usize,
+    valid: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    problem: Option<String>,
+}
+
+/// Runs `trove ask`.
+pub fn run(a: AskArgs) -> anyhow::Result<i32> {
+    a.embedder_at.apply();
+    let (question, bundles) = a.args.split_last().expect("clap asks for two or more");
+    let question = question.trim();
+    if question.is_empty() {
+        anyhow::bail!("the question is empty: trove ask BUNDLE... \"question\"");
+    }
+    if a.max_steps == 0 {
+        anyhow::bail!("--max-steps must be at least 1");
+    }
+    let paths: Vec<PathBuf> = bundles.iter().map(PathBuf::from).collect();
+    let tools = Tools::open(&paths)?;
+    let prompts_text = match &a.prompts {
+        Some(p) => std::fs::read_to_string(p)
+            .map_err(|e| anyhow::anyhow!("cannot read --prompts {}: {e}", p.display()))?,
+        None => DEFAULT_PROMPTS.to_string(),
+    };
+    let prompts: Prompts = toml::from_str(&prompts_text).map_err(|e| {
+        anyhow::anyhow!(
+            "prompts {}: {e}",
+            a.prompts
+                .as_ref()
+                .map_or("(built-in)".into(), |p| p.display().to_string())
+        )
+    })?;
+    let url = a
+        .url
+        .clone()
+        .or_else(|| std::env::var("TROVE_ASK_URL").ok())
+        .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| "https://api.openai.com/v1".into());
+    let url = endpoint(&url, "chat/completions");
+    let model = a
+        .model
+        .clone()
+        .or_else(|| std::env::var("TROVE_ASK_MODEL").ok())
+        .filter(|m| !m.trim().is_empty())
+        .unwrap_or_else(|| "gpt-4o-mini".into());
+    let client = Client::from_config(a.timeout, a.retries, &a.api_key_env);
+    let listing = tools.call("list_bundles", &json!({})).unwrap_or_default();
+    let fill = |t: &str| {
+        t.replace("{bundles}", &listing)
+            .replace("{max_steps}", &a.max_steps.to_string())
+            .replace("{question}", question)
+    };
+    let mut messages = vec![
+        json!({"role": "system", "content": fill(&prompts.system)}),
+        json!({"role": "user", "content": fill(&prompts.user)}),
+    ];
+    let mut steps: Vec<Step> = Vec::new();
+    let mut tokens: u64 = 0;
+    let mut calls = 0usize;
+    let mut stopped = None;
+    let answer = loop {
+        let budget_left = steps.len() < a.max_steps && tokens < a.max_tokens;
+        if !budget_left && stopped.is_none() {
+            stopped = Some(if steps.len() >= a.max_steps {
+                "max-steps"
+            } else {
+                "max-tokens"
+            });
+            messages.push(json!({"role": "user", "content": prompts.final_}));
+        }
+        let mut body = json!({
+            "model": model,
+            "messages": messages,
+            "temperature": prompts.temperature,
+            "max_tokens": prompts.max_tokens,
+        });
+        if budget_left {
+            body["tools"] = openai_tools();
+            body["tool_choice"] = json!("auto");
+        }
+        calls += 1;
+        let reply = client
+            .post(&url, &body)
+            .map_err(|e| anyhow::anyhow!("chat server {url}: {e}"))?;
+        tokens += usage_tokens(&reply, &body);
+        let msg = reply
+            .pointer("/choices/0/message")
+            .cloned()
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "chat server {url}: the reply has no choices[0].message: {}",
+                    cut(&reply.to_string(), 300)
+                )
+            })?;
+        let tool_calls = msg
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if tool_calls.is_empty() || !budget_left {
+            let text = msg
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            if text.is_empty() {
+                anyhow::bail!(
+                    "chat server {url}: the model gave neither an answer nor a tool call ({})",
+                    cut(&msg.to_string(), 300)
+                );
+            }
+            break text;
+        }
+        messages.push(json!({
+            "role": "assistant",
+            "content": msg.get("content").cloned().unwrap_or(Value::Null),
+            "tool_calls": tool_calls,
+        }));
+        for call in &tool_calls {
+            let id = call.get("id").and_then(Value::as_str).unwrap_or("");
+            let name = call
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let raw = call
+                .pointer("/function/arguments")
+                .cloned()
+                .unwrap_or(Value::Null);
+            // Arguments come as a JSON string (some servers send the object itself).
+            let parsed = match &raw {
+                Value::String(s) if s.trim().is_empty() => Ok(json!({})),
+                Value::String(s) => serde_json::from_str::<Value>(s)
+                    .map_err(|e| format!("the arguments are not JSON ({e}): {}", cut(s, 200))),
+                Value::Null => Ok(json!({})),
+                v => Ok(v.clone()),
+            };
+            let over = steps.len() >= a.max_steps;
+            let out = match parsed.clone() {
+                _ if over => Err(format!(
+                    "step budget spent ({} tool calls): answer now",
+                    a.max_steps
+                )),
+                Err(e) => Err(e),
+                Ok(args) => tools.call(name, &args).map_err(|e| match e {
+                    ToolError::Unknown(_) | ToolError::Failed(_) => e.to_string(),
+                }),
+            };
+            let (ok, content) = match &out {
+                Ok(t) => (true, t.clone()),
+                Err(e) => (false, format!("ERROR: {e}")),
+            };
+            if !over {
+                steps.push(Step {
+                    step: steps.len() + 1,
+                    tool: name.to_string(),
+                    arguments: parsed.unwrap_or(raw),
+                    ok,
+                    result: cut(&content, EVIDENCE_CHARS),
+                    lines: content.lines().count(),
+                });
+            }
+            if a.format == AskFormat::Text {
+                eprintln!(
+                    "trove ask: step {}: {name} {}",
+                    steps.len(),
+                    if ok { "ok" } else { "failed" }
+                );
+            }
+            messages.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+        }
+    };
+    let citations = check_citations(&tools, &answer);
+    let mut out = std::io::stdout().lock();
+    match a.format {
+        AskFormat::Json => {
+            let doc = json!({
+                "question": question,
+                "answer": answer,
+                "citations": citations,
+                "steps": steps,
+                "stopped": stopped,
+                "model": model,
+                "calls": calls,
+                "tokens": tokens,
+            });
+            writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        }
+        AskFormat::Text => {
+            writeln!(out, "{answer}")?;
+            if !citations.is_empty() {
+                writeln!(out, "\nCitations:")?;
+                for c in &citations {
+                    match &c.problem {
+                        None => writeln!(out, "  ✓ {}", c.text)?,
+                        Some(p) => writeln!(out, "  ✗ {} ({p})", c.text)?,
+                    }
+                }
+            }
+            if let Some(s) = stopped {
+                writeln!(
+                    out,
+                    "\n(stopped by the {s} budget: the answer rests on {} tool calls)",
+                    steps.len()
+                )?;
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// Tokens a call used: the server's `usage.total_tokens`, else an estimate (4 characters a
+/// token) of what was sent and received.
+fn usage_tokens(reply: &Value, body: &Value) -> u64 {
+    reply
+        .pointer("/usage/total_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| ((body.to_string().len() + reply.to_string().len()) / 4) as u64)
+}
+
+/// At most `n` characters of `s`, with `…` when cut.
+fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// The `path:line` and `path:start-end` citations in `answer`, each checked: the path must be a
+/// file of one of the bundles and the lines inside it.
+fn check_citations(tools: &Tools, answer: &str) -> Vec<Citation> {
+    static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"([A-Za-z0-9_.\-][A-Za-z0-9_./\-]*):(\d+)(?:-(\d+))?").expect("valid")
+    });
+    let mut out: Vec<Citation> = Vec::new();
+    for m in RE.captures_iter(answer) {
+        let path = m[1].trim_start_matches("./").to_string();
+        // A URL's host:port or a time like 10:30 is not a citation.
+        if !path.contains('.') && !path.contains('/') {
+            continue;
+        }
+        if m.get(0)
+            .is_some_and(|g| answer[..g.start()].ends_with("//"))
+        {
+            continue;
+        }
+        let start: usize = m[2].parse().unwrap_or(0);
+        let end: usize = m
+            .get(3)
+            .and_then(|e| e.as_str().parse().ok())
+            .unwrap_or(start);
+        let text = m[0].to_string();
+        if out.iter().any(|c| c.text == text) {
+            continue;
+        }
+        let lines = tools
+            .bundles()
+            .iter()
+            .find_map(|b| b.file_text(&path).ok().flatten())
+            .map(|t| t.split_inclusive('\n').count());
+        let problem = match lines {
+            None => Some("no such file in the bundle".to_string()),
+            Some(_) if start == 0 || end < start => Some("not a line range".to_string()),
+            Some(n) if end > n => Some(format!("the file has {n} lines")),
+            Some(_) => None,
+        };
+        out.push(Citation {
+            text,
+            path,
+            start,
+            end,
+            valid: problem.is_none(),
+            problem,
+        });
+    }
+    out
+}
