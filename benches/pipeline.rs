@@ -79,6 +79,7 @@ fn bench(c: &mut Criterion) {
             redactions: 0,
             redacted_kinds: Vec::new(),
             summary: None,
+            tail: String::new(),
             chunks: f
                 .chunks
                 .iter()
@@ -87,6 +88,7 @@ fn bench(c: &mut Criterion) {
                     let terms: Vec<(String, u32)> = term_counts(&ch.content).into_iter().collect();
                     ChunkRecord {
                         chunk: ch.clone(),
+                        lead: String::new(),
                         chunk_id: (i * 1_000_003 + j as i64) * 7_919 + rel.len() as i64,
                         origin: None,
                         token_len: terms.iter().map(|t| t.1).sum(),

@@ -226,12 +226,15 @@ fn the_map_leads_with_the_code_others_depend_on_and_prose_summaries() {
     assert!(!map.contains("~~~~"), "{map}");
 }
 
+/// Requests a [`ChatServer`] saw: each body and its Authorization header.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(serde_json::Value, Option<String>)>>>;
+
 /// A scripted OpenAI-compatible chat server on 127.0.0.1: `reply(n, request)` answers the n-th
 /// request (from 0) with a status and a JSON body; every request body and its Authorization
 /// header are kept.
 struct ChatServer {
     url: String,
-    seen: std::sync::Arc<std::sync::Mutex<Vec<(serde_json::Value, Option<String>)>>>,
+    seen: Seen,
 }
 
 impl ChatServer {
@@ -241,7 +244,7 @@ impl ChatServer {
         use std::io::{BufRead, BufReader, Read, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen: Seen = Default::default();
         let kept = seen.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {

@@ -30,9 +30,12 @@ const EVIDENCE_CHARS: usize = 300;
     after_help = "Examples:\n  OPENAI_API_KEY=sk-... trove ask app.trove \"how are failed payments retried?\"\n  trove ask app.bundle lib.bundle \"who calls parse_config?\" --url http://localhost:11434/v1 --model qwen2.5-coder\n  trove ask app.bundle \"where is the session cookie set?\" --format json"
 )]
 pub struct AskArgs {
-    /// One or more bundles, then the question (quoted).
-    #[arg(required = true, num_args = 2.., value_name = "BUNDLE... QUESTION")]
-    pub args: Vec<String>,
+    /// The bundles to research (directories or packed .trove files).
+    #[arg(required = true, num_args = 1.., value_name = "BUNDLE")]
+    pub bundles: Vec<PathBuf>,
+    /// The question (quoted).
+    #[arg(required = true, value_name = "QUESTION")]
+    pub question: String,
     /// Base URL of the OpenAI-compatible server [env: TROVE_ASK_URL, else OPENAI_BASE_URL, else
     /// https://api.openai.com/v1].
     #[arg(long, value_name = "URL")]
@@ -114,16 +117,14 @@ struct Citation {
 /// Runs `trove ask`.
 pub fn run(a: AskArgs) -> anyhow::Result<i32> {
     a.embedder_at.apply();
-    let (question, bundles) = a.args.split_last().expect("clap asks for two or more");
-    let question = question.trim();
+    let question = a.question.trim();
     if question.is_empty() {
         anyhow::bail!("the question is empty: trove ask BUNDLE... \"question\"");
     }
     if a.max_steps == 0 {
         anyhow::bail!("--max-steps must be at least 1");
     }
-    let paths: Vec<PathBuf> = bundles.iter().map(PathBuf::from).collect();
-    let tools = Tools::open(&paths)?;
+    let tools = Tools::open(&a.bundles)?;
     let prompts_text = match &a.prompts {
         Some(p) => std::fs::read_to_string(p)
             .map_err(|e| anyhow::anyhow!("cannot read --prompts {}: {e}", p.display()))?,

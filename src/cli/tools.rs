@@ -528,7 +528,7 @@ impl Tools {
                 .take(8)
                 .map(|(k, n)| format!("{k} {n}"))
                 .collect();
-            out.push(format!("{}", b.label));
+            out.push(b.label.clone());
             out.push(format!(
                 "  repository {}{}  commit {}{}  indexed {}",
                 m.source.repo,

@@ -56,12 +56,16 @@ fn without_titles(text: &str) -> String {
 /// The first sentence of `text` (whitespace collapsed, titles and banners left out), at most
 /// [`MAX_CHARS`] characters.
 pub fn first_sentence(text: &str) -> Option<String> {
-    let stripped = without_titles(text);
-    let text = if stripped.trim().is_empty() {
-        text
-    } else {
-        stripped.as_str()
-    };
+    let mut stripped = without_titles(text);
+    if stripped.trim().is_empty() {
+        // Titles only: keep them, without their underlines and banners.
+        stripped = text
+            .lines()
+            .filter(|l| !is_rule(l))
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
+    let text = stripped.as_str();
     // A blank line ends the first paragraph; inside it, ". " ends the sentence.
     let para = text.trim().split("\n\n").next().unwrap_or("");
     let flat = para.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -187,7 +191,9 @@ fn header_comment(text: &str, lang: &Language, first_def: Option<usize>) -> Opti
                             .iter()
                             .map(|n| n.trim())
                             .find(|n| !n.is_empty())
-                            .is_some_and(|n| n.starts_with(marker.as_str())) =>
+                            .and_then(|n| n.strip_prefix(marker.as_str()))
+                            // `//!` and `///` after a blank line are docs, not more header.
+                            .is_some_and(|rest| !rest.starts_with(['!', '/'])) =>
                     {
                         lines.push("");
                         consumed += l.len();
@@ -319,10 +325,7 @@ mod tests {
         let banner = "**********\nThe parser.\n**********";
         assert_eq!(first_sentence(banner).as_deref(), Some("The parser."));
         // A title alone is still better than nothing.
-        assert_eq!(
-            first_sentence("Title\n=====").as_deref(),
-            Some("Title =====")
-        );
+        assert_eq!(first_sentence("Title\n=====").as_deref(), Some("Title"));
         // `#define`, `#!` and the like are not headings.
         assert_eq!(
             first_sentence("#define X 1").as_deref(),
