@@ -147,37 +147,39 @@ async def single_bundle_checks(client):
 
 
 def raw_abuse(trove, bundle):
-    """Malformed JSON-RPC straight into the server's stdin: each gets an error, serving goes on."""
+    """Malformed JSON-RPC straight into the server's stdin: a request that is not JSON-RPC, an
+    unknown method or tool gets a JSON-RPC error; a line that is not JSON (or not UTF-8) is skipped
+    without a reply, as the official SDKs do; serving goes on after each."""
     p = subprocess.Popen([trove, "mcp", bundle], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL)
     lines = [
         b"this is not json\n",
         b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}\n',
+        b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n',
         b'[{"jsonrpc": "2.0", "id": 2, "method": "ping"}]\n',
         b'{"jsonrpc": "1.0", "id": 3, "method": "ping"}\n',
         b'{"jsonrpc": "2.0", "id": 4, "method": "no/such/method"}\n',
         b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"arguments": {}}}\n',
         b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": "not an object"}\n',
         b'\xff\xfe garbage bytes\n',
-        b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n',
         b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": 42}}}\n',
+        b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "drop_tables", "arguments": {}}}\n',
         b'{"jsonrpc": "2.0", "id": 8, "method": "ping"}\n',
     ]
     out, _ = p.communicate(b"".join(lines), timeout=60)
     replies = [json.loads(x) for x in out.decode().splitlines()]
-    by_id = {json.dumps(r.get("id")): r for r in replies}
-    codes = [r.get("error", {}).get("code") for r in replies]
+    by_id = {json.dumps(r.get("id")): r for r in replies if "id" in r}
+    invalid = [r for r in replies if r.get("error", {}).get("code") == -32600]
     want = {
-        "parse error": -32700 in codes,
-        "batch refused": any(r.get("error", {}).get("code") == -32600 and r.get("id") is None for r in replies),
-        "jsonrpc 1.0 refused": by_id.get("3", {}).get("error", {}).get("code") == -32600,
+        "initialized": by_id.get("1", {}).get("result", {}).get("protocolVersion") == "2025-11-25",
+        "a batch, jsonrpc 1.0 and params that are not an object are Invalid Request": len(invalid) == 3,
         "unknown method": by_id.get("4", {}).get("error", {}).get("code") == -32601,
-        "tools/call without a name": by_id.get("5", {}).get("error", {}).get("code") == -32602,
-        "params not an object": by_id.get("6", {}).get("error", {}).get("code") == -32602,
-        "bad argument is a tool error": by_id.get("7", {}).get("result", {}).get("isError") is True,
-        "still serving": by_id.get("8", {}).get("result") == {},
-        "exit 0 at end of input": p.returncode == 0,
-        "no reply to a notification": len(replies) == 10,
+        "tools/call without a name is an error": "error" in by_id.get("5", {}),
+        "a bad argument is a tool error": by_id.get("7", {}).get("result", {}).get("isError") is True,
+        "an unknown tool is a JSON-RPC error": by_id.get("9", {}).get("error", {}).get("code") == -32602,
+        "still serving after all of it": by_id.get("8", {}).get("result") == {},
+        "exit 0 at the end of input": p.returncode == 0,
+        "no reply to a notification or a line that is not JSON": len(replies) == 9,
     }
     for what, good in want.items():
         if not good:
