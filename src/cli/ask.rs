@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use trove::http::{Client, endpoint};
 
-use super::tools::{ToolError, Tools, openai_tools};
+use super::tools::{Tools, openai_tools};
 
 /// The built-in prompts.
 const DEFAULT_PROMPTS: &str = include_str!("../../pipelines/prompts/ask.toml");
@@ -251,9 +251,7 @@ pub fn run(a: AskArgs) -> anyhow::Result<i32> {
                     a.max_steps
                 )),
                 Err(e) => Err(e),
-                Ok(args) => tools.call(name, &args).map_err(|e| match e {
-                    ToolError::Unknown(_) | ToolError::Failed(_) => e.to_string(),
-                }),
+                Ok(args) => tools.call(name, &args).map_err(|e| e.to_string()),
             };
             let (ok, content) = match &out {
                 Ok(t) => (true, t.clone()),
@@ -345,6 +343,8 @@ fn check_citations(tools: &Tools, answer: &str) -> Vec<Citation> {
         regex::Regex::new(r"([A-Za-z0-9_.\-][A-Za-z0-9_./\-]*):(\d+)(?:-(\d+))?").expect("valid")
     });
     let mut out: Vec<Citation> = Vec::new();
+    // Line counts by path (`None`: no bundle has it): an answer cites a file many times.
+    let mut files: rustc_hash::FxHashMap<String, Option<usize>> = Default::default();
     for m in RE.captures_iter(answer) {
         let path = m[1].trim_start_matches("./").to_string();
         // A URL's host:port or a time like 10:30 is not a citation.
@@ -365,11 +365,13 @@ fn check_citations(tools: &Tools, answer: &str) -> Vec<Citation> {
         if out.iter().any(|c| c.text == text) {
             continue;
         }
-        let lines = tools
-            .bundles()
-            .iter()
-            .find_map(|b| b.file_text(&path).ok().flatten())
-            .map(|t| t.split_inclusive('\n').count());
+        let lines = *files.entry(path.clone()).or_insert_with(|| {
+            tools
+                .bundles()
+                .iter()
+                .find_map(|b| b.file_text(&path).ok().flatten())
+                .map(|t| t.split_inclusive('\n').count())
+        });
         let problem = match lines {
             None => Some("no such file in the bundle".to_string()),
             Some(_) if start == 0 || end < start => Some("not a line range".to_string()),

@@ -93,12 +93,9 @@ pub fn numbered_lines(
     ))
 }
 
-/// The text of `path` in bundle `b`, or an error naming what the bundle holds near it.
-pub fn file_text_or_error(b: &Bundle, path: &str) -> anyhow::Result<String> {
-    let path = path.trim_start_matches("./");
-    if let Some(t) = b.file_text(path)? {
-        return Ok(t);
-    }
+/// The error for a `path` bundle `b` does not hold, naming the files whose paths end like it
+/// (`Err` only when that lookup itself fails).
+pub fn not_a_file(b: &Bundle, path: &str) -> anyhow::Result<anyhow::Error> {
     let name = path.rsplit('/').next().unwrap_or(path);
     let (_, rows) = b.run_sql(&format!(
         "SELECT path FROM files WHERE path LIKE {} ORDER BY length(path), path LIMIT 5",
@@ -113,23 +110,32 @@ pub fn file_text_or_error(b: &Bundle, path: &str) -> anyhow::Result<String> {
         })
         .collect();
     if near.is_empty() {
-        anyhow::bail!("{path} is not a file of the bundle {}", b.label)
+        return Ok(anyhow::anyhow!(
+            "{path} is not a file of the bundle {}",
+            b.label
+        ));
     }
-    anyhow::bail!(
+    Ok(anyhow::anyhow!(
         "{path} is not a file of the bundle {} (did you mean {}?)",
         b.label,
         near.join(", ")
-    )
+    ))
 }
 
 /// Runs `trove show`.
 pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
     let b = Bundle::open(&a.bundle)?;
-    let whole = b.file_text(a.target.trim_start_matches("./"))?;
-    let t = parse_target(&a.target, |_| whole.is_some())?;
+    let target = a.target.trim_start_matches("./");
+    let whole = b.file_text(target)?;
+    let t = parse_target(target, |_| whole.is_some())?;
+    // Read again only when a line range was split off the path.
     let text = match whole {
-        Some(t) => t,
-        None => file_text_or_error(&b, &t.path)?,
+        Some(text) => Some(text),
+        None if t.start.is_some() => b.file_text(&t.path)?,
+        None => None,
+    };
+    let Some(text) = text else {
+        return Err(not_a_file(&b, &t.path)?);
     };
     let mut out = std::io::stdout().lock();
     if a.raw && t.start.is_none() {

@@ -277,15 +277,15 @@ impl Tools {
         }
     }
 
-    /// The bundles a call covers: the one named, else all.
-    fn chosen(&self, a: &Args<'_>) -> Result<Vec<&Bundle>, ToolError> {
+    /// The indexes of the bundles a call covers: the one named, else all.
+    fn chosen(&self, a: &Args<'_>) -> Result<Vec<usize>, ToolError> {
         match a.str("bundle")? {
-            None => Ok(self.bundles.iter().collect()),
+            None => Ok((0..self.bundles.len()).collect()),
             Some(name) => self
                 .bundles
                 .iter()
-                .find(|b| b.label == name || b.manifest.source.repo == name)
-                .map(|b| vec![b])
+                .position(|b| b.label == name || b.manifest.source.repo == name)
+                .map(|i| vec![i])
                 .ok_or_else(|| {
                     failed(format!(
                         "{}: no bundle named {name:?} (list_bundles names them: {})",
@@ -309,18 +309,14 @@ impl Tools {
         let depth = a.int("depth", 1, 12)?;
         let mut out = Vec::new();
         let chosen = self.chosen(a)?;
-        for b in &chosen {
+        for &i in &chosen {
+            let b = &self.bundles[i];
             let view = MapView {
                 path: path.as_deref(),
                 depth,
                 entries: 10,
                 lines: 60,
             };
-            let i = self
-                .bundles
-                .iter()
-                .position(|x| std::ptr::eq(x, *b))
-                .expect("a bundle of ours");
             let files = match self.maps[i].get() {
                 Some(f) => f,
                 None => {
@@ -428,7 +424,8 @@ impl Tools {
         let mut out = Vec::new();
         let mut defined = false;
         let chosen = self.chosen(a)?;
-        for b in &chosen {
+        for &i in &chosen {
+            let b = &self.bundles[i];
             let (_, defs) = b.run_sql(&symbols_sql(&name, &[], 20))?;
             defined |= !defs.is_empty();
             let rows = match follow {
@@ -473,20 +470,19 @@ impl Tools {
         if end.is_some_and(|e| e < start) {
             return Err(failed("read_file: end_line comes before start_line"));
         }
-        let bundles = self.chosen(a)?;
+        let chosen = self.chosen(a)?;
         let mut found = None;
-        for b in &bundles {
+        for &i in &chosen {
+            let b = &self.bundles[i];
             if let Some(t) = b.file_text(&path)? {
                 found = Some((b, t));
                 break;
             }
         }
         let Some((b, text)) = found else {
-            let err = super::show::file_text_or_error(bundles[0], &path)
-                .err()
-                .map_or_else(|| "not found".to_string(), |e| format!("{e:#}"));
+            let err = super::show::not_a_file(&self.bundles[chosen[0]], &path)?;
             return Err(failed(format!(
-                "read_file: {err} (read_map and search_code show the paths)"
+                "read_file: {err:#} (read_map and search_code show the paths)"
             )));
         };
         let end = end
