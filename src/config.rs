@@ -190,6 +190,15 @@ pub struct EmbedConfig {
     /// `local`: a sentence-transformers model folder (config.json, tokenizer.json, model.safetensors).
     #[serde(default)]
     pub model_dir: String,
+    /// `local`: what runs the model: `auto` (ONNX Runtime when the folder has an ONNX file and
+    /// libonnxruntime is found, else candle), `onnx`, `candle`. A bundle stamps what ran; a
+    /// manifest without the key was made by candle.
+    #[serde(default = "default_runtime")]
+    pub runtime: crate::embed::LocalRuntime,
+    /// `local` on ONNX Runtime: the ONNX file in the model folder (empty: `model.int8.onnx` when
+    /// there, else `model.onnx`).
+    #[serde(default)]
+    pub onnx_file: String,
     /// Most texts per call to the backend.
     #[serde(default = "default_batch_size")]
     pub batch_size: usize,
@@ -211,6 +220,10 @@ pub struct EmbedConfig {
     /// Keep model vectors in the embedding cache, keyed by (model fingerprint, text hash).
     #[serde(default = "default_true")]
     pub cache: bool,
+}
+
+fn default_runtime() -> crate::embed::LocalRuntime {
+    crate::embed::LocalRuntime::Candle
 }
 
 fn default_api_key_env() -> String {

