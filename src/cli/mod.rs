@@ -22,11 +22,12 @@ pub mod verify;
 use clap::{Parser, Subcommand};
 
 /// `trove --version`: the version, the commit it was built from and the cargo features compiled in,
-/// e.g. `0.1.0 (commit 1c6fc33a…, features: engine local openai)`.
+/// e.g. `0.1.0 (commit 1c6fc33a…, features: engine local onnx openai)`.
 pub static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     let features: Vec<&str> = [
         ("engine", cfg!(feature = "engine")),
         ("local", cfg!(feature = "local")),
+        ("onnx", cfg!(feature = "onnx")),
         ("openai", cfg!(feature = "openai")),
         ("cuda", cfg!(feature = "cuda")),
     ]
