@@ -6,9 +6,11 @@ Usage: scripts/bench-onnx-peer.py MODEL_DIR [--threads N] [--seconds S] [--json]
 Embeds the texts benches/embed.rs embeds (code-like text of about 128 and 256 WordPiece tokens)
 with model.onnx and model.int8.onnx from MODEL_DIR the way a Python service would: the `tokenizers`
 package (the same Rust tokenizer trove uses), onnxruntime InferenceSession, mean pooling and L2
-normalisation in numpy, one text per pass. Two ways of using N cores, the better one reported:
+normalisation in numpy, one text per pass. Two ways of using N cores:
   pool:  N Python threads sharing one session of 1 intra-op thread (session.run drops the GIL);
-  intra: one call at a time on a session of N intra-op threads.
+  intra: one call at a time on a session of N intra-op threads;
+each with onnxruntime's default graph optimizations and with the ones trove's sessions use
+(SkipLayerNormFusion off, see src/embed/onnx.rs); the best of the four is the peer's figure.
 Prints chunks/s per file and length (--json: one JSON object) for scripts/bench-embed.sh.
 """
 import argparse
@@ -37,11 +39,17 @@ def text_of(tokens, seed):
     return "".join(WORDS[(i * 7 + seed) % len(WORDS)] + " " for i in range(tokens * 3 // 4))
 
 
-def session(path, intra):
+# What trove's sessions turn off (src/embed/onnx.rs: DISABLED_OPTIMIZERS).
+TROVE_DISABLED = "SkipLayerNormFusion"
+
+
+def session(path, intra, disabled=""):
     so = ort.SessionOptions()
     so.intra_op_num_threads = intra
     so.inter_op_num_threads = 1
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if disabled:
+        so.add_session_config_entry("optimization.disable_specified_optimizers", disabled)
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
@@ -79,17 +87,22 @@ def main():
         if not os.path.isfile(path):
             print(f"bench-onnx-peer.py: {path} missing (scripts/export-onnx.py writes it)", file=sys.stderr)
             continue
-        single = session(path, 1)
-        wide = session(path, a.threads)
         pool = ThreadPoolExecutor(a.threads)
         for tokens in (128, 256):
             texts = [text_of(tokens, i) for i in range(a.threads * 32)]
-            pooled = rate(lambda ts: list(pool.map(lambda t: embed(single, tok, t), ts)), texts, a.seconds)
-            intra = rate(lambda ts: [embed(wide, tok, t) for t in ts], texts, a.seconds)
-            best = max(pooled, intra)
-            out["results"][f"{name}/{tokens}tok"] = {"pool": pooled, "intra": intra, "best": best}
+            row = {}
+            for opts, disabled in (("default", ""), ("trove", TROVE_DISABLED)):
+                single = session(path, 1, disabled)
+                wide = session(path, a.threads, disabled)
+                row[f"pool/{opts}"] = rate(
+                    lambda ts: list(pool.map(lambda t: embed(single, tok, t), ts)), texts, a.seconds
+                )
+                row[f"intra/{opts}"] = rate(lambda ts: [embed(wide, tok, t) for t in ts], texts, a.seconds)
+            row["best"] = max(row.values())
+            out["results"][f"{name}/{tokens}tok"] = row
             if not a.json:
-                print(f"{name:10} {tokens:4} tokens: pool {pooled:7.1f}  intra {intra:7.1f}  chunks/s")
+                cells = "  ".join(f"{k} {v:7.1f}" for k, v in row.items())
+                print(f"{name:10} {tokens:4} tokens: {cells}  chunks/s")
         pool.shutdown()
     if a.json:
         print(json.dumps(out))
