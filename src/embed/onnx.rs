@@ -280,7 +280,10 @@ fn build(bytes: &[u8]) -> Result<Session, String> {
         .map_err(|e| e.to_string())?
         .with_inter_threads(1)
         .map_err(|e| e.to_string())?
-        .with_config_entry("optimization.disable_specified_optimizers", DISABLED_OPTIMIZERS)
+        .with_config_entry(
+            "optimization.disable_specified_optimizers",
+            DISABLED_OPTIMIZERS,
+        )
         .map_err(|e| e.to_string())?
         .commit_from_memory(bytes)
         .map_err(|e| format!("the ONNX file: {e}"))
