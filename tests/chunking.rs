@@ -290,6 +290,92 @@ fn c_and_cpp() {
     has(&cpp, "linalg > Point", "struct");
 }
 
+/// The definitions `chunk_file` finds in `text` (as the language of `rel`), as `kind path` rows.
+fn symbol_rows(rel: &str, text: &str) -> Vec<String> {
+    let reg = Registry::load(&[]).unwrap();
+    let lang = reg
+        .detect(rel, text.as_bytes())
+        .unwrap_or_else(|| panic!("no language for {rel}"));
+    chunk_file(text, Some(lang), &cfg())
+        .symbols
+        .iter()
+        .map(|s| format!("{} {}", s.kind, s.symbol_path))
+        .collect()
+}
+
+fn fixture_symbols(rel: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(fixtures().join("languages").join(rel)).unwrap();
+    symbol_rows(rel, &text)
+}
+
+/// Where a grammar gives a definition no `name` field, the language file's name paths find the
+/// name: not the first identifier of the body (Julia), the block type (HCL) or the self
+/// identifier (F#).
+#[test]
+fn names_where_the_grammar_has_no_name_field() {
+    assert_eq!(
+        fixture_symbols("julia/Stats.jl"),
+        [
+            "module Stats",
+            "function Stats > mean",
+            "function Stats > variance",
+            "struct Stats > Summary",
+            "struct Stats > Estimator",
+            "function Stats > twice",
+        ]
+    );
+    let julia = "function probe(xs)\n    means = sum(xs) / length(xs)\n    return means\nend\n\n\
+        function total(xs)::Int\n    n = length(xs)\n    return n\nend\n\n\
+        function Base.show(io::IO, p::Point)\n    s = string(p.x)\n    print(io, s)\nend\n\n\
+        function clamp01(x::T) where {T<:Real}\n    y = max(zero(T), x)\n    \
+        return min(one(T), y)\nend\n\n\
+        struct Point{T} <: AbstractPoint\n    x::T\n    y::T\nend\n\n\
+        struct Pair\n    a\n    b\nend\n";
+    assert_eq!(
+        symbol_rows("probe.jl", julia),
+        [
+            "function probe",
+            "function total",
+            "method Base > show",
+            "function clamp01",
+            "struct Point",
+            "struct Pair",
+        ]
+    );
+    assert_eq!(
+        fixture_symbols("hcl/main.tf"),
+        [
+            "object terraform",
+            "object region",
+            "object aws_s3_bucket.logs",
+            "object network",
+            "object bucket_arn",
+        ]
+    );
+    let hcl = "locals {\n  app = \"shop\"\n}\n\n\
+        data \"aws_ami\" \"ubuntu\" {\n  most_recent = true\n\n  \
+        filter {\n    name = \"name\"\n  }\n}\n";
+    assert_eq!(
+        symbol_rows("data.tf", hcl),
+        [
+            "object locals",
+            "object aws_ami.ubuntu",
+            "object aws_ami.ubuntu > filter",
+        ]
+    );
+    let fsharp = fixture_symbols("fsharp/Pricing.fs");
+    for want in [
+        "method Shop.Pricing > Cart > Add",
+        "method Shop.Pricing > Cart > Total",
+    ] {
+        assert!(
+            fsharp.iter().any(|r| r == want),
+            "no {want:?} in {fsharp:#?}"
+        );
+    }
+    assert!(!fsharp.iter().any(|r| r.ends_with(" this")), "{fsharp:#?}");
+}
+
 #[test]
 fn markdown_heading_sections() {
     let (_, md) = chunks_of("markdown/guide.md", &cfg());
@@ -347,6 +433,30 @@ fn snapshots() {
             })
             .collect();
         let name = rel.replace(['/', '.'], "_");
+        insta::assert_snapshot!(name, rows.join("\n"));
+    }
+}
+
+/// Every definition of every language fixture, one snapshot per fixture: its kind, symbol path and
+/// lines, and the line its name is on. Pins each language's definition names (what `symbols` and
+/// `refs` resolve against) so a grammar upgrade or a rule change that renames one shows up here.
+#[test]
+fn symbol_snapshots() {
+    let reg = Registry::load(&[]).unwrap();
+    for rel in &fixture_files() {
+        let text = std::fs::read_to_string(fixtures().join("languages").join(rel)).unwrap();
+        let lang = reg.detect(rel, text.as_bytes());
+        let rows: Vec<String> = chunk_file(&text, lang, &cfg())
+            .symbols
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}-{} {} {} (name on {})",
+                    s.start_line, s.end_line, s.kind, s.symbol_path, s.name_line
+                )
+            })
+            .collect();
+        let name = format!("symbols_{}", rel.replace(['/', '.'], "_"));
         insta::assert_snapshot!(name, rows.join("\n"));
     }
 }

@@ -362,8 +362,9 @@ fn identifier_like(kind: &str) -> bool {
     kind.contains("identifier") || kind.ends_with("name") || kind == "word" || kind == "constant"
 }
 
-/// The node holding a definition's name: the rule's fields, then `declarator` chains (C/C++), then
-/// the first identifier-like node within a few levels.
+/// The node holding a definition's name: the rule's fields, then (unless the rule says
+/// `name_search = false`) `declarator` chains (C/C++), then the first identifier-like node within a
+/// few levels.
 fn name_node<'t>(lang: &Language, node: Node<'t>, rule: &DefinitionRule) -> Option<Node<'t>> {
     let default = ["name".to_string()];
     let fields = if rule.name_fields.is_empty() {
@@ -379,6 +380,9 @@ fn name_node<'t>(lang: &Language, node: Node<'t>, rule: &DefinitionRule) -> Opti
                 c
             });
         }
+    }
+    if !rule.name_search {
+        return None;
     }
     if let Some(d) = lang.child_by_field_name(node, "declarator") {
         return Some(leaf_name(lang, d));
@@ -439,6 +443,23 @@ fn first_identifier(node: Node<'_>) -> Option<Node<'_>> {
     None
 }
 
+/// A `labels` name: the identifiers and strings after `first` (an HCL block's type), up to the
+/// first other node, unquoted and joined by `.`: `resource "aws_s3_bucket" "logs"` →
+/// `aws_s3_bucket.logs`, `variable "region"` → `region`; without labels (`locals`), `first`'s text.
+fn label_name(text: &str, first: Node<'_>) -> String {
+    let mut labels = Vec::new();
+    let mut next = first.next_named_sibling();
+    while let Some(n) = next.filter(|n| identifier_like(n.kind()) || n.kind().contains("string")) {
+        labels.push(node_text(text, n).trim().trim_matches('"'));
+        next = n.next_named_sibling();
+    }
+    if labels.is_empty() {
+        node_text(text, first).to_string()
+    } else {
+        labels.join(".")
+    }
+}
+
 /// Builds a definition from `outer` (the node whose range counts: a wrapper or the node itself) and
 /// `node` (the definition proper).
 #[allow(clippy::too_many_arguments)]
@@ -457,12 +478,20 @@ fn make_def<'t>(
             .rule
             .expect("qualified nodes have a rule"),
     );
-    let raw_name = node_text(text, name_node);
+    let labels;
+    let raw_name = if rule.name_style == "labels" {
+        labels = label_name(text, name_node);
+        labels.as_str()
+    } else {
+        node_text(text, name_node)
+    };
     // `Foo::bar` (C++), and `M.load` / `M:merge` / `TAccount.Deposit` where the rule says the name
-    // is qualified, become path components; a `whole` name (a CSS selector) stays one.
+    // is qualified, become path components; a `whole` name (a CSS selector) or a `labels` one (a
+    // Terraform address) stays one.
     let raw_name = raw_name.trim().trim_matches('"');
+    let whole = matches!(rule.name_style.as_str(), "whole" | "labels");
     let split: Vec<&str> = match rule.name_style.as_str() {
-        "whole" => vec![raw_name],
+        _ if whole => vec![raw_name],
         "qualified" => raw_name.split([':', '.']).collect(),
         _ => raw_name.split("::").collect(),
     };
@@ -474,7 +503,7 @@ fn make_def<'t>(
     let mut name = parts.pop().unwrap_or_else(|| raw_name.trim().to_string());
     // A declarator the parser could not take apart (a C function behind an unknown attribute
     // macro) comes back whole: `utf8_int8_t *utf8chr(const char *s)` → `utf8chr`.
-    if rule.name_style != "whole"
+    if !whole
         && let Some((head, _)) = name.split_once('(')
         && let Some(id) = head
             .rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))

@@ -141,9 +141,16 @@ pub struct DefinitionRule {
     pub name_fields: Vec<String>,
     /// How the found name node becomes the name: `leaf` (default: down to its identifier),
     /// `whole` (its text: a CSS selector), `qualified` (its text split on `.`/`:` into a path:
-    /// Lua `M.load`, Pascal `TAccount.Deposit`).
+    /// Lua `M.load`, Pascal `TAccount.Deposit`), `labels` (the identifiers and strings after it,
+    /// unquoted and joined by `.`, else its own text: HCL `resource "aws_s3_bucket" "logs"` is
+    /// `aws_s3_bucket.logs`).
     #[serde(default = "leaf")]
     pub name_style: String,
+    /// When no name path finds a node: search the definition for its first identifier (`true`,
+    /// the default), or (`false`) the node is not a definition — an anonymous C struct, whose
+    /// search would find its first field, or a Kotlin companion object without a name.
+    #[serde(default = "yes")]
+    pub name_search: bool,
     /// The node counts only when it has this field (`struct foo;` is not a definition).
     #[serde(default)]
     pub requires_field: Option<String>,
@@ -165,6 +172,10 @@ pub struct DefinitionRule {
 
 fn leaf() -> String {
     "leaf".into()
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A loaded language: the file plus compiled lookups.
@@ -315,9 +326,9 @@ impl Language {
                 }
                 rules.insert(n.clone(), i);
             }
-            if !["leaf", "whole", "qualified"].contains(&r.name_style.as_str()) {
+            if !["leaf", "whole", "qualified", "labels"].contains(&r.name_style.as_str()) {
                 return Err(bad(format!(
-                    "name_style {:?}: use leaf, whole or qualified",
+                    "name_style {:?}: use leaf, whole, qualified or labels",
                     r.name_style
                 )));
             }
