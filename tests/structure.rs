@@ -245,7 +245,7 @@ fn refs_resolve_calls_without_guessing() {
     let bo = b.as_os_str();
     assert_eq!(
         stdout(&["refs".as_ref(), bo, "_helper".as_ref()], 0),
-        "app/run.py:8  checkout  call _helper  -> app/run.py:11 _helper\n\
+        "app/run.py:8  checkout  call _helper  -> app/run.py:11 _helper  [file]\n\
          web/calls.ts:5  main  call _helper  -> unresolved\n"
     );
     assert_eq!(
@@ -258,9 +258,9 @@ fn refs_resolve_calls_without_guessing() {
             ],
             0
         ),
-        "app/run.py:5  checkout  call Cart  -> app/main.py:4 Cart\n\
-         app/run.py:7  checkout  call add  -> app/main.py:5 Cart > add\n\
-         app/run.py:8  checkout  call _helper  -> app/run.py:11 _helper\n"
+        "app/run.py:5  checkout  call Cart  -> app/main.py:4 Cart  [import]\n\
+         app/run.py:7  checkout  call add  -> app/main.py:5 Cart > add  [repo]\n\
+         app/run.py:8  checkout  call _helper  -> app/run.py:11 _helper  [file]\n"
     );
     let j = stdout(
         &[
@@ -282,8 +282,8 @@ fn refs_resolve_calls_without_guessing() {
             &["refs".as_ref(), bo, "Circle".as_ref(), "--uses".as_ref()],
             0
         ),
-        "src/lib.rs:6  Circle  references Circle  -> src/lib.rs:2 Circle\n\
-         src/lib.rs:14  make  references Circle  -> src/lib.rs:2 Circle\n"
+        "src/lib.rs:6  Circle  references Circle  -> src/lib.rs:2 Circle  [file]\n\
+         src/lib.rs:14  make  references Circle  -> src/lib.rs:2 Circle  [file]\n"
     );
 
     // Resolution is over the whole bundle, so an incremental run that adds a second `add`
@@ -657,8 +657,8 @@ fn inheritance_and_implementation_edges() {
             ],
             0
         ),
-        "ts/more.ts:2  Big  inherits Store  -> ts/store.ts:2 Store\n\
-         ts/store.ts:5  Cache  inherits Store  -> ts/store.ts:2 Store\n"
+        "ts/more.ts:2  Big  inherits Store  -> ts/store.ts:2 Store  [import]\n\
+         ts/store.ts:5  Cache  inherits Store  -> ts/store.ts:2 Store  [file]\n"
     );
 }
 

@@ -101,7 +101,10 @@ pub fn run_symbols(a: SymbolsArgs) -> anyhow::Result<i32> {
 ///
 /// Calls are resolved to definitions where the repository defines the name once (in the calling
 /// file first, then anywhere); a name defined several times stays unresolved rather than guessed,
-/// and such edges are shown with the candidates left open. Exit codes: 0 found, 1 none, 2 bad input.
+/// and such edges are shown with the candidates left open. Each resolved edge ends with how it was
+/// found (the `resolution` column of `refs`): `[file]` a definition in the same file, `[import]`
+/// through the file's import of the name, `[repo]` the only definition of the name in the bundle's
+/// language family. Exit codes: 0 found, 1 none, 2 bad input.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  trove refs app.bundle processPayment            # who calls it\n  trove refs app.bundle processPayment --callees  # what it calls\n  trove refs app.bundle Database --imports"
@@ -182,7 +185,7 @@ pub fn refs_sql(name: &str, follow: Follow, k: usize) -> String {
     )
 }
 
-/// A row of [`refs_sql`] as text: `path:line  in_symbol  kind target  -> where it resolves`.
+/// A row of [`refs_sql`] as text: `path:line  in_symbol  kind target  -> where it resolves  [how]`.
 pub fn ref_line(r: &[duckdb::types::Value]) -> String {
     let t = |i: usize| to_text(&r[i]);
     let inside = if to_json(&r[4]).is_null() {
@@ -197,7 +200,8 @@ pub fn ref_line(r: &[duckdb::types::Value]) -> String {
             String::new()
         }
     } else {
-        format!("{}:{} {}", t(5), t(6), t(7))
+        // How the edge was found, as `refs.resolution` says: `file`, `import` or `repo`.
+        format!("{}:{} {}  [{}]", t(5), t(6), t(7), t(8))
     };
     let line = format!("{}:{}  {}  {} {}", t(0), t(1), inside, t(2), t(3));
     if target.is_empty() {
