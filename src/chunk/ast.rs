@@ -390,15 +390,15 @@ fn name_node<'t>(lang: &Language, node: Node<'t>, rule: &DefinitionRule) -> Opti
     first_identifier(node)
 }
 
-/// Follows a name path: `/`-separated steps, each a field name or `@kind` (the first named child of
-/// that kind): `name`, `@type_binding/name`, `@function_command/@argument_list/@argument`.
+/// Follows a name path: `/`-separated steps, each a field name or `@kind` (the first child of that
+/// kind, a keyword included): `name`, `@type_binding/name`, `@function_command/@argument_list/@argument`.
 fn follow<'t>(lang: &Language, node: Node<'t>, path: &str) -> Option<Node<'t>> {
     let mut n = node;
     for step in path.split('/') {
         n = match step.strip_prefix('@') {
             Some(kind) => {
                 let mut c = n.walk();
-                let found = n.named_children(&mut c).find(|ch| ch.kind() == kind);
+                let found = n.children(&mut c).find(|ch| ch.kind() == kind);
                 found?
             }
             None => lang.child_by_field_name(n, step)?,
@@ -526,6 +526,8 @@ fn make_def<'t>(
         // descendant of that kind.
         let hit = if when.contains('=') {
             field_text_is(lang, node, text, when)
+        } else if crate::lang::is_path(when) {
+            follow(lang, node, when).is_some()
         } else {
             find_kind(node, when).is_some()
         };

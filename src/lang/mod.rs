@@ -165,7 +165,9 @@ pub struct DefinitionRule {
     #[serde(default)]
     pub parent_field: Option<String>,
     /// (descendant kind, refined kind): `type X struct` is a struct; `field=text` matches a field's
-    /// text instead (`declaration_kind=struct`).
+    /// text instead (`declaration_kind=struct`); a path as in `name_fields` (`@kind` steps match
+    /// keywords too) matches when it leads somewhere: Kotlin `@interface`, Pascal `type/@declEnum`
+    /// (a direct child, where a descendant could be a nested declaration's).
     #[serde(default)]
     pub refine: Vec<(String, String)>,
 }
@@ -176,6 +178,12 @@ fn leaf() -> String {
 
 fn yes() -> bool {
     true
+}
+
+/// Whether a `refine` condition is a name path (`@interface`, `type/@declEnum`) rather than a
+/// descendant kind or a `field=text`.
+pub fn is_path(when: &str) -> bool {
+    !when.contains('=') && (when.starts_with('@') || when.contains('/'))
 }
 
 /// A loaded language: the file plus compiled lookups.
@@ -333,7 +341,24 @@ impl Language {
                 )));
             }
             if let Some(g) = &grammar {
-                for when in r.refine.iter().map(|(w, _)| w).chain(&r.when) {
+                let paths = r.refine.iter().map(|(w, _)| w).filter(|w| is_path(w));
+                for when in paths {
+                    let known = when.split('/').all(|step| match step.strip_prefix('@') {
+                        Some(kind) => {
+                            g.id_for_node_kind(kind, true) != 0
+                                || g.id_for_node_kind(kind, false) != 0
+                        }
+                        None => g.field_id_for_name(step).is_some(),
+                    });
+                    if !known {
+                        return Err(bad(format!(
+                            "refine path {when:?} has a step that is no node kind or field of grammar {:?}",
+                            def.grammar
+                        )));
+                    }
+                }
+                let plain = r.refine.iter().map(|(w, _)| w).filter(|w| !is_path(w));
+                for when in plain.chain(&r.when) {
                     let known = match when.split_once('=') {
                         Some((field, _)) => g.field_id_for_name(field).is_some(),
                         None => g.id_for_node_kind(when, true) != 0,
