@@ -392,17 +392,23 @@ fn name_node<'t>(lang: &Language, node: Node<'t>, rule: &DefinitionRule) -> Opti
 
 /// Follows a name path: `/`-separated steps, each a field name or `@kind` (the first child of that
 /// kind, a keyword included): `name`, `@type_binding/name`, `@function_command/@argument_list/@argument`.
+/// A step ending in `?` is skipped where it is absent: `@signature/@where_expression?/@call_expression`.
 fn follow<'t>(lang: &Language, node: Node<'t>, path: &str) -> Option<Node<'t>> {
     let mut n = node;
     for step in path.split('/') {
-        n = match step.strip_prefix('@') {
+        let (step, optional) = step.strip_suffix('?').map_or((step, false), |s| (s, true));
+        let found = match step.strip_prefix('@') {
             Some(kind) => {
                 let mut c = n.walk();
-                let found = n.children(&mut c).find(|ch| ch.kind() == kind);
-                found?
+                n.children(&mut c).find(|ch| ch.kind() == kind)
             }
-            None => lang.child_by_field_name(n, step)?,
+            None => lang.child_by_field_name(n, step),
         };
+        match found {
+            Some(c) => n = c,
+            None if optional => {}
+            None => return None,
+        }
     }
     Some(n)
 }

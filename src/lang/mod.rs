@@ -180,6 +180,20 @@ fn yes() -> bool {
     true
 }
 
+/// Whether every step of a name path (`@kind`, a field, either with a trailing `?`) is a node
+/// kind (keywords included) or a field of the grammar.
+fn path_known(g: &tree_sitter::Language, path: &str) -> bool {
+    path.split('/').all(|step| {
+        let step = step.strip_suffix('?').unwrap_or(step);
+        match step.strip_prefix('@') {
+            Some(kind) => {
+                g.id_for_node_kind(kind, true) != 0 || g.id_for_node_kind(kind, false) != 0
+            }
+            None => g.field_id_for_name(step).is_some(),
+        }
+    })
+}
+
 /// Whether a `refine` condition is a name path (`@interface`, `type/@declEnum`) rather than a
 /// descendant kind or a `field=text`.
 pub fn is_path(when: &str) -> bool {
@@ -341,18 +355,11 @@ impl Language {
                 )));
             }
             if let Some(g) = &grammar {
-                let paths = r.refine.iter().map(|(w, _)| w).filter(|w| is_path(w));
-                for when in paths {
-                    let known = when.split('/').all(|step| match step.strip_prefix('@') {
-                        Some(kind) => {
-                            g.id_for_node_kind(kind, true) != 0
-                                || g.id_for_node_kind(kind, false) != 0
-                        }
-                        None => g.field_id_for_name(step).is_some(),
-                    });
-                    if !known {
+                let refine_paths = r.refine.iter().map(|(w, _)| w).filter(|w| is_path(w));
+                for path in r.name_fields.iter().chain(refine_paths) {
+                    if !path_known(g, path) {
                         return Err(bad(format!(
-                            "refine path {when:?} has a step that is no node kind or field of grammar {:?}",
+                            "name path {path:?} has a step that is no node kind or field of grammar {:?}",
                             def.grammar
                         )));
                     }
@@ -743,6 +750,26 @@ mod tests {
                     .any(|l| l.def.grammar.as_deref() == Some(*g)),
                 "grammar {g} unused"
             );
+        }
+    }
+
+    /// A name path (in `name_fields` or `refine`) with a step the grammar does not have is refused
+    /// when languages load, instead of silently falling back to the search for an identifier.
+    #[test]
+    fn name_paths_are_checked_against_the_grammar() {
+        let ini = include_str!("../../pipelines/languages/ini.toml");
+        for (good, bad) in [
+            ("@section_name/@text", "@section_nme/@text"),
+            ("@section_name/@text", "@section_name?/@txt"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let text = ini
+                .replace("id = \"ini\"", "id = \"ini2\"")
+                .replace(good, bad);
+            assert!(text.contains(bad));
+            std::fs::write(dir.path().join("ini2.toml"), text).unwrap();
+            let err = Registry::load(&[dir.path()]).unwrap_err().to_string();
+            assert!(err.contains("name path") && err.contains(bad), "{err}");
         }
     }
 
