@@ -88,12 +88,14 @@ def main():
             print(f"bench-onnx-peer.py: {path} missing (scripts/export-onnx.py writes it)", file=sys.stderr)
             continue
         pool = ThreadPoolExecutor(a.threads)
+        sessions = {
+            opts: (session(path, 1, disabled), session(path, a.threads, disabled))
+            for opts, disabled in (("default", ""), ("trove", TROVE_DISABLED))
+        }
         for tokens in (128, 256):
             texts = [text_of(tokens, i) for i in range(a.threads * 32)]
             row = {}
-            for opts, disabled in (("default", ""), ("trove", TROVE_DISABLED)):
-                single = session(path, 1, disabled)
-                wide = session(path, a.threads, disabled)
+            for opts, (single, wide) in sessions.items():
                 row[f"pool/{opts}"] = rate(
                     lambda ts: list(pool.map(lambda t: embed(single, tok, t), ts)), texts, a.seconds
                 )

@@ -1,5 +1,5 @@
 //! Chunker invariants per language, then the expected structure, then a snapshot of each fixture.
-use trove::chunk::{Chunk, chunk_file, nonws_chars};
+use trove::chunk::{Chunk, ChunkedFile, chunk_file, nonws_chars};
 use trove::config::{ChunkConfig, PipelineConfig};
 use trove::lang::Registry;
 
@@ -14,13 +14,22 @@ fn budget(max_chars: usize) -> ChunkConfig {
     ChunkConfig { max_chars, ..cfg() }
 }
 
-fn chunks_of(rel: &str, c: &ChunkConfig) -> (String, Vec<Chunk>) {
+fn fixture_text(rel: &str) -> String {
+    std::fs::read_to_string(fixtures().join("languages").join(rel)).unwrap()
+}
+
+/// `text` chunked as the language `rel` is detected as.
+fn chunked(rel: &str, text: &str, c: &ChunkConfig) -> ChunkedFile {
     let reg = Registry::load(&[]).unwrap();
-    let text = std::fs::read_to_string(fixtures().join("languages").join(rel)).unwrap();
     let lang = reg
         .detect(rel, text.as_bytes())
         .unwrap_or_else(|| panic!("no language for {rel}"));
-    let out = chunk_file(&text, Some(lang), c);
+    chunk_file(text, Some(lang), c)
+}
+
+fn chunks_of(rel: &str, c: &ChunkConfig) -> (String, Vec<Chunk>) {
+    let text = fixture_text(rel);
+    let out = chunked(rel, &text, c);
     assert!(!out.parse_fallback, "{rel} fell back to lines");
     (text, out.chunks)
 }
@@ -292,11 +301,7 @@ fn c_and_cpp() {
 
 /// The definitions `chunk_file` finds in `text` (as the language of `rel`), as `kind path` rows.
 fn symbol_rows(rel: &str, text: &str) -> Vec<String> {
-    let reg = Registry::load(&[]).unwrap();
-    let lang = reg
-        .detect(rel, text.as_bytes())
-        .unwrap_or_else(|| panic!("no language for {rel}"));
-    chunk_file(text, Some(lang), &cfg())
+    chunked(rel, text, &cfg())
         .symbols
         .iter()
         .map(|s| format!("{} {}", s.kind, s.symbol_path))
@@ -304,8 +309,7 @@ fn symbol_rows(rel: &str, text: &str) -> Vec<String> {
 }
 
 fn fixture_symbols(rel: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(fixtures().join("languages").join(rel)).unwrap();
-    symbol_rows(rel, &text)
+    symbol_rows(rel, &fixture_text(rel))
 }
 
 /// Where a grammar gives a definition no `name` field, the language file's name paths find the
@@ -442,11 +446,8 @@ fn snapshots() {
 /// `refs` resolve against) so a grammar upgrade or a rule change that renames one shows up here.
 #[test]
 fn symbol_snapshots() {
-    let reg = Registry::load(&[]).unwrap();
     for rel in &fixture_files() {
-        let text = std::fs::read_to_string(fixtures().join("languages").join(rel)).unwrap();
-        let lang = reg.detect(rel, text.as_bytes());
-        let rows: Vec<String> = chunk_file(&text, lang, &cfg())
+        let rows: Vec<String> = chunked(rel, &fixture_text(rel), &cfg())
             .symbols
             .iter()
             .map(|s| {
@@ -601,7 +602,7 @@ fn every_language_with_reference_rules_finds_them_in_its_fixture() {
     let reg = Registry::load(&[]).unwrap();
     let mut missing = Vec::new();
     for rel in fixture_files() {
-        let text = std::fs::read_to_string(fixtures().join("languages").join(&rel)).unwrap();
+        let text = fixture_text(&rel);
         let lang = reg.detect(&rel, text.as_bytes()).unwrap();
         let refs = trove::lang::refs::references(lang, &text);
         for (kind, declared) in [
