@@ -101,6 +101,7 @@ fn bench(c: &mut Criterion) {
             symbols: Vec::new(),
             deps: Vec::new(),
             refs: Vec::new(),
+            scip: None,
         })
         .collect();
     let mut g = c.benchmark_group("write");

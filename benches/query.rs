@@ -61,6 +61,8 @@ fn build(chunks: usize) -> (tempfile::TempDir, std::path::PathBuf) {
         include_uncommitted: false,
         shard: None,
         compact: None,
+        scip: Vec::new(),
+        no_scip: false,
     };
     run_index(&opts).expect("index");
     (t, out)

@@ -45,6 +45,10 @@ if [ ! -f "$model/model.int8.onnx" ] || [ "$(cat "$model/.trove-export" 2>/dev/n
   printf '%s' "$export_stamp" >"$model/.trove-export"
 fi
 
+# The SCIP tests run real SCIP indexers (scip-typescript, scip-python: npm packages, pinned in
+# scripts/scip-index.sh), installed once into the target directory, never globally.
+scripts/scip-index.sh --install >/dev/null
+
 # test-hooks: the failure hooks the reliability tests drive (see Cargo.toml); only the trove crate
 # itself compiles differently, every dependency (DuckDB) is shared with `cargo build --release`.
 PATH="$venv/bin:$PATH" exec cargo test --release --features test-hooks "$@"

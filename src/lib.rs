@@ -19,6 +19,7 @@ pub mod highlight;
 pub mod http;
 pub mod lang;
 pub mod pipeline;
+pub mod precise;
 #[cfg(feature = "engine")]
 pub mod query;
 pub mod record;

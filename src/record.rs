@@ -43,6 +43,8 @@ pub struct FileRecord {
     pub deps: Vec<Dep>,
     /// Imports and calls in source order.
     pub refs: Vec<RefRecord>,
+    /// What this run's SCIP index did for the file (not stored).
+    pub scip: Option<crate::precise::FileOutcome>,
 }
 
 /// One chunk with its id, BM25 terms and embedding.
@@ -79,6 +81,9 @@ pub struct SymbolRecord {
     pub parent_id: Option<i64>,
     /// The chunk that holds the definition's start.
     pub chunk_id: Option<i64>,
+    /// Its SCIP symbol string, when a SCIP index given to the run defines it
+    /// ([`crate::precise`]).
+    pub scip_symbol: Option<String>,
 }
 
 /// One import, call, base type or type use.
@@ -99,6 +104,32 @@ pub struct RefRecord {
     pub target_symbol_id: Option<i64>,
     /// How `target_symbol_id` was found.
     pub resolution: Option<Resolution>,
+    /// The SCIP symbol it names, for a reference taken from a SCIP index (`resolution` is then
+    /// `scip`, and `target_symbol_id` the bundle's definition of that symbol, if it has one).
+    pub scip_symbol: Option<String>,
+    /// Where a reference left open in its file may still resolve (this run's; not stored: what
+    /// the bundle-wide step needs is stored as its [`crate::resolve::Pending`]).
+    pub scope: Scope,
+}
+
+/// Where the bundle-wide step may look for a reference's target ([`crate::resolve`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Scope {
+    /// A bare name (`f()`, a base type): through the file's import of the name, else the one
+    /// definition of the name in the language family.
+    #[default]
+    Open,
+    /// A call on a name that may be an imported module (`storage.load()`): in that module's
+    /// files; when the name is no module, as [`Scope::Method`] if the flag says so, else nowhere.
+    Module(String, bool),
+    /// A call on an object (`ctx.push()`, `self.app.route()`): the one method of that name in
+    /// the language family, if there is one (its receiver's type is a type checker's to know).
+    Method,
+    /// Nowhere beyond its file: `super().f()`, a call on `self` the file does not define, or a
+    /// method name the standard library's types also define (`d.update()`, `f.close()`).
+    Closed,
+    /// A row read back from a bundle: the context its writer stored (none: nothing more).
+    Stored(Option<crate::resolve::Pending>),
 }
 
 /// Declares a closed set of names stored as strings (in the bundle, the config, language files):
@@ -212,6 +243,9 @@ named_set! {
         Import = "import",
         /// The one definition of that name in the language family across the bundle.
         Repo = "repo",
+        /// A SCIP index's occurrence of the symbol: exact, whatever the names (the target is
+        /// the bundle's definition of that SCIP symbol; none when it lies outside the bundle).
+        Scip = "scip",
     }
 }
 

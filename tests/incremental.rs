@@ -356,7 +356,10 @@ fn since_refusals_say_why_and_leave_the_bundle() {
             .contains("format version 4"),
         "{s}"
     );
-    assert_eq!(manifest(&b)["format_version"], 6);
+    assert_eq!(
+        manifest(&b)["format_version"],
+        trove::bundle::FORMAT_VERSION
+    );
     trove().arg("verify").arg(&b).assert().success();
 
     // A bundle that does not verify is not built on.

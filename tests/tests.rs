@@ -14,6 +14,7 @@ mod portability;
 mod query;
 mod release;
 mod reliability;
+mod scip;
 mod sql;
 mod structure;
 mod sync;

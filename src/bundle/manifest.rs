@@ -36,6 +36,9 @@ pub struct Manifest {
     pub shard: Option<Shard>,
     /// The embedder that made `embeddings.parquet`.
     pub embedder: EmbedderInfo,
+    /// The SCIP indexes the run that wrote the newest segment read (`trove index --scip`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scip: Vec<crate::precise::ScipInput>,
     /// BM25 statistics and parameters.
     pub bm25: Bm25Info,
     /// Row counts and totals.
@@ -545,6 +548,8 @@ pub struct Provenance {
     pub shard: Option<Shard>,
     /// The embedder's stamp.
     pub embedder: EmbedderInfo,
+    /// The SCIP indexes read.
+    pub scip: Vec<crate::precise::ScipInput>,
     /// BM25 parameters and tokenizer; `avgdl` and `n_docs` are replaced by the rows written.
     pub bm25: Bm25Info,
 }
@@ -675,6 +680,7 @@ impl Provenance {
             languages_hash: self.languages_hash,
             shard: self.shard,
             embedder: self.embedder,
+            scip: self.scip,
             bm25: Bm25Info {
                 avgdl,
                 n_docs: counts.chunks,

@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 use crate::chunk::{Chunk, Symbol};
 use crate::extract::deps::Dep;
-use crate::record::{ChunkRecord, FileRecord, Group, RefKind, RefRecord, Resolution, SymbolRecord};
+use crate::record::{
+    ChunkRecord, FileRecord, Group, RefKind, RefRecord, Resolution, Scope, SymbolRecord,
+};
 use crate::resolve::{Pending, PendingRef};
 use crate::{Error, Result};
 
@@ -114,6 +116,7 @@ impl FileRows {
             symbols,
             deps,
             refs,
+            scip: None,
         })
     }
 }
@@ -199,6 +202,7 @@ fn symbol_rows(b: &RecordBatch, d: &Path) -> Result<Vec<SymbolRecord>> {
     let exported = column::<BooleanArray>(b, "exported", d)?;
     let (symbol_id, parent_id, chunk_id) =
         (i64c("symbol_id")?, i64c("parent_id")?, i64c("chunk_id")?);
+    let scip_symbol = s("scip_symbol")?;
     Ok((0..b.num_rows())
         .map(|i| SymbolRecord {
             symbol: Symbol {
@@ -218,11 +222,13 @@ fn symbol_rows(b: &RecordBatch, d: &Path) -> Result<Vec<SymbolRecord>> {
             symbol_id: symbol_id.value(i),
             parent_id: opt_i64(parent_id, i),
             chunk_id: opt_i64(chunk_id, i),
+            scip_symbol: opt_str(scip_symbol, i),
         })
         .collect())
 }
 
-/// Every row of a batch of a refs table, without its path.
+/// Every row of a batch of a refs table, without its path: each record's scope is the bundle-wide
+/// context its writer stored ([`Scope::Stored`]), so a row written again resolves as it did.
 fn ref_records(b: &RecordBatch, d: &Path) -> Result<Vec<RefRecord>> {
     let s = |n: &str| column::<StringArray>(b, n, d);
     let i64c = |n: &str| column::<Int64Array>(b, n, d);
@@ -230,6 +236,10 @@ fn ref_records(b: &RecordBatch, d: &Path) -> Result<Vec<RefRecord>> {
     let (kind, target, resolution) = (s("kind")?, s("target")?, s("resolution")?);
     let (from_symbol_id, chunk_id) = (i64c("from_symbol_id")?, i64c("chunk_id")?);
     let target_symbol_id = i64c("target_symbol_id")?;
+    let scip_symbol = s("scip_symbol")?;
+    let (family, import_name) = (s("family")?, s("import_name")?);
+    let import_files = column::<arrow::array::ListArray>(b, "import_files", d)?;
+    let method_call = column::<BooleanArray>(b, "method_call", d)?;
     (0..b.num_rows())
         .map(|i| {
             let bad = |what: &str, v: &str| Error::bundle(d, format!("refs: unknown {what} {v:?}"));
@@ -241,29 +251,6 @@ fn ref_records(b: &RecordBatch, d: &Path) -> Result<Vec<RefRecord>> {
                     Some(Resolution::parse(v).ok_or_else(|| bad("resolution", v))?)
                 }
             };
-            Ok(RefRecord {
-                line: usize_at(line, i),
-                kind: RefKind::parse(k).ok_or_else(|| bad("kind", k))?,
-                target: target.value(i).to_string(),
-                from_symbol_id: opt_i64(from_symbol_id, i),
-                chunk_id: opt_i64(chunk_id, i),
-                target_symbol_id: opt_i64(target_symbol_id, i),
-                resolution,
-            })
-        })
-        .collect()
-}
-
-/// Every row of a batch of the writer's raw refs spill: path, record, and the bundle-wide
-/// context of an open reference (see `BundleWriter`'s `refs-raw`).
-pub(crate) fn pending_ref_rows(b: &RecordBatch, d: &Path) -> Result<Vec<PendingRef>> {
-    let family = column::<StringArray>(b, "family", d)?;
-    let import_name = column::<StringArray>(b, "import_name", d)?;
-    let import_files = column::<arrow::array::ListArray>(b, "import_files", d)?;
-    let rows = ref_rows(b, d)?;
-    rows.into_iter()
-        .enumerate()
-        .map(|(i, (path, r))| {
             let pending = (!family.is_null(i)).then(|| -> Result<Pending> {
                 let import = match import_name.is_null(i) {
                     true => None,
@@ -285,9 +272,35 @@ pub(crate) fn pending_ref_rows(b: &RecordBatch, d: &Path) -> Result<Vec<PendingR
                 Ok(Pending {
                     family: family.value(i).to_string(),
                     import,
+                    method: !method_call.is_null(i) && method_call.value(i),
                 })
             });
-            Ok((path, r, pending.transpose()?))
+            Ok(RefRecord {
+                line: usize_at(line, i),
+                kind: RefKind::parse(k).ok_or_else(|| bad("kind", k))?,
+                target: target.value(i).to_string(),
+                from_symbol_id: opt_i64(from_symbol_id, i),
+                chunk_id: opt_i64(chunk_id, i),
+                target_symbol_id: opt_i64(target_symbol_id, i),
+                resolution,
+                scip_symbol: opt_str(scip_symbol, i),
+                scope: Scope::Stored(pending.transpose()?),
+            })
+        })
+        .collect()
+}
+
+/// Every row of a batch of the writer's raw refs spill: path, record, and the bundle-wide
+/// context of an open reference (see `BundleWriter`'s `refs-raw`).
+pub(crate) fn pending_ref_rows(b: &RecordBatch, d: &Path) -> Result<Vec<PendingRef>> {
+    ref_rows(b, d)?
+        .into_iter()
+        .map(|(path, r)| {
+            let pending = match &r.scope {
+                Scope::Stored(p) => p.clone(),
+                _ => None,
+            };
+            Ok((path, r, pending))
         })
         .collect()
 }

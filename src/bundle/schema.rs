@@ -101,6 +101,8 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
             Field::new("parent_id", DataType::Int64, true),
             Field::new("exported", DataType::Boolean, true),
             Field::new("chunk_id", DataType::Int64, true),
+            // Its SCIP symbol string, when a SCIP index given to the run defines it.
+            utf8("scip_symbol", true),
         ],
         "refs" | "refs-raw" => {
             let mut f = vec![
@@ -112,6 +114,8 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
                 Field::new("chunk_id", DataType::Int64, true),
                 Field::new("target_symbol_id", DataType::Int64, true),
                 utf8("resolution", true),
+                // The SCIP symbol of a reference taken from a SCIP index (`resolution` scip).
+                utf8("scip_symbol", true),
             ];
             {
                 // What a reference left open in its file needs to resolve across the bundle
@@ -125,6 +129,8 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
                         Field::new_list_field(DataType::Utf8, true),
                         true,
                     ),
+                    // A call on an object: it lands on a method, by name (`Scope::Method`).
+                    Field::new("method_call", DataType::Boolean, true),
                 ]);
             }
             f

@@ -247,6 +247,7 @@ impl BundleWriter {
                 r.iter().map(|x| x.2.symbol.exported),
             )),
             Arc::new(Int64Array::from_iter(r.iter().map(|x| x.2.chunk_id))),
+            opt_strings(r.iter().map(|x| x.2.scip_symbol.as_deref())),
         ])
     }
 
@@ -620,7 +621,8 @@ fn ref_columns<'a>(
         Arc::new(Int64Array::from_iter(
             r.clone().map(|x| x.1.target_symbol_id),
         )),
-        opt_strings(r.map(|x| x.1.resolution.map(Resolution::as_str))),
+        opt_strings(r.clone().map(|x| x.1.resolution.map(Resolution::as_str))),
+        opt_strings(r.map(|x| x.1.scip_symbol.as_deref())),
     ]
 }
 
@@ -650,6 +652,9 @@ fn write_raw_refs(t: &mut Table, r: &[PendingRef]) -> Result<()> {
         }
     }
     cols.push(Arc::new(files.finish()));
+    cols.push(Arc::new(BooleanArray::from_iter(
+        pending().map(|p| p.map(|p| p.method)),
+    )));
     t.write(cols)
 }
 

@@ -87,6 +87,17 @@ pub struct IndexArgs {
     /// After an incremental run, never compact (segments accumulate until `trove compact`).
     #[arg(long)]
     pub no_compact: bool,
+    /// A SCIP index of the tree (scip-typescript, scip-python, `rust-analyzer scip`, scip-java,
+    /// scip-go...); repeatable. Its definitions and references replace the syntax heuristics for
+    /// the files it covers: exact callers and callees, `refs.resolution = scip`, the SCIP symbol
+    /// in `symbols.scip_symbol` and `refs.scip_symbol`. A document that no longer fits its file
+    /// (made at another commit) is dropped, counted and named in the summary. `index.scip` at the
+    /// root of PATH is read without this flag.
+    #[arg(long, value_name = "FILE")]
+    pub scip: Vec<PathBuf>,
+    /// Do not read the `index.scip` at the root of PATH.
+    #[arg(long)]
+    pub no_scip: bool,
     /// Embedding backend [config default: hash]: hash (no model, deterministic), openai (an
     /// OpenAI-compatible /v1/embeddings server: needs --embed-url and --embed-model; API key from
     /// $OPENAI_API_KEY or embed.api_key_env), local (a sentence-transformers model folder run
@@ -235,6 +246,8 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
             (_, true) => Some(false),
             _ => None,
         },
+        scip: a.scip,
+        no_scip: a.no_scip,
     };
     if a.parse_only {
         let s = pipeline::run_parse_only(&opts)
@@ -392,6 +405,46 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
             human_bytes(s.bytes_written),
             s.tombstones
         );
+    }
+    if let Some(sc) = &s.scip {
+        let inputs: Vec<String> = sc
+            .inputs
+            .iter()
+            .map(|i| format!("{} ({}, {} documents)", i.file, i.tool, i.in_tree))
+            .collect();
+        eprintln!(
+            "scip: {}: {} files took their facts ({} references, {} definitions marked, {} added){}{}",
+            inputs.join(", "),
+            sc.files,
+            sc.refs,
+            sc.definitions_matched,
+            sc.definitions_added,
+            if sc.kept > 0 {
+                format!(", {} kept from the bundle", sc.kept)
+            } else {
+                String::new()
+            },
+            if sc.unused > 0 {
+                format!(", {} documents for no indexed code file", sc.unused)
+            } else {
+                String::new()
+            },
+        );
+        if sc.stale > 0 {
+            eprintln!(
+                "warning: scip: {} documents do not fit their files (an index made at another commit?); those files keep the syntax heuristics:",
+                sc.stale
+            );
+            for (path, why) in &sc.stale_files {
+                eprintln!("  {path}: {why}");
+            }
+            if sc.stale as usize > sc.stale_files.len() {
+                eprintln!(
+                    "  ... and {} more",
+                    sc.stale as usize - sc.stale_files.len()
+                );
+            }
+        }
     }
     if let Some(e) = &s.compact_error {
         eprintln!("warning: {e}; the bundle keeps {} segments", s.segments);

@@ -54,7 +54,7 @@ pub fn symbols_sql(name: &str, kinds: &[String], k: usize) -> String {
     };
     format!(
         "SELECT s.path, s.start_line, s.end_line, s.kind, s.name, s.symbol_path, s.signature, \
-                s.docs, p.symbol_path AS parent, s.exported, s.language, s.symbol_id \
+                s.docs, p.symbol_path AS parent, s.exported, s.language, s.symbol_id, s.scip_symbol \
          FROM symbols s LEFT JOIN symbols p ON p.symbol_id = s.parent_id \
          WHERE (s.name = {n} OR lower(s.name) = lower({n}) OR s.symbol_path = {p} \
                 OR s.symbol_path LIKE '%> ' || {p}) {kinds} \
@@ -67,17 +67,26 @@ pub fn symbols_sql(name: &str, kinds: &[String], k: usize) -> String {
     )
 }
 
-/// A row of [`symbols_sql`] as text: `path:start-end  kind symbol_path`, its signature and the
-/// first line of its docs below.
+/// A row of [`symbols_sql`] as text: `path:start-end  kind symbol_path`, `[scip]` when a SCIP
+/// index defines it, then its signature, the first line of its docs and its SCIP symbol below.
 pub fn symbol_line(r: &[duckdb::types::Value]) -> String {
     let t = |i: usize| to_text(&r[i]);
+    let scip = r
+        .get(12)
+        .and_then(|v| to_json(v).as_str().map(str::to_string));
     let mut line = format!("{}:{}-{}  {} {}", t(0), t(1), t(2), t(3), t(5));
+    if scip.is_some() {
+        line.push_str("  [scip]");
+    }
     if to_json(&r[6]).is_string() {
         line.push_str(&format!("\n    {}", t(6)));
     }
     if let Some(d) = to_json(&r[7]).as_str() {
         let first = d.lines().next().unwrap_or("");
         line.push_str(&format!("\n    {first}"));
+    }
+    if let Some(s) = scip {
+        line.push_str(&format!("\n    scip: {s}"));
     }
     line
 }
@@ -104,7 +113,9 @@ pub fn run_symbols(a: SymbolsArgs) -> anyhow::Result<i32> {
 /// and such edges are shown with the candidates left open. Each resolved edge ends with how it was
 /// found (the `resolution` column of `refs`): `[file]` a definition in the same file, `[import]`
 /// through the file's import of the name, `[repo]` the only definition of the name in the bundle's
-/// language family. Exit codes: 0 found, 1 none, 2 bad input.
+/// language family, `[scip]` a SCIP index's occurrence of the symbol (`trove index --scip`: exact,
+/// and shown with the SCIP symbol when it is defined outside the bundle). Exit codes: 0 found,
+/// 1 none, 2 bad input.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  trove refs app.bundle processPayment            # who calls it\n  trove refs app.bundle processPayment --callees  # what it calls\n  trove refs app.bundle Database --imports"
@@ -164,7 +175,7 @@ pub fn refs_sql(name: &str, follow: Follow, k: usize) -> String {
     let n = lit(leaf);
     let cols = "r.path, r.line, r.kind, r.target, f.symbol_path AS in_symbol, \
                 t.path AS target_path, t.start_line AS target_line, t.symbol_path AS target_symbol, \
-                r.resolution";
+                r.resolution, r.scip_symbol";
     let joins = "FROM refs r LEFT JOIN symbols f ON f.symbol_id = r.from_symbol_id \
                  LEFT JOIN symbols t ON t.symbol_id = r.target_symbol_id";
     let filter = match follow {
@@ -194,13 +205,16 @@ pub fn ref_line(r: &[duckdb::types::Value]) -> String {
         t(4)
     };
     let target = if to_json(&r[5]).is_null() {
-        if t(2) != trove::record::RefKind::Import.as_str() {
+        if t(8) == trove::record::Resolution::Scip.as_str() {
+            // A SCIP reference to a symbol defined outside the bundle (a library's).
+            format!("outside the bundle: {}  [scip]", t(9))
+        } else if t(2) != trove::record::RefKind::Import.as_str() {
             "unresolved".to_string()
         } else {
             String::new()
         }
     } else {
-        // How the edge was found, as `refs.resolution` says: `file`, `import` or `repo`.
+        // How the edge was found, as `refs.resolution` says: `file`, `import`, `repo` or `scip`.
         format!("{}:{} {}  [{}]", t(5), t(6), t(7), t(8))
     };
     let line = format!("{}:{}  {}  {} {}", t(0), t(1), inside, t(2), t(3));

@@ -86,6 +86,25 @@ pub struct LanguageFile {
     /// Node kinds that name a type where it is used (`type_identifier`): `references` to types.
     #[serde(default)]
     pub type_ref_nodes: Vec<String>,
+    /// Receivers that stand for the enclosing type in a method call (`self`, `this`): `self.f()`
+    /// resolves to the `f` beside the calling method, never to another type's `f`. A call on
+    /// any other object (`obj.f()`, `self.db.f()`) is left unresolved: its type is a type
+    /// checker's to know (`trove index --scip`).
+    #[serde(default)]
+    pub self_receivers: Vec<String>,
+    /// A method is only called on a receiver (Python, JavaScript, Rust, Go): a bare `f()` never
+    /// lands on a method. Languages with an implicit `this` (Java, C#, C++) leave it false.
+    #[serde(default)]
+    pub methods_need_receiver: bool,
+    /// A method names its receiver in its signature (Go's `func (s *Server) Run()`): a call on
+    /// that name inside it is a call on the enclosing type.
+    #[serde(default)]
+    pub named_receivers: bool,
+    /// Method names the language's standard types define (`update`, `append`, `close`): a call
+    /// of one on an object (`d.update()`) is as likely the library's as the repository's, so it
+    /// never resolves by name.
+    #[serde(default)]
+    pub common_methods: Vec<String>,
     /// Block rules of the `rules` chunker (languages without a grammar).
     #[serde(default)]
     pub blocks: Vec<BlockRuleDef>,

@@ -19,6 +19,9 @@ pub struct Reference {
     pub start_byte: usize,
     /// 1-based line.
     pub line: usize,
+    /// For a call, what it is called on: `self.gateway.charge(..)` → `self.gateway`, `T::new()` →
+    /// `T`; none for a bare `f()`.
+    pub receiver: Option<String>,
 }
 
 /// Fields that hold a call's callee, tried in order.
@@ -123,6 +126,7 @@ impl<'a> RefWalk<'a> {
                                 target: name,
                                 start_byte: at.start_byte(),
                                 line: at.start_position().row + 1,
+                                receiver: None,
                             });
                         }
                     }
@@ -136,9 +140,11 @@ impl<'a> RefWalk<'a> {
             return None;
         }
         if info.is_call()
-            && let Some(name) = callee(text, n, &self.lang.fields.callee)
+            && let Some((name, receiver)) = callee(text, n, &self.lang.fields.callee)
         {
-            self.out.push(reference(RefKind::Call, name, n));
+            let mut r = reference(RefKind::Call, name, n);
+            r.receiver = receiver;
+            self.out.push(r);
         }
         // A type named where it is used (not where it is defined: a definition's own name).
         // The name-field lookup is asked last: it is the costly test, and most nodes are not
@@ -237,6 +243,7 @@ fn reference(kind: RefKind, target: String, n: Node<'_>) -> Reference {
         target,
         start_byte: n.start_byte(),
         line: n.start_position().row + 1,
+        receiver: None,
     }
 }
 
@@ -244,8 +251,13 @@ fn collapse(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The called name: a callee field's text (else the first named child's), its last path segment.
-fn callee(text: &str, n: Node<'_>, fields: &[Option<NonZeroU16>]) -> Option<String> {
+/// The called name: a callee field's text (else the first named child's), its last path segment;
+/// and what precedes it, the receiver (none for a bare name).
+fn callee(
+    text: &str,
+    n: Node<'_>,
+    fields: &[Option<NonZeroU16>],
+) -> Option<(String, Option<String>)> {
     let f = match fields.iter().find_map(|&f| child_by_field(n, f)) {
         Some(f) => f,
         None => n.named_children(&mut n.walk()).next()?,
@@ -270,11 +282,15 @@ fn callee(text: &str, n: Node<'_>, fields: &[Option<NonZeroU16>]) -> Option<Stri
         }
         prev = ch;
     }
-    let last = head
-        .rsplit(['.', ':', '>', '-', ' ', '\n', '\t'])
-        .find(|s| !s.is_empty())?;
+    let seps = ['.', ':', '>', '-', ' ', '\n', '\t'];
+    let head = head.trim_end_matches(seps);
+    let last = head.rsplit(seps).find(|s| !s.is_empty())?;
     let name = last.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'));
-    (!name.is_empty()).then(|| name.to_string())
+    let before = head[..head.len() - last.len()]
+        .trim_end_matches(seps)
+        .trim_start_matches(|c: char| c.is_whitespace() || c == '@' || c == '&' || c == '*');
+    let receiver = (!before.is_empty()).then(|| before.to_string());
+    (!name.is_empty()).then(|| (name.to_string(), receiver))
 }
 
 #[cfg(test)]
@@ -300,6 +316,33 @@ mod tests {
                 ("call", "getcwd".into(), 5),
                 ("call", "print".into(), 6),
                 ("call", "len".into(), 6),
+            ]
+        );
+        // What each call is made on.
+        let receivers: Vec<Option<String>> = references(py, src)
+            .into_iter()
+            .filter(|r| r.kind == RefKind::Call)
+            .map(|r| r.receiver)
+            .collect();
+        assert_eq!(
+            receivers,
+            [Some("g".to_string()), Some("os".to_string()), None, None]
+        );
+        let chained: Vec<(String, Option<String>)> = references(
+            py,
+            "def f(self):\n    super().save()\n    self.db.rows(1).first()\n",
+        )
+        .into_iter()
+        .filter(|r| r.kind == RefKind::Call)
+        .map(|r| (r.target, r.receiver))
+        .collect();
+        assert_eq!(
+            chained,
+            [
+                ("save".to_string(), Some("super".to_string())),
+                ("super".to_string(), None),
+                ("first".to_string(), Some("self.db.rows".to_string())),
+                ("rows".to_string(), Some("self.db".to_string())),
             ]
         );
         let rs = reg.get("rust").unwrap();

@@ -146,6 +146,7 @@ pub fn compact_locked(out: &Path, m: Manifest, why: &str) -> Result<(Manifest, C
             languages_hash: m.languages_hash.clone(),
             shard: m.shard,
             embedder: m.embedder.clone(),
+            scip: m.scip.clone(),
             bm25: m.bm25.clone(),
         }
         .manifest(finished);

@@ -42,6 +42,8 @@ pub(crate) struct Expect {
     pub languages_hash: String,
     pub subdir: Option<String>,
     pub shard: Option<Shard>,
+    /// Whether the run reads SCIP indexes.
+    pub scip: bool,
 }
 
 /// What of the base bundle stays: the run adds one segment with what changed.
@@ -150,6 +152,17 @@ fn incompatible(m: &Manifest, e: &Expect) -> Option<String> {
     if m.shard != e.shard {
         let s = |x: Option<Shard>| x.map_or("no shard".to_string(), |s| format!("shard {s}"));
         return Some(format!("{} (this run: {})", s(m.shard), s(e.shard)));
+    }
+    // Rows carry SCIP facts or not as a whole: a run that starts or stops reading SCIP indexes
+    // rebuilds, so no file keeps facts of the other kind. (Between two runs that both read one,
+    // a changed file takes its facts from this run's index, and the rest keep theirs.)
+    if m.scip.is_empty() == e.scip {
+        return Some(if e.scip {
+            "no SCIP index (this run reads one)".to_string()
+        } else {
+            "SCIP indexes (this run reads none: pass --scip, or keep index.scip at the root)"
+                .to_string()
+        });
     }
     None
 }

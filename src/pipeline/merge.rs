@@ -157,6 +157,7 @@ fn write_merged(
         languages_hash: first.languages_hash.clone(),
         shard: None,
         embedder: first.embedder.clone(),
+        scip: first.scip.clone(),
         bm25: first.bm25.clone(),
     }
     .manifest_of_segments(segments, files, totals, &stored);

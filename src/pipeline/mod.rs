@@ -103,6 +103,10 @@ pub struct IndexOptions {
     /// `--compact` (`Some(true)`) / `--no-compact` (`Some(false)`): whether an incremental run
     /// compacts the bundle afterwards; `None`: when the `[bundle]` bounds say so.
     pub compact: Option<bool>,
+    /// `--scip FILE`: SCIP indexes whose facts the run takes ([`crate::precise`]).
+    pub scip: Vec<PathBuf>,
+    /// `--no-scip`: leave the root's `index.scip` unread.
+    pub no_scip: bool,
 }
 
 /// What a run did, for the final summary.
@@ -156,7 +160,36 @@ pub struct IndexSummary {
     pub compacted: Option<compact::CompactSummary>,
     /// Why a compaction the run started failed (the run's segment stays).
     pub compact_error: Option<String>,
+    /// What the SCIP indexes given to the run did, when there were some.
+    pub scip: Option<ScipSummary>,
 }
+
+/// What the SCIP indexes of a run did.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct ScipSummary {
+    /// The indexes read.
+    pub inputs: Vec<crate::precise::ScipInput>,
+    /// Files whose rows took their document's facts.
+    pub files: u64,
+    /// Definitions of the syntax rules marked with their SCIP symbol.
+    pub definitions_matched: u64,
+    /// Definitions added from the indexes.
+    pub definitions_added: u64,
+    /// References taken from the indexes.
+    pub refs: u64,
+    /// Files whose document no longer fits their text (built at another commit, or the file
+    /// changed since): their facts were dropped and the syntax rules' kept.
+    pub stale: u64,
+    /// The first of those, with why.
+    pub stale_files: Vec<(String, String)>,
+    /// Documents of files this run kept from the base bundle as they were (their facts stay).
+    pub kept: u64,
+    /// Documents with no indexed code file in the tree (skipped, excluded, or not code).
+    pub unused: u64,
+}
+
+/// How many stale files the summary names.
+const STALE_NAMED: usize = 10;
 
 impl IndexSummary {
     /// Counts one file written to the bundle.
@@ -172,6 +205,26 @@ impl IndexSummary {
             .entry(f.language.clone().unwrap_or_else(|| "(none)".into()))
             .or_default() += f.chunks.len() as u64;
         self.chunks += f.chunks.len() as u64;
+        if let (Some(s), Some(o)) = (self.scip.as_mut(), f.scip.as_ref()) {
+            match o {
+                crate::precise::FileOutcome::Applied {
+                    matched,
+                    added,
+                    refs,
+                } => {
+                    s.files += 1;
+                    s.definitions_matched += u64::from(*matched);
+                    s.definitions_added += u64::from(*added);
+                    s.refs += u64::from(*refs);
+                }
+                crate::precise::FileOutcome::Stale(why) => {
+                    s.stale += 1;
+                    if s.stale_files.len() < STALE_NAMED {
+                        s.stale_files.push((f.path.clone(), why.clone()));
+                    }
+                }
+            }
+        }
     }
 
     /// Counts one file left as it was in the base bundle.
@@ -211,6 +264,7 @@ struct Ctx<'a> {
     embedder: &'a EmbedStage,
     summarizer: &'a dyn crate::summarize::Summarizer,
     reuse: Option<&'a incremental::Reuse>,
+    scip: &'a crate::precise::ScipIndex,
 }
 
 /// Runs the whole index: walk, process, write, swap. Returns the manifest and a summary.
@@ -225,6 +279,7 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
     let _lock = bundle::lock_output(&out)?;
     check_output(&out, &root)?;
     let registry = load_registry(&root, &opts.languages_dirs)?;
+    let scip = load_scip(&root, opts)?;
     let backend =
         crate::embed::from_config(&opts.config.embed, opts.config.bm25.max_token_len, None)?;
     let cache_root = opts
@@ -267,6 +322,7 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         languages_hash: registry.fingerprint().to_string(),
         subdir: source.subdir.clone(),
         shard: opts.shard,
+        scip: !scip.is_empty(),
     };
     let plan = incremental::plan(
         &root,
@@ -280,6 +336,7 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         registry: &registry,
         embedder: &embedder,
         summarizer: &*summarizer,
+        scip: &scip,
         source,
         plan,
         rules,
@@ -316,6 +373,22 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
     summary.bundle_bytes = manifest.files.iter().map(|e| e.bytes).sum();
     summary.wall_secs = started.elapsed().as_secs_f64();
     Ok((manifest, summary))
+}
+
+/// The SCIP indexes of the run: `--scip` files, and the root's `index.scip` unless `--no-scip`
+/// (or it was given).
+fn load_scip(root: &Path, opts: &IndexOptions) -> Result<crate::precise::ScipIndex> {
+    let mut files = opts.scip.clone();
+    let default = root.join(crate::precise::DEFAULT_FILE);
+    if !opts.no_scip
+        && default.is_file()
+        && !files
+            .iter()
+            .any(|f| f.canonicalize().is_ok_and(|f| f == default))
+    {
+        files.insert(0, default);
+    }
+    crate::precise::ScipIndex::load(root, &files)
 }
 
 /// The run's root, canonical, once the configuration has passed its checks.
@@ -386,6 +459,7 @@ struct Run<'a> {
     registry: &'a Registry,
     embedder: &'a EmbedStage,
     summarizer: &'a dyn crate::summarize::Summarizer,
+    scip: &'a crate::precise::ScipIndex,
     source: bundle::SourceInfo,
     plan: incremental::Plan,
     rules: Rules,
@@ -403,6 +477,7 @@ fn build_into(
         registry,
         embedder,
         summarizer,
+        scip,
         source,
         plan,
         rules,
@@ -420,6 +495,7 @@ fn build_into(
         embedder,
         summarizer,
         reuse,
+        scip,
     };
     // Files kept as the base bundle has them (their rows stay in its segments).
     let mut kept: FxHashSet<&str> = FxHashSet::default();
@@ -448,7 +524,13 @@ fn build_into(
         None => BundleWriter::create(tmp, dim)?,
     };
     let mut read_skips: Vec<Skipped> = Vec::new();
-    let mut summary = IndexSummary::default();
+    let mut summary = IndexSummary {
+        scip: (!scip.is_empty()).then(|| ScipSummary {
+            inputs: scip.inputs.clone(),
+            ..ScipSummary::default()
+        }),
+        ..IndexSummary::default()
+    };
 
     // Files git vouches for never go to a worker: the writer carries them (or their skip) in
     // their turn.
@@ -590,6 +672,14 @@ fn build_into(
             .iter()
             .filter(|s| !s.path.ends_with('/'))
             .count() as u64;
+    if let Some(s) = summary.scip.as_mut() {
+        for path in scip.paths() {
+            if kept.contains(path) {
+                s.kept += 1;
+            }
+        }
+        s.unused = (scip.paths().len() as u64).saturating_sub(s.files + s.stale + s.kept);
+    }
     let mut skipped = walked.skipped;
     skipped.extend(read_skips);
     skipped.sort();
@@ -648,6 +738,7 @@ fn build_into(
         pipeline_hash: cfg.hash(),
         languages_hash: Some(registry.fingerprint().to_string()),
         shard: opts.shard,
+        scip: scip.inputs.clone(),
         embedder: {
             let b = embedder.backend();
             bundle::EmbedderInfo {
@@ -945,9 +1036,21 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     }
     // Definitions are code's: a config file's keys and a document's headings are not symbols.
     // (A build file's functions and macros — CMake's — are definitions all the same.)
+    let mut scip = None;
     let (symbols, refs) = if is_code {
-        let symbols = symbol_records(&c.rel, chunked.symbols, &chunks);
-        let refs = resolve::in_file(chunked.refs, &symbols, &chunks);
+        let mut symbols = symbol_records(&c.rel, chunked.symbols, &chunks);
+        let mut refs = resolve::in_file(chunked.refs, &symbols, &chunks, lang.map(|l| &l.def));
+        if let Some((doc, enc)) = ctx.scip.document(&c.rel) {
+            scip = Some(crate::precise::apply(
+                doc,
+                enc,
+                &text,
+                &mut symbols,
+                &mut refs,
+                &chunks,
+                |s| symbol_id(&c.rel, s),
+            ));
+        }
         (symbols, refs)
     } else if source_type == "config" {
         let mut defs = chunked.symbols;
@@ -982,7 +1085,18 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         symbols,
         deps,
         refs,
+        scip,
     }))
+}
+
+/// The stable id of the definition `s` of the file at `rel`: (path, kind, symbol path, start).
+fn symbol_id(rel: &str, s: &crate::chunk::Symbol) -> i64 {
+    stable_id(&[
+        rel.as_bytes(),
+        s.kind.as_bytes(),
+        s.symbol_path.as_bytes(),
+        s.start_byte.to_string().as_bytes(),
+    ])
 }
 
 /// A file's definitions with their ids: stable symbol ids, the parent's id, and the chunk that
@@ -992,17 +1106,7 @@ fn symbol_records(
     symbols: Vec<crate::chunk::Symbol>,
     chunks: &[ChunkRecord],
 ) -> Vec<SymbolRecord> {
-    let ids: Vec<i64> = symbols
-        .iter()
-        .map(|s| {
-            stable_id(&[
-                rel.as_bytes(),
-                s.kind.as_bytes(),
-                s.symbol_path.as_bytes(),
-                s.start_byte.to_string().as_bytes(),
-            ])
-        })
-        .collect();
+    let ids: Vec<i64> = symbols.iter().map(|s| symbol_id(rel, s)).collect();
     // A definition outside its type's body (a Go method, `void Matrix::multiply()`) has the type
     // as its parent when the file defines it.
     let by_path: FxHashMap<&str, i64> = symbols
@@ -1032,6 +1136,7 @@ fn symbol_records(
                 symbol_id: id,
                 chunk_id,
                 symbol: s,
+                scip_symbol: None,
             }
         })
         .collect()
@@ -1096,6 +1201,9 @@ fn finish_unchanged(
     summary.summaries = summarizer.stats();
     let mut m = r.manifest.clone();
     m.source = source;
+    if let Some(s) = &summary.scip {
+        m.scip = s.inputs.clone();
+    }
     m.created_at = bundle::created_at();
     m.base = base.map(|mut b| {
         b.insert("files_reused".into(), summary.files_reused.into());
