@@ -315,6 +315,8 @@ pub(crate) struct Fields {
     pub rhs: Option<std::num::NonZeroU16>,
     /// `refs::CALLEE_FIELDS`, in order.
     pub callee: [Option<std::num::NonZeroU16>; 7],
+    /// `refs::RECEIVER_FIELDS`, in order.
+    pub receiver: [Option<std::num::NonZeroU16>; 3],
 }
 
 impl Fields {
@@ -324,6 +326,7 @@ impl Fields {
             value: g.field_id_for_name("value"),
             rhs: g.field_id_for_name("rhs"),
             callee: refs::CALLEE_FIELDS.map(|f| g.field_id_for_name(f)),
+            receiver: refs::RECEIVER_FIELDS.map(|f| g.field_id_for_name(f)),
         }
     }
 }

@@ -34,6 +34,10 @@ pub(crate) const CALLEE_FIELDS: [&str; 7] = [
     "constructor",
     "type",
 ];
+/// Fields that hold what a call is made on when the callee field holds the name alone (Java's
+/// `method_invocation`: `object` . `name`; Ruby's `receiver`; PHP's `scope` :: `name`).
+pub(crate) const RECEIVER_FIELDS: [&str; 3] = ["object", "receiver", "scope"];
+
 /// Longest import text kept.
 const MAX_IMPORT: usize = 120;
 
@@ -143,7 +147,13 @@ impl<'a> RefWalk<'a> {
             && let Some((name, receiver)) = callee(text, n, &self.lang.fields.callee)
         {
             let mut r = reference(RefKind::Call, name, n);
-            r.receiver = receiver;
+            r.receiver = receiver.or_else(|| {
+                // The callee field is the name alone: the receiver is a field of its own.
+                let f = self.lang.fields.receiver.iter().find_map(|&f| child_by_field(n, f))?;
+                let t = callee_head(node_text(text, f));
+                let t = t.trim();
+                (!t.is_empty()).then(|| t.to_string())
+            });
             self.out.push(r);
         }
         // A type named where it is used (not where it is defined: a definition's own name).
@@ -262,10 +272,22 @@ fn callee(
         Some(f) => f,
         None => n.named_children(&mut n.walk()).next()?,
     };
-    let t = node_text(text, f);
-    // `a.b.c`, `a::b`, `a->b`, `a:b` → the last segment, without generic arguments; in a chain
-    // (`env::args().skip(1).collect`) the groups of the earlier calls are dropped first, so the
-    // callee is `collect`, not `args`.
+    let head = callee_head(node_text(text, f));
+    let seps = ['.', ':', '>', '-', ' ', '\n', '\t'];
+    let head = head.trim_end_matches(seps);
+    let last = head.rsplit(seps).find(|s| !s.is_empty())?;
+    let name = last.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'));
+    let before = head[..head.len() - last.len()]
+        .trim_end_matches(seps)
+        .trim_start_matches(|c: char| c.is_whitespace() || c == '@' || c == '&' || c == '*');
+    let receiver = (!before.is_empty()).then(|| before.to_string());
+    (!name.is_empty()).then(|| (name.to_string(), receiver))
+}
+
+/// A callee's text without its groups: `a.b.c`, `a::b`, `a->b`, `a:b` keep their segments,
+/// generic arguments go; in a chain (`env::args().skip(1).collect`) the groups of the earlier
+/// calls are dropped, so the last segment is `collect`, not `args`.
+fn callee_head(t: &str) -> String {
     let mut head = String::with_capacity(t.len());
     let mut depth = 0usize;
     let mut prev = ' ';
@@ -282,15 +304,7 @@ fn callee(
         }
         prev = ch;
     }
-    let seps = ['.', ':', '>', '-', ' ', '\n', '\t'];
-    let head = head.trim_end_matches(seps);
-    let last = head.rsplit(seps).find(|s| !s.is_empty())?;
-    let name = last.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'));
-    let before = head[..head.len() - last.len()]
-        .trim_end_matches(seps)
-        .trim_start_matches(|c: char| c.is_whitespace() || c == '@' || c == '&' || c == '*');
-    let receiver = (!before.is_empty()).then(|| before.to_string());
-    (!name.is_empty()).then(|| (name.to_string(), receiver))
+    head
 }
 
 #[cfg(test)]
@@ -343,6 +357,26 @@ mod tests {
                 ("super".to_string(), None),
                 ("first".to_string(), Some("self.db.rows".to_string())),
                 ("rows".to_string(), Some("self.db".to_string())),
+            ]
+        );
+        // Java keeps the receiver in a field of its own (`object`).
+        let java = reg.get("java").unwrap();
+        let got: Vec<(String, Option<String>)> = references(
+            java,
+            "class A { void f() { engine.getView(); super.onCreate(); this.g(); h(); } }",
+        )
+        .into_iter()
+        .filter(|r| r.kind == RefKind::Call)
+        .map(|r| (r.target, r.receiver))
+        .collect();
+        let s = |x: &str| Some(x.to_string());
+        assert_eq!(
+            got,
+            [
+                ("getView".to_string(), s("engine")),
+                ("onCreate".to_string(), s("super")),
+                ("g".to_string(), s("this")),
+                ("h".to_string(), None),
             ]
         );
         let rs = reg.get("rust").unwrap();
