@@ -195,7 +195,8 @@ LEFT JOIN via_import i ON r.family IS NOT NULL AND r.import_name IS NOT NULL
   AND i.class = r.class AND i.family = r.family AND i.import_name = r.import_name
   AND i.import_files = r.import_files
 LEFT JOIN by_name b ON r.family IS NOT NULL AND r.import_name IS NULL
-  AND b.class = r.class AND b.family = r.family AND b.name = r.target AND b.n = 1",
+  AND b.class = r.class AND b.family = r.family AND b.name = r.target AND b.n = 1
+  AND NOT (r.class = 'm' AND b.id IS NOT DISTINCT FROM r.from_symbol_id)",
         import = Resolution::Import.as_str(),
         repo = Resolution::Repo.as_str(),
         scip = Resolution::Scip.as_str(),
@@ -395,7 +396,10 @@ impl Definitions {
                     .by_name
                     .get(&key)
                     .filter(|(n, _)| *n == 1)
-                    .map(|(_, id)| *id);
+                    .map(|(_, id)| *id)
+                    // `baseArgs.optString(i)` inside `optString`: a wrapper handing the call
+                    // to another object, not a method calling itself on one.
+                    .filter(|&id| !(p.method && r.from_symbol_id == Some(id)));
                 (id, Resolution::Repo)
             }
         };
@@ -537,6 +541,9 @@ pub fn in_file(
                             // Not the file's method by name, even when it defines one: measured
                             // on commander and rxjs, `option.name()` lands on another type's
                             // `name` as often as on the file's (see scripts/bench-refs.sh).
+                            // `serde_json::from_str()`, `Regex::builder()`: a path names a module
+                            // or a type, never an object.
+                            None if r.path_call => (None, Scope::Closed),
                             None => (
                                 None,
                                 Scope::Module(
@@ -545,6 +552,8 @@ pub fn in_file(
                                 ),
                             ),
                         }
+                    } else if r.path_call {
+                        (None, Scope::Closed)
                     } else {
                         (None, on_object(&r.target))
                     }

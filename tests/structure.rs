@@ -765,6 +765,26 @@ class Coupon:
 
     def update(self, data):
         return data
+
+    def describe_coupon(self):
+        return self.inner.describe_coupon()
+"#,
+    );
+    write(
+        root,
+        "glob/src/lib.rs",
+        br#"pub struct Glob;
+
+impl std::str::FromStr for Glob {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Glob, ()> {
+        Ok(Glob)
+    }
+}
+
+pub fn load(s: &str) -> Glob {
+    serde_json::from_str(s).unwrap()
+}
 "#,
     );
     write(
@@ -793,6 +813,10 @@ func (s *Server) listen() {}
     assert_eq!(
         got,
         [
+            // A path names a module or a type, never an object: not Glob's `from_str`.
+            "glob/src/lib.rs | 6 | Ok | - | -",
+            "glob/src/lib.rs | 11 | from_str | - | -",
+            "glob/src/lib.rs | 11 | unwrap | - | -",
             // self: the method beside the caller, not Basket's.
             "shop/cart.py | 7 | subtotal | shop/cart.py:Cart > subtotal | file",
             // A module the file imports: its function.
@@ -806,6 +830,8 @@ func (s *Server) listen() {}
             "shop/cart.py | 24 | subtotal | - | -",
             "shop/cart.py | 25 | update | - | -",
             "shop/pricing.py | 2 | sum | - | -",
+            // A wrapper handing the call to another object is not calling itself.
+            "shop/pricing.py | 13 | describe_coupon | - | -",
             // Go: the method's own receiver is the type.
             "srv/server.go | 5 | listen | srv/server.go:Server > listen | file",
         ]

@@ -22,6 +22,9 @@ pub struct Reference {
     /// For a call, what it is called on: `self.gateway.charge(..)` → `self.gateway`, `T::new()` →
     /// `T`; none for a bare `f()`.
     pub receiver: Option<String>,
+    /// The receiver is a path (`serde_json::from_str`, `Regex::builder`, `Foo::bar` in C++ or
+    /// PHP): a module or a type, never an object.
+    pub path_call: bool,
 }
 
 /// Fields that hold a call's callee, tried in order.
@@ -131,6 +134,7 @@ impl<'a> RefWalk<'a> {
                                 start_byte: at.start_byte(),
                                 line: at.start_position().row + 1,
                                 receiver: None,
+                                path_call: false,
                             });
                         }
                     }
@@ -144,12 +148,18 @@ impl<'a> RefWalk<'a> {
             return None;
         }
         if info.is_call()
-            && let Some((name, receiver)) = callee(text, n, &self.lang.fields.callee)
+            && let Some((name, receiver, path_call)) = callee(text, n, &self.lang.fields.callee)
         {
             let mut r = reference(RefKind::Call, name, n);
+            r.path_call = path_call;
             r.receiver = receiver.or_else(|| {
                 // The callee field is the name alone: the receiver is a field of its own.
-                let f = self.lang.fields.receiver.iter().find_map(|&f| child_by_field(n, f))?;
+                let f = self
+                    .lang
+                    .fields
+                    .receiver
+                    .iter()
+                    .find_map(|&f| child_by_field(n, f))?;
                 let t = callee_head(node_text(text, f));
                 let t = t.trim();
                 (!t.is_empty()).then(|| t.to_string())
@@ -254,6 +264,7 @@ fn reference(kind: RefKind, target: String, n: Node<'_>) -> Reference {
         start_byte: n.start_byte(),
         line: n.start_position().row + 1,
         receiver: None,
+        path_call: false,
     }
 }
 
@@ -267,7 +278,7 @@ fn callee(
     text: &str,
     n: Node<'_>,
     fields: &[Option<NonZeroU16>],
-) -> Option<(String, Option<String>)> {
+) -> Option<(String, Option<String>, bool)> {
     let f = match fields.iter().find_map(|&f| child_by_field(n, f)) {
         Some(f) => f,
         None => n.named_children(&mut n.walk()).next()?,
@@ -277,11 +288,13 @@ fn callee(
     let head = head.trim_end_matches(seps);
     let last = head.rsplit(seps).find(|s| !s.is_empty())?;
     let name = last.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'));
-    let before = head[..head.len() - last.len()]
+    let joined = &head[..head.len() - last.len()];
+    let path_call = joined.ends_with("::");
+    let before = joined
         .trim_end_matches(seps)
         .trim_start_matches(|c: char| c.is_whitespace() || c == '@' || c == '&' || c == '*');
     let receiver = (!before.is_empty()).then(|| before.to_string());
-    (!name.is_empty()).then(|| (name.to_string(), receiver))
+    (!name.is_empty()).then(|| (name.to_string(), receiver, path_call))
 }
 
 /// A callee's text without its groups: `a.b.c`, `a::b`, `a->b`, `a:b` keep their segments,
