@@ -125,6 +125,10 @@ pub enum Scope {
     /// A call on an object (`ctx.push()`, `self.app.route()`): the one method of that name in
     /// the language family, if there is one (its receiver's type is a type checker's to know).
     Method,
+    /// A call on a name whose type the caller declares (`def f(app: Flask)`, `s: Shape`,
+    /// `app = Flask(...)`, `Engine e = new Engine()`): the one member of that name of the type
+    /// of that name; when the type defines none, as [`Scope::Method`] if the flag says so.
+    Typed(String, bool),
     /// Nowhere beyond its file: `super().f()`, a call on `self` the file does not define, or a
     /// method name the standard library's types also define (`d.update()`, `f.close()`).
     Closed,

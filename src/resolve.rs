@@ -160,6 +160,10 @@ pub fn resolved_refs_sql(stored: &str, symbols: &str) -> String {
   SELECT 'm', {family}, path, name, symbol_id FROM {symbols} WHERE kind IN ({methods})),
 by_name AS (SELECT class, family, name, count(*) AS n, min(symbol_id) AS id FROM defs GROUP BY ALL),
 by_file AS (SELECT class, path, name, count(*) AS n, min(symbol_id) AS id FROM defs GROUP BY ALL),
+by_member AS (SELECT {sym_family} AS family, h.name AS holder, s.name, count(*) AS n,
+                   min(s.symbol_id) AS id
+            FROM {symbols} s JOIN {symbols} h ON h.symbol_id = s.parent_id
+            WHERE s.kind IN ({all_callable}) GROUP BY ALL),
 by_scip AS (SELECT {sym_key} AS scip_key, count(*) AS n, min(symbol_id) AS id FROM {symbols}
             WHERE scip_symbol IS NOT NULL GROUP BY ALL),
 open_refs AS (SELECT *, {class} AS class FROM {stored}),
@@ -183,14 +187,20 @@ via_import AS (
 SELECT r.path, r.line, r.kind, r.target, r.from_symbol_id, r.chunk_id,
   CASE WHEN r.family IS NULL THEN r.target_symbol_id
        WHEN r.scip_symbol IS NOT NULL THEN s.id
+       WHEN r.receiver_type IS NOT NULL
+         THEN coalesce(mb.id, CASE WHEN coalesce(r.method_call, false) THEN b.id END)
        WHEN r.import_name IS NOT NULL THEN i.id ELSE b.id END AS target_symbol_id,
   CASE WHEN r.family IS NULL THEN r.resolution
        WHEN r.scip_symbol IS NOT NULL THEN '{scip}'
+       WHEN r.receiver_type IS NOT NULL THEN CASE WHEN coalesce(mb.id,
+         CASE WHEN coalesce(r.method_call, false) THEN b.id END) IS NOT NULL THEN '{repo}' END
        WHEN r.import_name IS NOT NULL THEN CASE WHEN i.id IS NOT NULL THEN '{import}' END
        ELSE CASE WHEN b.id IS NOT NULL THEN '{repo}' END END AS resolution,
   r.scip_symbol
 FROM open_refs r
 LEFT JOIN by_scip s ON r.family IS NOT NULL AND s.scip_key = {ref_key} AND s.n = 1
+LEFT JOIN by_member mb ON r.receiver_type IS NOT NULL AND mb.family = r.family
+  AND mb.holder = r.receiver_type AND mb.name = r.target AND mb.n = 1
 LEFT JOIN via_import i ON r.family IS NOT NULL AND r.import_name IS NOT NULL
   AND i.class = r.class AND i.family = r.family AND i.import_name = r.import_name
   AND i.import_files = r.import_files
@@ -200,6 +210,8 @@ LEFT JOIN by_name b ON r.family IS NOT NULL AND r.import_name IS NULL
         import = Resolution::Import.as_str(),
         repo = Resolution::Repo.as_str(),
         scip = Resolution::Scip.as_str(),
+        all_callable = sql_list(CALLABLE_KINDS),
+        sym_family = family.replace("language", "s.language"),
         sym_key = crate::precise::scip_key_sql("scip_symbol"),
         ref_key = crate::precise::scip_key_sql("r.scip_symbol"),
     )
@@ -243,6 +255,9 @@ pub struct Pending {
     pub import: Option<(String, Vec<String>)>,
     /// A call on an object ([`Scope::Method`]): it lands on the one method of its name.
     pub method: bool,
+    /// The type the caller declares for the receiver ([`Scope::Typed`]): the call lands on that
+    /// type's one member of its name (else, with `method`, on the one method of its name).
+    pub member_of: Option<String>,
 }
 
 impl Pending {
@@ -263,11 +278,13 @@ impl Pending {
                     family: family.to_string(),
                     import,
                     method: false,
+                    member_of: None,
                 };
                 let method = || Pending {
                     family: family.to_string(),
                     import: None,
                     method: true,
+                    member_of: None,
                 };
                 if let Scope::Stored(p) = &r.scope {
                     return p.clone();
@@ -291,6 +308,11 @@ impl Pending {
                         None => or_method.then(method),
                     },
                     Scope::Method => Some(method()),
+                    Scope::Typed(ty, or_method) => Some(Pending {
+                        method: *or_method,
+                        member_of: Some(ty.clone()),
+                        ..method()
+                    }),
                     Scope::Closed | Scope::Stored(_) => None,
                 }
             })
@@ -310,6 +332,8 @@ pub struct Definitions {
     by_file: FxHashMap<FileKey, (u32, i64)>,
     /// Files that define something a reference can land on.
     def_files: rustc_hash::FxHashSet<String>,
+    /// Callables by (family, the name of the definition holding them, name): a type's members.
+    by_member: FxHashMap<(String, String, String), (u32, i64)>,
     by_scip: FxHashMap<String, (u32, i64)>,
 }
 
@@ -317,7 +341,21 @@ impl Definitions {
     /// Counts the definitions of the file at `path` (in `language`).
     pub fn add_file(&mut self, path: &str, language: Option<&str>, symbols: &[SymbolRecord]) {
         let family = language_family(language);
+        let names: FxHashMap<i64, &str> = symbols
+            .iter()
+            .map(|s| (s.symbol_id, s.symbol.name.as_str()))
+            .collect();
         for sym in symbols {
+            if CALLABLE_KINDS.contains(&sym.symbol.kind.as_str())
+                && let Some(holder) = sym.parent_id.and_then(|p| names.get(&p))
+            {
+                let key = (
+                    family.to_string(),
+                    holder.to_string(),
+                    sym.symbol.name.clone(),
+                );
+                self.by_member.entry(key).or_insert((0, sym.symbol_id)).0 += 1;
+            }
             if let Some(k) = sym
                 .scip_symbol
                 .as_deref()
@@ -361,6 +399,19 @@ impl Definitions {
         let Some(class) = Class::of(r.kind) else {
             return;
         };
+        if let Some(ty) = &p.member_of {
+            let key = (p.family.clone(), ty.clone(), r.target.clone());
+            if let Some(&(1, id)) = self.by_member.get(&key) {
+                r.target_symbol_id = Some(id);
+                r.resolution = Some(Resolution::Repo);
+                return;
+            }
+            if !p.method {
+                r.target_symbol_id = None;
+                r.resolution = None;
+                return;
+            }
+        }
         let class = if p.method { Class::Method } else { class };
         let (id, how) = match &p.import {
             Some((imported, files)) => {
@@ -421,6 +472,7 @@ pub fn in_file(
     symbols: &[SymbolRecord],
     chunks: &[ChunkRecord],
     lang: Option<&LanguageFile>,
+    text: &str,
 ) -> Vec<RefRecord> {
     // Definitions by (start, index) and by (name, index): each ref looks up its enclosing
     // definition and its same-named ones instead of scanning them all.
@@ -471,6 +523,37 @@ pub fn in_file(
                 && let Some(rest) = sig.strip_prefix("func (")
             {
                 return rest.split([' ', ')']).next().map(str::to_string);
+            }
+            id = s.parent_id;
+        }
+        None
+    };
+    // The type the code around a call declares for `x`: a parameter of an enclosing function
+    // (`app: Flask`, `Engine e`, `c *Command`), else its last `x = Type(...)` in that function
+    // (each function's text read once per name).
+    let known: std::cell::RefCell<FxHashMap<(i64, String), Option<String>>> = Default::default();
+    let type_of = |from: Option<i64>, x: &str| {
+        let mut id = from;
+        while let Some(s) = id.and_then(|i| by_id.get(&i)).map(|&i| &symbols[i]) {
+            if !CODE_KINDS.contains(&s.symbol.kind.as_str()) {
+                break;
+            }
+            let t = known
+                .borrow_mut()
+                .entry((s.symbol_id, x.to_string()))
+                .or_insert_with(|| {
+                    s.symbol
+                        .signature
+                        .as_deref()
+                        .and_then(|sig| declared_type(sig, x))
+                        .or_else(|| {
+                            text.get(s.symbol.start_byte..s.symbol.end_byte)
+                                .and_then(|b| assigned_type(b, x))
+                        })
+                })
+                .clone();
+            if t.is_some() {
+                return t;
             }
             id = s.parent_id;
         }
@@ -544,13 +627,13 @@ pub fn in_file(
                             // `serde_json::from_str()`, `Regex::builder()`: a path names a module
                             // or a type, never an object.
                             None if r.path_call => (None, Scope::Closed),
-                            None => (
-                                None,
-                                Scope::Module(
-                                    recv.to_string(),
-                                    on_object(&r.target) == Scope::Method,
-                                ),
-                            ),
+                            None => {
+                                let or_method = on_object(&r.target) == Scope::Method;
+                                match type_of(from, recv) {
+                                    Some(t) => (None, Scope::Typed(t, or_method)),
+                                    None => (None, Scope::Module(recv.to_string(), or_method)),
+                                }
+                            }
                         }
                     } else if r.path_call {
                         (None, Scope::Closed)
@@ -581,6 +664,113 @@ pub fn in_file(
         .collect()
 }
 
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '$'
+}
+
+/// The start of every occurrence of the identifier `x` in `s` (not inside a longer one).
+fn word_at<'a>(s: &'a str, x: &'a str) -> impl Iterator<Item = usize> + 'a {
+    s.match_indices(x).map(|(i, _)| i).filter(move |&i| {
+        !s[..i].chars().next_back().is_some_and(is_ident)
+            && !s[i + x.len()..].chars().next().is_some_and(is_ident)
+    })
+}
+
+/// A type name at the start of `s` (`Flask`, `flask.Flask`, `&mut Engine`, `*Command`,
+/// `"Flask"`): its last segment, without generic arguments.
+fn type_name(s: &str) -> Option<String> {
+    let mut s = s.trim_start();
+    for p in ["&", "mut ", "dyn ", "impl ", "*", "\"", "'", "?"] {
+        s = s.strip_prefix(p).unwrap_or(s).trim_start();
+    }
+    let end = s
+        .find(|c: char| !(is_ident(c) || c == '.' || c == ':'))
+        .unwrap_or(s.len());
+    let path = s[..end].trim_end_matches([':', '.']);
+    let last = path.rsplit(['.', ':']).next()?;
+    (last
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_'))
+    .then(|| last.to_string())
+}
+
+/// The type a signature declares for the parameter `x`: `x: T` (Python, TypeScript, Rust,
+/// Kotlin, Swift), `T x` (Java, C#, C), `x *T` / `x T` (Go).
+fn declared_type(sig: &str, x: &str) -> Option<String> {
+    let params = &sig[sig.find('(')?..];
+    for i in word_at(params, x) {
+        let after = params[i + x.len()..].trim_start();
+        let after = after.strip_prefix('?').unwrap_or(after).trim_start();
+        if let Some(t) = after.strip_prefix(':')
+            && !t.starts_with(':')
+        {
+            return type_name(t);
+        }
+        let before = params[..i].trim_end();
+        if after.starts_with([',', ')', '=']) && !before.ends_with(['(', ',']) {
+            // `T x` (Java): the word before `x`, past generic arguments and `[]`.
+            let b = before.trim_end_matches("[]");
+            let b = match b.strip_suffix('>') {
+                Some(g) => g.rfind('<').map_or(g, |o| &g[..o]),
+                None => b,
+            };
+            let start = b
+                .rfind(|c: char| !(is_ident(c) || c == '.'))
+                .map_or(0, |k| k + 1);
+            let word = &b[start..];
+            if word.chars().next().is_some_and(char::is_uppercase) {
+                return type_name(word);
+            }
+        }
+        if let Some(t) = after.strip_prefix('*').or(Some(after))
+            && t.chars().next().is_some_and(char::is_uppercase)
+            && before.ends_with(['(', ','])
+        {
+            // `c *Command` (Go).
+            return type_name(t);
+        }
+    }
+    None
+}
+
+/// The type of the last `x = T(...)` / `x = new T(...)` / `x := T{...}` / `T x = ...` in `body`
+/// (a constructor by its capital).
+fn assigned_type(body: &str, x: &str) -> Option<String> {
+    let mut found = None;
+    for i in word_at(body, x) {
+        let after = body[i + x.len()..].trim_start();
+        // `x: T = ...` declares it.
+        if let Some(t) = after.strip_prefix(':')
+            && !t.starts_with([':', '='])
+            && let Some(ty) = type_name(t)
+            && ty.chars().next().is_some_and(char::is_uppercase)
+        {
+            found = Some(ty);
+            continue;
+        }
+        let Some(rhs) = after
+            .strip_prefix(":=")
+            .or_else(|| after.strip_prefix('=').filter(|r| !r.starts_with('=')))
+        else {
+            continue;
+        };
+        let rhs = rhs.trim_start();
+        let rhs = rhs.strip_prefix("new ").unwrap_or(rhs).trim_start();
+        let rhs = rhs.strip_prefix('&').unwrap_or(rhs);
+        let end = rhs
+            .find(|c: char| !(is_ident(c) || c == '.' || c == ':'))
+            .unwrap_or(rhs.len());
+        if rhs[end..].starts_with(['(', '{', '<'])
+            && let Some(ty) = type_name(&rhs[..end])
+            && ty.chars().next().is_some_and(char::is_uppercase)
+        {
+            found = Some(ty);
+        }
+    }
+    found
+}
+
 /// The chunk holding byte `at`: chunks are in source order and never overlap, so a binary search
 /// finds it (files with thousands of chunks, symbols and refs stay linear-logarithmic).
 pub fn chunk_at(chunks: &[ChunkRecord], at: usize) -> Option<i64> {
@@ -589,4 +779,62 @@ pub fn chunk_at(chunks: &[ChunkRecord], at: usize) -> Option<i64> {
         .last()
         .filter(|c| at < c.chunk.end_byte)
         .map(|c| c.chunk_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_types_code_declares_for_a_name() {
+        let d = |sig: &str, x: &str| declared_type(sig, x);
+        assert_eq!(d("def f(app: Flask, n):", "app").as_deref(), Some("Flask"));
+        assert_eq!(
+            d("def f(app: \"flask.Flask\"):", "app").as_deref(),
+            Some("Flask")
+        );
+        assert_eq!(
+            d("function f(s: Subscriber<T>, o?: Observer<T>)", "o").as_deref(),
+            Some("Observer")
+        );
+        assert_eq!(d("fn f(&self, g: &mut Glob)", "g").as_deref(), Some("Glob"));
+        assert_eq!(
+            d(
+                "public void f(CordovaWebViewEngine engine, List<String> xs)",
+                "engine"
+            )
+            .as_deref(),
+            Some("CordovaWebViewEngine")
+        );
+        assert_eq!(d("public void f(Map<K, V> m)", "m").as_deref(), Some("Map"));
+        assert_eq!(
+            d("func (s *Server) Run(c *Command, n int)", "c").as_deref(),
+            Some("Command")
+        );
+        assert_eq!(d("def f(n):", "n"), None);
+        assert_eq!(
+            d("def f(appx: Flask):", "app"),
+            None,
+            "a longer name is another name"
+        );
+        let a = |body: &str, x: &str| assigned_type(body, x);
+        assert_eq!(
+            a("app = Flask(__name__)\napp.run()", "app").as_deref(),
+            Some("Flask")
+        );
+        assert_eq!(
+            a("const s = new Subscriber(o);", "s").as_deref(),
+            Some("Subscriber")
+        );
+        assert_eq!(
+            a("c := Command{Use: \"x\"}", "c").as_deref(),
+            Some("Command")
+        );
+        assert_eq!(a("let g: Glob = make();", "g").as_deref(), Some("Glob"));
+        assert_eq!(
+            a("x = make()\nx == Foo()", "x"),
+            None,
+            "a call, and a comparison"
+        );
+    }
 }

@@ -198,7 +198,8 @@ fn symbols_and_deps_tables_hold_exactly_what_the_code_declares() {
 
 /// Calls resolve to the one definition of their name (in the file first, then the repository);
 /// a name defined twice elsewhere stays unresolved, and so does a call on an object of a method
-/// name the standard library's types share (`cart.add()`, `store.get()`).
+/// name the standard library's types share (`store.get()`) unless the code declares the object's
+/// type (`cart = Cart()`: `cart.add()` is `Cart`'s `add`).
 #[test]
 fn refs_resolve_calls_without_guessing() {
     let t = repo();
@@ -218,7 +219,7 @@ fn refs_resolve_calls_without_guessing() {
         [
             "app/run.py | 1 | import | from app.main import Cart | - | - | -",
             "app/run.py | 5 | call | Cart | checkout | app/main.py:Cart | import",
-            "app/run.py | 7 | call | add | checkout | - | -",
+            "app/run.py | 7 | call | add | checkout | app/main.py:Cart > add | repo",
             "app/run.py | 8 | call | _helper | checkout | app/run.py:_helper | file",
             // Types named where they are used (Go's builtin `int` has no definition here).
             "shop/order.go | 5 | references | Order | Order > Total | shop/order.go:Order | file",
@@ -233,7 +234,7 @@ fn refs_resolve_calls_without_guessing() {
     );
     let m = crate::util::manifest(&b);
     assert_eq!(m["counts"]["refs"], 12);
-    assert_eq!(m["counts"]["refs_resolved"], 6);
+    assert_eq!(m["counts"]["refs_resolved"], 7);
     // The SQL form of the rules (what a bundle of several segments resolves with) agrees row
     // for row, on file, import, repo and unresolved references alike.
     let both = crate::util::refs_resolved_both_ways(&b);
@@ -260,7 +261,7 @@ fn refs_resolve_calls_without_guessing() {
             0
         ),
         "app/run.py:5  checkout  call Cart  -> app/main.py:4 Cart  [import]\n\
-         app/run.py:7  checkout  call add  -> unresolved\n\
+         app/run.py:7  checkout  call add  -> app/main.py:5 Cart > add  [repo]\n\
          app/run.py:8  checkout  call _helper  -> app/run.py:11 _helper  [file]\n"
     );
     let j = stdout(
@@ -287,9 +288,10 @@ fn refs_resolve_calls_without_guessing() {
          src/lib.rs:14  make  references Circle  -> src/lib.rs:2 Circle  [file]\n"
     );
 
-    // An incremental run that adds a second `Cart` and `add`: the imported `Cart` stays resolved
-    // through its import, and the segmented bundle answers as a full build, and compacts into one
-    // (a call that loses its one definition to a new segment: receivers_decide_where_a_call_can_land).
+    // Resolution is over the whole bundle, so an incremental run that adds a second `Cart` with
+    // an `add` un-resolves `cart.add()` (a `Cart`'s `add`, now two) in a file it left in the older
+    // segment, while the imported `Cart` stays resolved through its import: the segmented bundle
+    // answers as a full build, and compacts into one.
     write(
         t.path(),
         "web/cart.py",
@@ -715,8 +717,9 @@ fn imports_decide_or_leave_unresolved() {
 
 /// What a call is made on decides where it can land: `self`/`this` (and a Go method's named
 /// receiver) on the methods beside the caller; a name bound to a module on that module's
-/// definitions; another object on the one method of the name in the bundle, unless the standard
-/// library's types share the name; `super()` and modules outside the bundle nowhere.
+/// definitions; a name whose type the caller declares on that type's member; another object on
+/// the one method of the name in the bundle, unless the standard library's types share the name;
+/// `super()` and modules outside the bundle nowhere.
 #[test]
 fn receivers_decide_where_a_call_can_land() {
     let t = tempfile::tempdir().unwrap();
@@ -750,6 +753,12 @@ def checkout(cart):
     cart.apply_coupon("X")
     cart.subtotal()
     cart.update({})
+
+
+def pay(coupon: "Coupon"):
+    coupon.update({})
+    b = Basket()
+    b.subtotal()
 "#,
     );
     write(
@@ -829,6 +838,11 @@ func (s *Server) listen() {}
             "shop/cart.py | 23 | apply_coupon | shop/pricing.py:Coupon > apply_coupon | repo",
             "shop/cart.py | 24 | subtotal | - | -",
             "shop/cart.py | 25 | update | - | -",
+            // A type the caller declares (an annotation, a constructor assigned): its member,
+            // whatever the name.
+            "shop/cart.py | 29 | update | shop/pricing.py:Coupon > update | repo",
+            "shop/cart.py | 30 | Basket | shop/cart.py:Basket | file",
+            "shop/cart.py | 31 | subtotal | shop/cart.py:Basket > subtotal | repo",
             "shop/pricing.py | 2 | sum | - | -",
             // A wrapper handing the call to another object is not calling itself.
             "shop/pricing.py | 13 | describe_coupon | - | -",

@@ -240,6 +240,7 @@ fn ref_records(b: &RecordBatch, d: &Path) -> Result<Vec<RefRecord>> {
     let (family, import_name) = (s("family")?, s("import_name")?);
     let import_files = column::<arrow::array::ListArray>(b, "import_files", d)?;
     let method_call = column::<BooleanArray>(b, "method_call", d)?;
+    let receiver_type = s("receiver_type")?;
     (0..b.num_rows())
         .map(|i| {
             let bad = |what: &str, v: &str| Error::bundle(d, format!("refs: unknown {what} {v:?}"));
@@ -273,6 +274,7 @@ fn ref_records(b: &RecordBatch, d: &Path) -> Result<Vec<RefRecord>> {
                     family: family.value(i).to_string(),
                     import,
                     method: !method_call.is_null(i) && method_call.value(i),
+                    member_of: opt_str(receiver_type, i),
                 })
             });
             Ok(RefRecord {

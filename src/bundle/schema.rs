@@ -131,6 +131,8 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
                     ),
                     // A call on an object: it lands on a method, by name (`Scope::Method`).
                     Field::new("method_call", DataType::Boolean, true),
+                    // The type the caller declares for the receiver (`Scope::Typed`).
+                    utf8("receiver_type", true),
                 ]);
             }
             f

@@ -655,6 +655,9 @@ fn write_raw_refs(t: &mut Table, r: &[PendingRef]) -> Result<()> {
     cols.push(Arc::new(BooleanArray::from_iter(
         pending().map(|p| p.map(|p| p.method)),
     )));
+    cols.push(opt_strings(
+        pending().map(|p| p.and_then(|p| p.member_of.as_deref())),
+    ));
     t.write(cols)
 }
 
