@@ -73,7 +73,7 @@ def main():
             WHERE r.kind = 'call' AND r.resolution = 'scip'""",
     ):
         ok = {tid}
-        if tname in ("constructor", "__init__") and tparent is not None:
+        if (tname in ("constructor", "__init__") or tkind == "constructor") and tparent is not None:
             ok.add(tparent)
         scip_calls.setdefault((path, line, target), set()).update(ok)
         if tid is not None and tkind in CALLABLE:

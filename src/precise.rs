@@ -187,6 +187,8 @@ fn percent_decode(s: &str) -> String {
     while i < b.len() {
         if b[i] == b'%'
             && i + 2 < b.len()
+            && b[i + 1].is_ascii_hexdigit()
+            && b[i + 2].is_ascii_hexdigit()
             && let Ok(v) =
                 u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or(""), 16)
         {
@@ -305,7 +307,14 @@ fn parse(symbol: &str) -> Option<Parsed> {
         })
         .map(|d| d.name.clone())
         .collect();
-    let special = last.name.starts_with('<') && last.name.ends_with('>');
+    // `<constructor>`, `<init>`, `<get>`: a name the language has no identifier for (not an
+    // operator such as Ruby's `<=>`).
+    let special = last.name.len() > 2
+        && last.name.starts_with('<')
+        && last.name.ends_with('>')
+        && last.name[1..last.name.len() - 1]
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_');
     let name = if special {
         let n = s.descriptors.len();
         (n >= 2).then(|| s.descriptors[n - 2].name.clone())?
@@ -430,6 +439,10 @@ pub fn apply(
         let Some((l0, c0, l1, c1)) = range(occ) else {
             return FileOutcome::Stale(format!("an occurrence of {} has no range", occ.symbol));
         };
+        // A secret redacted on the line moved its columns: the line's occurrences are left out.
+        if (l0..=l1).any(|l| lines.line(l).is_some_and(|t| t.contains("[REDACTED:"))) {
+            continue;
+        }
         let (Some(start), Some(end)) = (lines.byte(l0, c0, enc), lines.byte(l1, c1, enc)) else {
             return FileOutcome::Stale(format!(
                 "line {} column {} lies outside the file",
@@ -476,13 +489,26 @@ pub fn apply(
         if !kept(p.suffix) {
             continue;
         }
-        defined_at.entry(pl.occ.symbol.as_str()).or_insert(pl.line);
+        // One definition per symbol: overloads (`@overload`, TypeScript signatures) define it
+        // again, and a symbol on two definitions would resolve to neither.
+        if defined_at.contains_key(pl.occ.symbol.as_str()) {
+            continue;
+        }
+        defined_at.insert(pl.occ.symbol.as_str(), pl.line);
         let ident = &text[pl.start..pl.end];
         let info = infos.get(pl.occ.symbol.as_str()).copied();
+        // A method on a callable, a type on a type; a constructor by its own identifier, never
+        // on its class.
+        let fits = |kind: &str| match p.suffix {
+            Suffix::Method | Suffix::Macro => crate::resolve::CALLABLE_KINDS.contains(&kind),
+            Suffix::Type => crate::resolve::TYPE_KINDS.contains(&kind),
+            _ => true,
+        };
         let found = symbols.iter_mut().find(|s| {
             s.scip_symbol.is_none()
                 && s.symbol.name_line == pl.line + 1
-                && (s.symbol.name == ident || s.symbol.name == p.name)
+                && fits(&s.symbol.kind)
+                && (s.symbol.name == ident || (p.checked_name.is_some() && s.symbol.name == p.name))
         });
         if let Some(s) = found {
             s.scip_symbol = Some(pl.occ.symbol.clone());
@@ -612,11 +638,18 @@ fn scip_ref(
 
 /// The id of the innermost definition of `symbols` holding `start..end`.
 fn innermost(symbols: &[SymbolRecord], start: usize, end: usize) -> Option<i64> {
+    // The smallest; on equal ranges the last, as `resolve::in_file` picks.
     symbols
         .iter()
-        .filter(|s| s.symbol.start_byte <= start && end <= s.symbol.end_byte)
-        .min_by_key(|s| s.symbol.end_byte - s.symbol.start_byte)
-        .map(|s| s.symbol_id)
+        .enumerate()
+        .filter(|(_, s)| s.symbol.start_byte <= start && end <= s.symbol.end_byte)
+        .min_by_key(|(i, s)| {
+            (
+                s.symbol.end_byte - s.symbol.start_byte,
+                std::cmp::Reverse(*i),
+            )
+        })
+        .map(|(_, s)| s.symbol_id)
 }
 
 /// An occurrence's enclosing range (the whole definition) as bytes, when the index gives one.

@@ -680,8 +680,18 @@ fn word_at<'a>(s: &'a str, x: &'a str) -> impl Iterator<Item = usize> + 'a {
 /// `"Flask"`): its last segment, without generic arguments.
 fn type_name(s: &str) -> Option<String> {
     let mut s = s.trim_start();
-    for p in ["&", "mut ", "dyn ", "impl ", "*", "\"", "'", "?"] {
-        s = s.strip_prefix(p).unwrap_or(s).trim_start();
+    for p in ["&", "'", "mut ", "dyn ", "impl ", "*", "\"", "?"] {
+        let Some(rest) = s.strip_prefix(p) else {
+            continue;
+        };
+        s = rest.trim_start();
+        // `&'a mut T`: past the lifetime's name.
+        if p == "'" && s.starts_with(|c: char| c.is_alphabetic()) {
+            let end = s.find(|c: char| !is_ident(c)).unwrap_or(s.len());
+            if s[end..].starts_with(' ') {
+                s = s[end..].trim_start();
+            }
+        }
     }
     let end = s
         .find(|c: char| !(is_ident(c) || c == '.' || c == ':'))
@@ -716,8 +726,9 @@ fn declared_type(sig: &str, x: &str) -> Option<String> {
                 None => b,
             };
             let start = b
-                .rfind(|c: char| !(is_ident(c) || c == '.'))
-                .map_or(0, |k| k + 1);
+                .char_indices()
+                .rfind(|&(_, c)| !(is_ident(c) || c == '.'))
+                .map_or(0, |(k, c)| k + c.len_utf8());
             let word = &b[start..];
             if word.chars().next().is_some_and(char::is_uppercase) {
                 return type_name(word);
@@ -737,16 +748,30 @@ fn declared_type(sig: &str, x: &str) -> Option<String> {
 /// The type of the last `x = T(...)` / `x = new T(...)` / `x := T{...}` / `T x = ...` in `body`
 /// (a constructor by its capital).
 fn assigned_type(body: &str, x: &str) -> Option<String> {
-    let mut found = None;
+    let mut found: Option<String> = None;
+    let mut agree = true;
+    let mut note = |ty: String| {
+        if found.as_ref().is_some_and(|f| *f != ty) {
+            agree = false;
+        }
+        found = Some(ty);
+    };
     for i in word_at(body, x) {
         let after = body[i + x.len()..].trim_start();
-        // `x: T = ...` declares it.
+        // `x: T = ...` declares it (a declaration: first on its line, or after `let`/`const`...,
+        // not an object literal's key).
+        let line_before = body[..i].rsplit('\n').next().unwrap_or("").trim();
+        let declares = line_before.is_empty()
+            || ["let", "const", "var", "val", "mut"]
+                .iter()
+                .any(|k| line_before.ends_with(k));
         if let Some(t) = after.strip_prefix(':')
+            && declares
             && !t.starts_with([':', '='])
             && let Some(ty) = type_name(t)
             && ty.chars().next().is_some_and(char::is_uppercase)
         {
-            found = Some(ty);
+            note(ty);
             continue;
         }
         let Some(rhs) = after
@@ -765,10 +790,11 @@ fn assigned_type(body: &str, x: &str) -> Option<String> {
             && let Some(ty) = type_name(&rhs[..end])
             && ty.chars().next().is_some_and(char::is_uppercase)
         {
-            found = Some(ty);
+            note(ty);
         }
     }
-    found
+    // Assigned two types: which one a call sees is the flow's to say.
+    if agree { found } else { None }
 }
 
 /// The chunk holding byte `at`: chunks are in source order and never overlap, so a binary search
@@ -835,6 +861,22 @@ mod tests {
             a("x = make()\nx == Foo()", "x"),
             None,
             "a call, and a comparison"
+        );
+        assert_eq!(
+            a("app = Flask()\napp.run()\napp = Other()", "app"),
+            None,
+            "two types"
+        );
+        assert_eq!(
+            a("f({engine: Engine})", "engine"),
+            None,
+            "an object literal's key"
+        );
+        assert_eq!(d("fn f(g: &'a mut Glob)", "g").as_deref(), Some("Glob"));
+        assert_eq!(
+            d("void f(\u{20ac}Engine e)", "e").as_deref(),
+            Some("Engine"),
+            "past a multibyte character, without a panic"
         );
     }
 }

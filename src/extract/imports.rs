@@ -126,7 +126,11 @@ pub fn module_aliases(
                         continue;
                     };
                     for item in c[3].split(',') {
-                        if let Some((local, name)) = alias(item) {
+                        // A module by PEP 8's lower-case name (`from shop import pricing`);
+                        // `from shop.models import Cart` imports a class.
+                        if let Some((local, name)) =
+                            alias(item).filter(|(_, n)| !n.starts_with(|c: char| c.is_uppercase()))
+                        {
                             let files: Vec<String> = bases
                                 .iter()
                                 .flat_map(|b| {

@@ -293,7 +293,14 @@ fn callee(
     let before = joined
         .trim_end_matches(seps)
         .trim_start_matches(|c: char| c.is_whitespace() || c == '@' || c == '&' || c == '*');
-    let receiver = (!before.is_empty()).then(|| before.to_string());
+    let receiver = if !before.is_empty() {
+        Some(before.to_string())
+    } else if !joined.trim().is_empty() {
+        // `((Closeable) o).close()`, `(a or b).f()`: an object in parentheses.
+        Some("()".to_string())
+    } else {
+        None
+    };
     (!name.is_empty()).then(|| (name.to_string(), receiver, path_call))
 }
 
