@@ -557,7 +557,25 @@ pub fn in_file(
             }
             id = s.parent_id;
         }
-        None
+        // A field of the type holding the caller: `T x;` / `x: T` in its body, or
+        // `self.x = T(...)` / `this.x = new T()` in its methods.
+        let h = holder(from)
+            .and_then(|h| by_id.get(&h))
+            .map(|&i| &symbols[i])?;
+        known
+            .borrow_mut()
+            .entry((h.symbol_id, format!("field {x}")))
+            .or_insert_with(|| {
+                let body = text.get(h.symbol.start_byte..h.symbol.end_byte)?;
+                field_type(body, x).or_else(|| {
+                    lang.and_then(|l| {
+                        l.self_receivers
+                            .iter()
+                            .find_map(|s| assigned_type(body, &format!("{s}.{x}")))
+                    })
+                })
+            })
+            .clone()
     };
     refs.into_iter()
         .map(|r| {
@@ -638,7 +656,32 @@ pub fn in_file(
                     } else if r.path_call {
                         (None, Scope::Closed)
                     } else {
-                        (None, on_object(&r.target))
+                        // `self.db.query()`: a field of the holder whose type it declares.
+                        let field = lang.and_then(|l| {
+                            l.self_receivers.iter().find_map(|s| {
+                                recv.strip_prefix(s.as_str())?
+                                    .strip_prefix('.')
+                                    .filter(|f| f.chars().all(is_ident))
+                            })
+                        });
+                        let or_method = on_object(&r.target) == Scope::Method;
+                        match field.and_then(|f| {
+                            type_of(None, f).or_else(|| {
+                                // Not a local: the holder's field.
+                                let h = holder(from)?;
+                                let hs = &symbols[*by_id.get(&h)?];
+                                let body = text.get(hs.symbol.start_byte..hs.symbol.end_byte)?;
+                                field_type(body, f).or_else(|| {
+                                    lang?
+                                        .self_receivers
+                                        .iter()
+                                        .find_map(|s| assigned_type(body, &format!("{s}.{f}")))
+                                })
+                            })
+                        }) {
+                            Some(t) => (None, Scope::Typed(t, or_method)),
+                            None => (None, on_object(&r.target)),
+                        }
                     }
                 }
                 _ => {
@@ -743,6 +786,67 @@ fn declared_type(sig: &str, x: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// The type a type's body declares for its field `x`: `T x;` / `T x =` (Java, C#), `x: T`
+/// (TypeScript, Kotlin, Python class annotations), `x *T` (Go struct fields).
+fn field_type(body: &str, x: &str) -> Option<String> {
+    let mut found: Option<String> = None;
+    for i in word_at(body, x) {
+        let line_before = body[..i].rsplit('\n').next().unwrap_or("");
+        let after = body[i + x.len()..].trim_start();
+        let ty = if let Some(t) = after
+            .strip_prefix(['?', '!'])
+            .unwrap_or(after)
+            .strip_prefix(':')
+        {
+            // `private x: T;`: modifiers, or nothing, before it on its line.
+            let words_ok = line_before.split_whitespace().all(|w| {
+                matches!(
+                    w,
+                    "private"
+                        | "public"
+                        | "protected"
+                        | "readonly"
+                        | "static"
+                        | "val"
+                        | "var"
+                        | "let"
+                        | "lateinit"
+                        | "internal"
+                        | "override"
+                        | "declare"
+                )
+            });
+            (words_ok && !t.starts_with([':', '=']))
+                .then(|| type_name(t))
+                .flatten()
+        } else if after.starts_with([';', '=']) && !after.starts_with("==") {
+            // `private final T x;`: the word before it.
+            let b = line_before.trim_end().trim_end_matches("[]");
+            let b = match b.strip_suffix('>') {
+                Some(g) => g.rfind('<').map_or(g, |o| &g[..o]),
+                None => b,
+            };
+            let start = b
+                .char_indices()
+                .rfind(|&(_, c)| !(is_ident(c) || c == '.'))
+                .map_or(0, |(k, c)| k + c.len_utf8());
+            type_name(&b[start..])
+        } else if line_before.trim().is_empty() && after.starts_with(['*']) {
+            // Go: `db *Store`.
+            type_name(after)
+        } else {
+            None
+        };
+        if let Some(t) = ty.filter(|t| t.chars().next().is_some_and(char::is_uppercase)) {
+            if found.as_ref().is_some_and(|f| *f != t) {
+                return None;
+            }
+            found = Some(t);
+        }
+    }
+    found
 }
 
 /// The type of the last `x = T(...)` / `x = new T(...)` / `x := T{...}` / `T x = ...` in `body`
@@ -866,6 +970,29 @@ mod tests {
             a("app = Flask()\napp.run()\napp = Other()", "app"),
             None,
             "two types"
+        );
+        let f = |body: &str, x: &str| field_type(body, x);
+        assert_eq!(
+            f(
+                "class A {\n  protected final CordovaWebViewEngine engine;\n}",
+                "engine"
+            )
+            .as_deref(),
+            Some("CordovaWebViewEngine")
+        );
+        assert_eq!(
+            f("class A {\n  private store: Store;\n}", "store").as_deref(),
+            Some("Store")
+        );
+        assert_eq!(
+            f("type S struct {\n\tdb *Store\n}", "db").as_deref(),
+            Some("Store")
+        );
+        assert_eq!(f("Foo x;\nBar x;", "x"), None, "declared two ways");
+        assert_eq!(f("if (x == y) { x = 1; }", "x"), None);
+        assert_eq!(
+            a("def __init__(self):\n    self.db = Database()\n", "self.db").as_deref(),
+            Some("Database")
         );
         assert_eq!(
             a("f({engine: Engine})", "engine"),

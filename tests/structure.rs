@@ -759,6 +759,14 @@ def pay(coupon: "Coupon"):
     coupon.update({})
     b = Basket()
     b.subtotal()
+
+
+class Shop:
+    def __init__(self):
+        self.basket = Basket()
+
+    def total(self):
+        return self.basket.subtotal()
 "#,
     );
     write(
@@ -843,6 +851,9 @@ func (s *Server) listen() {}
             "shop/cart.py | 29 | update | shop/pricing.py:Coupon > update | repo",
             "shop/cart.py | 30 | Basket | shop/cart.py:Basket | file",
             "shop/cart.py | 31 | subtotal | shop/cart.py:Basket > subtotal | repo",
+            // A field whose type its class assigns (`self.basket = Basket()`).
+            "shop/cart.py | 36 | Basket | shop/cart.py:Basket | file",
+            "shop/cart.py | 39 | subtotal | shop/cart.py:Basket > subtotal | repo",
             "shop/pricing.py | 2 | sum | - | -",
             // A wrapper handing the call to another object is not calling itself.
             "shop/pricing.py | 13 | describe_coupon | - | -",
