@@ -131,11 +131,9 @@ impl ScipIndex {
         self.inputs.is_empty()
     }
 
-    /// The root-relative paths of every document in the tree, sorted.
-    pub fn paths(&self) -> Vec<&str> {
-        let mut v: Vec<&str> = self.docs.keys().map(String::as_str).collect();
-        v.sort_unstable();
-        v
+    /// The root-relative paths of every document in the tree, in no order.
+    pub fn paths(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.docs.keys().map(String::as_str)
     }
 }
 
@@ -341,17 +339,22 @@ fn kept(suffix: Suffix) -> bool {
 /// A range as (start line, start column, end line, end column), 0-based.
 fn range(o: &Occurrence) -> Option<(usize, usize, usize, usize)> {
     use scip::types::occurrence::Typed_range;
-    let r: Vec<i32> = match &o.typed_range {
+    match &o.typed_range {
         Some(Typed_range::SingleLineRange(s)) => {
-            vec![s.line, s.start_character, s.end_character]
+            span(&[s.line, s.start_character, s.end_character])
         }
         Some(Typed_range::MultiLineRange(m)) => {
-            vec![m.start_line, m.start_character, m.end_line, m.end_character]
+            span(&[m.start_line, m.start_character, m.end_line, m.end_character])
         }
-        _ => o.range.clone(),
-    };
+        _ => span(&o.range),
+    }
+}
+
+/// A SCIP range, `[line, start, end]` or `[start line, start, end line, end]`, as (start line,
+/// start column, end line, end column); none when it is neither or holds a negative number.
+fn span(r: &[i32]) -> Option<(usize, usize, usize, usize)> {
     let u = |v: i32| usize::try_from(v).ok();
-    match r.as_slice() {
+    match r {
         [l, a, b] => Some((u(*l)?, u(*a)?, u(*l)?, u(*b)?)),
         [l, a, m, b] => Some((u(*l)?, u(*a)?, u(*m)?, u(*b)?)),
         _ => None,
@@ -655,19 +658,13 @@ fn innermost(symbols: &[SymbolRecord], start: usize, end: usize) -> Option<i64> 
 /// An occurrence's enclosing range (the whole definition) as bytes, when the index gives one.
 fn enclosing(o: &Occurrence, lines: &Lines<'_>, enc: Encoding) -> Option<(usize, usize)> {
     use scip::types::occurrence::Typed_enclosing_range as T;
-    let r: Vec<i32> = match &o.typed_enclosing_range {
-        Some(T::SingleLineEnclosingRange(s)) => vec![s.line, s.start_character, s.end_character],
+    let (l0, c0, l1, c1) = match &o.typed_enclosing_range {
+        Some(T::SingleLineEnclosingRange(s)) => span(&[s.line, s.start_character, s.end_character]),
         Some(T::MultiLineEnclosingRange(m)) => {
-            vec![m.start_line, m.start_character, m.end_line, m.end_character]
+            span(&[m.start_line, m.start_character, m.end_line, m.end_character])
         }
-        _ => o.enclosing_range.clone(),
-    };
-    let u = |v: i32| usize::try_from(v).ok();
-    let (l0, c0, l1, c1) = match r.as_slice() {
-        [l, a, b] => (u(*l)?, u(*a)?, u(*l)?, u(*b)?),
-        [l, a, m, b] => (u(*l)?, u(*a)?, u(*m)?, u(*b)?),
-        _ => return None,
-    };
+        _ => span(&o.enclosing_range),
+    }?;
     Some((lines.byte(l0, c0, enc)?, lines.byte(l1, c1, enc)?))
 }
 

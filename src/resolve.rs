@@ -532,6 +532,27 @@ pub fn in_file(
     // (`app: Flask`, `Engine e`, `c *Command`), else its last `x = Type(...)` in that function
     // (each function's text read once per name).
     let known: std::cell::RefCell<FxHashMap<(i64, String), Option<String>>> = Default::default();
+    // A field of the type holding the caller: `T x;` / `x: T` in its body, or
+    // `self.x = T(...)` / `this.x = new T()` in its methods.
+    let field_of = |from: Option<i64>, x: &str| {
+        let h = holder(from)
+            .and_then(|h| by_id.get(&h))
+            .map(|&i| &symbols[i])?;
+        known
+            .borrow_mut()
+            .entry((h.symbol_id, format!("field {x}")))
+            .or_insert_with(|| {
+                let body = text.get(h.symbol.start_byte..h.symbol.end_byte)?;
+                field_type(body, x).or_else(|| {
+                    lang.and_then(|l| {
+                        l.self_receivers
+                            .iter()
+                            .find_map(|s| assigned_type(body, &format!("{s}.{x}")))
+                    })
+                })
+            })
+            .clone()
+    };
     let type_of = |from: Option<i64>, x: &str| {
         let mut id = from;
         while let Some(s) = id.and_then(|i| by_id.get(&i)).map(|&i| &symbols[i]) {
@@ -557,25 +578,7 @@ pub fn in_file(
             }
             id = s.parent_id;
         }
-        // A field of the type holding the caller: `T x;` / `x: T` in its body, or
-        // `self.x = T(...)` / `this.x = new T()` in its methods.
-        let h = holder(from)
-            .and_then(|h| by_id.get(&h))
-            .map(|&i| &symbols[i])?;
-        known
-            .borrow_mut()
-            .entry((h.symbol_id, format!("field {x}")))
-            .or_insert_with(|| {
-                let body = text.get(h.symbol.start_byte..h.symbol.end_byte)?;
-                field_type(body, x).or_else(|| {
-                    lang.and_then(|l| {
-                        l.self_receivers
-                            .iter()
-                            .find_map(|s| assigned_type(body, &format!("{s}.{x}")))
-                    })
-                })
-            })
-            .clone()
+        field_of(from, x)
     };
     refs.into_iter()
         .map(|r| {
@@ -665,20 +668,7 @@ pub fn in_file(
                             })
                         });
                         let or_method = on_object(&r.target) == Scope::Method;
-                        match field.and_then(|f| {
-                            type_of(None, f).or_else(|| {
-                                // Not a local: the holder's field.
-                                let h = holder(from)?;
-                                let hs = &symbols[*by_id.get(&h)?];
-                                let body = text.get(hs.symbol.start_byte..hs.symbol.end_byte)?;
-                                field_type(body, f).or_else(|| {
-                                    lang?
-                                        .self_receivers
-                                        .iter()
-                                        .find_map(|s| assigned_type(body, &format!("{s}.{f}")))
-                                })
-                            })
-                        }) {
+                        match field.and_then(|f| field_of(from, f)) {
                             Some(t) => (None, Scope::Typed(t, or_method)),
                             None => (None, on_object(&r.target)),
                         }
@@ -748,6 +738,21 @@ fn type_name(s: &str) -> Option<String> {
     .then(|| last.to_string())
 }
 
+/// The last word of `s` (which ends where a declared name starts, trimmed), past generic arguments
+/// and `[]`: the type of `List<String> xs`, `Engine[] es`, `a.b.Engine e`.
+fn type_word_before(s: &str) -> &str {
+    let b = s.trim_end_matches("[]");
+    let b = match b.strip_suffix('>') {
+        Some(g) => g.rfind('<').map_or(g, |o| &g[..o]),
+        None => b,
+    };
+    let start = b
+        .char_indices()
+        .rfind(|&(_, c)| !(is_ident(c) || c == '.'))
+        .map_or(0, |(k, c)| k + c.len_utf8());
+    &b[start..]
+}
+
 /// The type a signature declares for the parameter `x`: `x: T` (Python, TypeScript, Rust,
 /// Kotlin, Swift), `T x` (Java, C#, C), `x *T` / `x T` (Go).
 fn declared_type(sig: &str, x: &str) -> Option<String> {
@@ -762,17 +767,8 @@ fn declared_type(sig: &str, x: &str) -> Option<String> {
         }
         let before = params[..i].trim_end();
         if after.starts_with([',', ')', '=']) && !before.ends_with(['(', ',']) {
-            // `T x` (Java): the word before `x`, past generic arguments and `[]`.
-            let b = before.trim_end_matches("[]");
-            let b = match b.strip_suffix('>') {
-                Some(g) => g.rfind('<').map_or(g, |o| &g[..o]),
-                None => b,
-            };
-            let start = b
-                .char_indices()
-                .rfind(|&(_, c)| !(is_ident(c) || c == '.'))
-                .map_or(0, |(k, c)| k + c.len_utf8());
-            let word = &b[start..];
+            // `T x` (Java).
+            let word = type_word_before(before);
             if word.chars().next().is_some_and(char::is_uppercase) {
                 return type_name(word);
             }
@@ -822,17 +818,8 @@ fn field_type(body: &str, x: &str) -> Option<String> {
                 .then(|| type_name(t))
                 .flatten()
         } else if after.starts_with([';', '=']) && !after.starts_with("==") {
-            // `private final T x;`: the word before it.
-            let b = line_before.trim_end().trim_end_matches("[]");
-            let b = match b.strip_suffix('>') {
-                Some(g) => g.rfind('<').map_or(g, |o| &g[..o]),
-                None => b,
-            };
-            let start = b
-                .char_indices()
-                .rfind(|&(_, c)| !(is_ident(c) || c == '.'))
-                .map_or(0, |(k, c)| k + c.len_utf8());
-            type_name(&b[start..])
+            // `private final T x;`.
+            type_name(type_word_before(line_before.trim_end()))
         } else if line_before.trim().is_empty() && after.starts_with(['*']) {
             // Go: `db *Store`.
             type_name(after)

@@ -87,8 +87,8 @@ fn js_module_files(dir: &str, spec: &str) -> Option<Vec<String>> {
     Some(files)
 }
 
-/// The base directories of a Python `from` import's module (dots: relative levels), as
-/// `import_map` finds them; none when it climbs above the root.
+/// The base directories of a Python `from` import's module (dots: relative levels, each past the
+/// first climbing a directory); none when it climbs above the root.
 fn py_from_bases(dir: &str, dots: usize, module: &str) -> Option<Vec<String>> {
     if dots == 0 {
         return Some(vec![module.to_string(), format!("src/{module}")]);
@@ -148,18 +148,19 @@ pub fn module_aliases(
                 } else if let Some(c) = PY_IMPORT.captures(st) {
                     for item in c[1].split(',') {
                         let item = item.trim();
-                        let (module, local) = match item.split_once(" as ") {
-                            Some((m, l)) => (m.trim(), l.trim().to_string()),
-                            // `import a.b` binds `a`.
-                            None => (item, item.split('.').next().unwrap_or(item).to_string()),
-                        };
-                        let bound = if item.contains(" as ") {
-                            module
-                        } else {
-                            module.split('.').next().unwrap_or(module)
+                        // `import a.b as c` binds `c` to `a.b`; `import a.b` binds `a` to `a`.
+                        let (bound, local) = match item.split_once(" as ") {
+                            Some((m, l)) => (m.trim(), l.trim()),
+                            None => {
+                                let top = item.split('.').next().unwrap_or(item);
+                                (top, top)
+                            }
                         };
                         if !local.is_empty() && !bound.is_empty() {
-                            out.insert(local, py_module_files(&bound.replace('.', "/")));
+                            out.insert(
+                                local.to_string(),
+                                py_module_files(&bound.replace('.', "/")),
+                            );
                         }
                     }
                 }
@@ -192,29 +193,9 @@ pub fn import_map(
                 let Some(c) = PY_FROM.captures(st) else {
                     continue;
                 };
-                let dots = c[1].len();
                 let module = c[2].replace('.', "/");
-                let bases: Vec<String> = if dots == 0 {
-                    vec![module.clone(), format!("src/{module}")]
-                } else {
-                    // Each dot past the first climbs a directory; above the root there is no module.
-                    let mut base = dir.to_string();
-                    let mut above_root = false;
-                    for _ in 1..dots {
-                        if base.is_empty() {
-                            above_root = true;
-                        }
-                        base = dir_of(&base).to_string();
-                    }
-                    if above_root {
-                        continue;
-                    }
-                    let joined = if module.is_empty() {
-                        base
-                    } else {
-                        format!("{base}/{module}")
-                    };
-                    normalise(&joined).into_iter().collect()
+                let Some(bases) = py_from_bases(dir, c[1].len(), &module) else {
+                    continue;
                 };
                 let files: Vec<String> = bases
                     .iter()
@@ -231,20 +212,9 @@ pub fn import_map(
                 let Some(c) = JS_NAMED.captures(st) else {
                     continue;
                 };
-                let spec = &c[2];
-                if !spec.starts_with('.') {
-                    continue;
-                }
-                let Some(base) = normalise(&format!("{dir}/{spec}")) else {
+                let Some(files) = js_module_files(dir, &c[2]) else {
                     continue;
                 };
-                let mut files: Vec<String> = Vec::new();
-                for ext in ["ts", "tsx", "js", "jsx", "mjs"] {
-                    files.push(format!("{base}.{ext}"));
-                }
-                for ext in ["ts", "tsx", "js"] {
-                    files.push(format!("{base}/index.{ext}"));
-                }
                 for item in c[1].split(',') {
                     if let Some((local, name)) = alias(item.trim().trim_start_matches("type ")) {
                         out.insert(local, (name, files.clone()));

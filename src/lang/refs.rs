@@ -332,6 +332,15 @@ mod tests {
     use super::*;
     use crate::lang::Registry;
 
+    /// The calls of `src`: (called name, receiver).
+    fn calls(lang: &Language, src: &str) -> Vec<(String, Option<String>)> {
+        references(lang, src)
+            .into_iter()
+            .filter(|r| r.kind == RefKind::Call)
+            .map(|r| (r.target, r.receiver))
+            .collect()
+    }
+
     #[test]
     fn imports_and_calls_by_the_language_file() {
         let reg = Registry::load(&[]).unwrap();
@@ -353,23 +362,15 @@ mod tests {
             ]
         );
         // What each call is made on.
-        let receivers: Vec<Option<String>> = references(py, src)
-            .into_iter()
-            .filter(|r| r.kind == RefKind::Call)
-            .map(|r| r.receiver)
-            .collect();
+        let receivers: Vec<Option<String>> = calls(py, src).into_iter().map(|c| c.1).collect();
         assert_eq!(
             receivers,
             [Some("g".to_string()), Some("os".to_string()), None, None]
         );
-        let chained: Vec<(String, Option<String>)> = references(
+        let chained = calls(
             py,
             "def f(self):\n    super().save()\n    self.db.rows(1).first()\n",
-        )
-        .into_iter()
-        .filter(|r| r.kind == RefKind::Call)
-        .map(|r| (r.target, r.receiver))
-        .collect();
+        );
         assert_eq!(
             chained,
             [
@@ -381,14 +382,10 @@ mod tests {
         );
         // Java keeps the receiver in a field of its own (`object`).
         let java = reg.get("java").unwrap();
-        let got: Vec<(String, Option<String>)> = references(
+        let got = calls(
             java,
             "class A { void f() { engine.getView(); super.onCreate(); this.g(); h(); } }",
-        )
-        .into_iter()
-        .filter(|r| r.kind == RefKind::Call)
-        .map(|r| (r.target, r.receiver))
-        .collect();
+        );
         let s = |x: &str| Some(x.to_string());
         assert_eq!(
             got,

@@ -673,12 +673,10 @@ fn build_into(
             .filter(|s| !s.path.ends_with('/'))
             .count() as u64;
     if let Some(s) = summary.scip.as_mut() {
-        for path in scip.paths() {
-            if kept.contains(path) {
-                s.kept += 1;
-            }
-        }
-        s.unused = (scip.paths().len() as u64).saturating_sub(s.files + s.stale + s.kept);
+        let paths = scip.paths();
+        let documents = paths.len() as u64;
+        s.kept = paths.filter(|p| kept.contains(p)).count() as u64;
+        s.unused = documents.saturating_sub(s.files + s.stale + s.kept);
     }
     let mut skipped = walked.skipped;
     skipped.extend(read_skips);
