@@ -635,6 +635,7 @@ fn scip_ref(
         target_symbol_id: None,
         resolution: Some(Resolution::Scip),
         scip_symbol: Some(symbol.to_string()),
+        exports: None,
         scope: crate::record::Scope::Open,
     }
 }

@@ -107,6 +107,11 @@ pub struct RefRecord {
     /// The SCIP symbol it names, for a reference taken from a SCIP index (`resolution` is then
     /// `scip`, and `target_symbol_id` the bundle's definition of that symbol, if it has one).
     pub scip_symbol: Option<String>,
+    /// For an import statement that makes names of another module this file's (Python's
+    /// `from .app import Flask`, TypeScript's `export { a } from "./a"`): the names (`local=name`,
+    /// `*` for all of them) and the module's candidate files ([`crate::extract::imports::exports`]).
+    /// A name imported from this file resolves through them when the file does not define it.
+    pub exports: Option<(Vec<String>, Vec<String>)>,
     /// Where a reference left open in its file may still resolve (this run's; not stored: what
     /// the bundle-wide step needs is stored as its [`crate::resolve::Pending`]).
     pub scope: Scope,
@@ -129,6 +134,9 @@ pub enum Scope {
     /// `app = Flask(...)`, `Engine e = new Engine()`): the one member of that name of the type
     /// of that name; when the type defines none, as [`Scope::Method`] if the flag says so.
     Typed(String, bool),
+    /// A call on a module path (`pathutil::f()`, `crate::glob::f()`): in the module the file's
+    /// `use` of the path's first name, or the path itself, names; else nowhere.
+    Path(String),
     /// Nowhere beyond its file: `super().f()`, a call on `self` the file does not define, or a
     /// method name the standard library's types also define (`d.update()`, `f.close()`).
     Closed,

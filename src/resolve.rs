@@ -95,6 +95,32 @@ impl Class {
     }
 }
 
+/// Languages whose same-named definitions side by side (same kind, same parent) declare one
+/// function: TypeScript's overload signatures before the implementation, Python's `@overload`
+/// stubs (or a definition made again under a condition). A reference lands on the first of them,
+/// as SCIP's indexers define the symbol there, instead of finding several and resolving to none.
+/// (Java's, C#'s or C++'s overloads are different functions: which one a call takes is a type
+/// checker's.)
+pub const ONE_FUNCTION_OVERLOADS: &[&str] = &["python", "typescript", "tsx", "javascript"];
+
+/// For each of a file's `symbols` (in `language`), whether it counts as a target: all but the
+/// later ones of an overload set ([`ONE_FUNCTION_OVERLOADS`]): same parent, kind and name, the
+/// first by (start byte, id) counting.
+pub fn counted(language: Option<&str>, symbols: &[SymbolRecord]) -> Vec<bool> {
+    let mut out = vec![true; symbols.len()];
+    if !language.is_some_and(|l| ONE_FUNCTION_OVERLOADS.contains(&l)) {
+        return out;
+    }
+    let mut order: Vec<usize> = (0..symbols.len()).collect();
+    order.sort_unstable_by_key(|&i| (symbols[i].symbol.start_byte, symbols[i].symbol_id));
+    let mut seen: rustc_hash::FxHashSet<(Option<i64>, &str, &str)> = Default::default();
+    for i in order {
+        let s = &symbols[i];
+        out[i] = seen.insert((s.parent_id, s.symbol.kind.as_str(), s.symbol.name.as_str()));
+    }
+    out
+}
+
 /// Languages that share a family with others: (language, family). Any other language is its own
 /// family; no language is the family `""`.
 const FAMILIES: &[(&str, &str)] = &[
@@ -133,7 +159,7 @@ fn sql_list(items: &[&str]) -> String {
 /// object, the one method of its name in the family; else the one definition of the name in the
 /// family. Over a bundle's live rows this keeps references exact
 /// whatever segments the rows sit in; on a one-segment bundle it equals what the writer stored.
-pub fn resolved_refs_sql(stored: &str, symbols: &str) -> String {
+pub fn resolved_refs_sql(stored: &str, symbols: &str, deps: &str) -> String {
     let family = {
         let mut arms = String::new();
         for (lang, fam) in FAMILIES {
@@ -152,38 +178,91 @@ pub fn resolved_refs_sql(stored: &str, symbols: &str) -> String {
         sql_list(METHOD_KINDS),
     );
     format!(
-        "WITH defs AS (
-  SELECT 'c' AS class, {family} AS family, path, name, symbol_id FROM {symbols} WHERE kind IN ({callable})
+        "WITH counted AS (SELECT * FROM {symbols}
+  QUALIFY coalesce(language, '') NOT IN ({overloads})
+       OR row_number() OVER (PARTITION BY path, parent_id, kind, name
+                             ORDER BY start_byte, symbol_id) = 1),
+defs AS (
+  SELECT 'c' AS class, {family} AS family, path, name, symbol_id FROM counted WHERE kind IN ({callable})
   UNION ALL
-  SELECT 't', {family}, path, name, symbol_id FROM {symbols} WHERE kind IN ({types})
+  SELECT 't', {family}, path, name, symbol_id FROM counted WHERE kind IN ({types})
   UNION ALL
-  SELECT 'm', {family}, path, name, symbol_id FROM {symbols} WHERE kind IN ({methods})),
+  SELECT 'm', {family}, path, name, symbol_id FROM counted WHERE kind IN ({methods})),
 by_name AS (SELECT class, family, name, count(*) AS n, min(symbol_id) AS id FROM defs GROUP BY ALL),
-by_file AS (SELECT class, path, name, count(*) AS n, min(symbol_id) AS id FROM defs GROUP BY ALL),
+by_file AS (SELECT class, path, name, count(*) AS n, min(symbol_id) AS id FROM (
+  SELECT class, path, name, symbol_id FROM defs
+  UNION ALL SELECT class, {package} AS path, name, symbol_id FROM defs) GROUP BY ALL),
 by_member AS (SELECT {sym_family} AS family, h.name AS holder, s.name, count(*) AS n,
                    min(s.symbol_id) AS id
-            FROM {symbols} s JOIN {symbols} h ON h.symbol_id = s.parent_id
+            FROM counted s JOIN {symbols} h ON h.symbol_id = s.parent_id
             WHERE s.kind IN ({all_callable}) GROUP BY ALL),
 by_scip AS (SELECT {sym_key} AS scip_key, count(*) AS n, min(symbol_id) AS id FROM {symbols}
             WHERE scip_symbol IS NOT NULL GROUP BY ALL),
 open_refs AS (SELECT *, {class} AS class FROM {stored}),
 imports AS (SELECT DISTINCT class, family, import_name, import_files FROM open_refs
             WHERE family IS NOT NULL AND import_name IS NOT NULL),
-candidates AS (SELECT *, unnest(import_files) AS file FROM imports),
-def_files AS (SELECT DISTINCT path FROM defs),
+named AS (SELECT *, unnest(import_files) AS named FROM imports),
+go_modules AS (SELECT name AS module,
+                      CASE WHEN contains(path, '/') THEN regexp_replace(path, '/[^/]*$', '') ELSE '' END AS dir
+               FROM {deps} WHERE ecosystem = 'go' AND scope = 'module'),
+ts_modules AS (SELECT CASE WHEN contains(path, '/') AND NOT ends_with(path, '/package.json')
+                           THEN regexp_replace(path, '/[^/]*$', '') ELSE '' END AS dir,
+                      name AS alias, version AS target, split_part(name, '*', 1) AS pre,
+                      CASE WHEN contains(name, '*') THEN substr(name, strpos(name, '*') + 1) END AS suf
+               FROM {deps} WHERE ecosystem = 'npm' AND scope = 'module' AND version IS NOT NULL),
+ts_specs AS (SELECT DISTINCT named, substr(named, 4, strpos(named, '|') - 4) AS from_dir,
+                    substr(named, strpos(named, '|') + 1) AS spec
+             FROM named WHERE named LIKE 'ts:%'),
+ts_bases AS (SELECT s.named, replace(m.target, '*', substr(s.spec, length(m.pre) + 1,
+                    length(s.spec) - length(m.pre) - length(coalesce(m.suf, '')))) AS base
+             FROM ts_specs s JOIN ts_modules m
+               ON (m.dir = '' OR s.from_dir = m.dir OR starts_with(s.from_dir, m.dir || '/'))
+              AND CASE WHEN m.suf IS NULL THEN s.spec = m.alias
+                       ELSE starts_with(s.spec, m.pre) AND ends_with(s.spec, m.suf)
+                            AND length(s.spec) >= length(m.pre) + length(m.suf) END),
+expanded AS (
+  SELECT named, base || unnest([{js_suffixes}]) AS file FROM ts_bases
+  UNION ALL
+  SELECT n.named, coalesce(concat_ws('/', nullif(g.dir, ''),
+                  nullif(ltrim(substr(n.named, 4 + length(g.module)), '/'), '')), '') || '/'
+  FROM (SELECT DISTINCT named FROM named WHERE named LIKE 'go:%') n JOIN go_modules g
+    ON substr(n.named, 4) = g.module OR starts_with(substr(n.named, 4), g.module || '/')),
+candidates AS (SELECT DISTINCT n.class, n.family, n.import_name, n.import_files,
+  CASE WHEN n.named LIKE 'go:%' OR n.named LIKE 'ts:%' THEN x.file ELSE n.named END AS file
+  FROM named n LEFT JOIN expanded x ON x.named = n.named),
+def_files AS (SELECT DISTINCT path FROM defs UNION SELECT DISTINCT {package} FROM defs),
 in_files AS (
   SELECT c.class, c.family, c.import_name, c.import_files,
          CASE WHEN count(f.n) = 1 AND max(f.n) = 1 THEN max(f.id) END AS id,
-         count(f.n) AS hits, bool_or(d.path IS NOT NULL) AS module_here
+         count(f.n) AS hits, bool_or(d.path IS NOT NULL OR c.file = '{anywhere}') AS module_here
   FROM candidates c LEFT JOIN by_file f
     ON f.class = c.class AND f.path = c.file AND f.name = c.import_name
   LEFT JOIN def_files d ON d.path = c.file
   GROUP BY c.class, c.family, c.import_name, c.import_files),
+reexports AS (SELECT path AS file, split_part(e, '=', 1) AS local,
+                     CASE WHEN e = '*' THEN NULL ELSE split_part(e, '=', 2) END AS name, import_files
+              FROM (SELECT path, import_files, unnest(exports) AS e FROM {stored}
+                    WHERE exports IS NOT NULL)),
+reexport_files AS (SELECT file, local, name, unnest(import_files) AS target FROM reexports),
+again AS (
+  SELECT c.class, c.family, c.import_name, c.import_files,
+         CASE WHEN count(f.n) = 1 AND max(f.n) = 1 THEN max(f.id) END AS id,
+         count(f.n) AS hits, bool_or(x.local <> '*') AS named
+  FROM candidates c JOIN reexport_files x ON x.file = c.file
+    AND (x.local = c.import_name OR x.local = '*')
+  LEFT JOIN by_file f ON f.class = c.class AND f.path = x.target
+    AND f.name = coalesce(x.name, c.import_name)
+  GROUP BY c.class, c.family, c.import_name, c.import_files),
 via_import AS (
   SELECT m.class, m.family, m.import_name, m.import_files,
-         coalesce(m.id, CASE WHEN m.hits = 0 AND m.module_here THEN b.id END) AS id
+         CASE WHEN m.hits > 0 THEN m.id
+              WHEN coalesce(a.hits, 0) > 0 THEN a.id
+              WHEN coalesce(a.named, false) THEN NULL
+              WHEN m.module_here THEN b.id END AS id
   FROM in_files m LEFT JOIN by_name b
-    ON b.class = m.class AND b.family = m.family AND b.name = m.import_name AND b.n = 1)
+    ON b.class = m.class AND b.family = m.family AND b.name = m.import_name AND b.n = 1
+  LEFT JOIN again a ON a.class = m.class AND a.family = m.family
+    AND a.import_name = m.import_name AND a.import_files = m.import_files)
 SELECT r.path, r.line, r.kind, r.target, r.from_symbol_id, r.chunk_id,
   CASE WHEN r.family IS NULL THEN r.target_symbol_id
        WHEN r.scip_symbol IS NOT NULL THEN s.id
@@ -214,8 +293,93 @@ LEFT JOIN by_name b ON r.family IS NOT NULL AND r.import_name IS NULL
         sym_family = family.replace("language", "s.language"),
         sym_key = crate::precise::scip_key_sql("scip_symbol"),
         ref_key = crate::precise::scip_key_sql("r.scip_symbol"),
+        package = "CASE WHEN contains(path, '/') THEN regexp_replace(path, '[^/]*$', '') ELSE '/' END",
+        anywhere = ANYWHERE,
+        overloads = sql_list(ONE_FUNCTION_OVERLOADS),
+        js_suffixes = sql_list(&crate::extract::imports::JS_SUFFIXES),
     )
 }
+
+/// A candidate "file" of an import that stands for the whole bundle: when none of the import's
+/// other candidates defines the name, the one definition of the name in the family (Java's
+/// `import com.acme.Engine` from a module the bundle lays out elsewhere, a Rust crate of the
+/// workspace). Without it, an import whose module is not in the bundle resolves nowhere.
+pub const ANYWHERE: &str = "*";
+
+/// The key a package (a directory: Go, and Java/Kotlin's own package) is known by among import
+/// candidates: the directory of `path` with a trailing `/` (`/` for the root). A definition counts
+/// under its file and under its package.
+pub fn package_key(path: &str) -> String {
+    match path.rsplit_once('/') {
+        Some((dir, _)) => format!("{dir}/"),
+        None => "/".to_string(),
+    }
+}
+
+/// The package an imported Go path names, under the Go modules of the bundle ((module path,
+/// directory of its `go.mod`)): `github.com/spf13/cobra/doc` in module `github.com/spf13/cobra`
+/// at the root is `doc/`.
+fn go_package(import: &str, modules: &[(String, String)]) -> Vec<String> {
+    let mut out: Vec<String> = modules
+        .iter()
+        .filter_map(|(module, dir)| {
+            let rest = import.strip_prefix(module.as_str())?;
+            let rest = match rest {
+                "" => "",
+                r => r.strip_prefix('/')?,
+            };
+            let joined = [dir.as_str(), rest]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join("/");
+            Some(format!("{joined}/"))
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The files a bare TypeScript/JavaScript specifier (`DIR|SPEC`: the importing file's directory,
+/// the specifier) may be under the bundle's path aliases ((tsconfig directory, alias, target)):
+/// each alias of a tsconfig.json above the importer that matches (`rxjs/internal/*` →
+/// `src/internal/*`), its target's files; none matching, none (a package's, not the bundle's).
+fn ts_alias(dir_spec: &str, modules: &[(String, String, String)]) -> Vec<String> {
+    let Some((from, spec)) = dir_spec.split_once('|') else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (dir, alias, target) in modules {
+        let above = dir.is_empty()
+            || from == dir
+            || from
+                .strip_prefix(dir.as_str())
+                .is_some_and(|r| r.starts_with('/'));
+        if !above {
+            continue;
+        }
+        let middle = match alias.split_once('*') {
+            None => (spec == alias).then_some(""),
+            Some((pre, suf)) => spec
+                .strip_prefix(pre)
+                .and_then(|r| r.strip_suffix(suf))
+                .filter(|_| spec.len() >= pre.len() + suf.len()),
+        };
+        if let Some(m) = middle {
+            let base = target.replace('*', m);
+            out.extend(
+                crate::extract::imports::JS_SUFFIXES
+                    .iter()
+                    .map(|s| format!("{base}{s}")),
+            );
+        }
+    }
+    out
+}
+
+/// A name a file takes from a module: (its name there, the module's candidate files).
+type Reexport = (String, Vec<String>);
 
 /// A definition's name within its class and language family: the key of name resolution.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -299,13 +463,56 @@ impl Pending {
                     Scope::Open => Some(pending(
                         imports
                             .get(&r.target)
-                            .map(|(name, files)| (name.clone(), files.clone())),
+                            .map(|(name, files)| (name.clone(), files.clone()))
+                            .or_else(|| {
+                                // Not imported: Go's own package, else nothing; Java's, Kotlin's
+                                // and Scala's own package, else anywhere.
+                                let package = package_key(path);
+                                match language {
+                                    Some("go") => Some((r.target.clone(), vec![package])),
+                                    Some("java" | "kotlin" | "scala") => Some((
+                                        r.target.clone(),
+                                        vec![package, ANYWHERE.to_string()],
+                                    )),
+                                    _ => None,
+                                }
+                            }),
                     )),
                     // `storage.load()`: `load` in the module `storage` names, if it is one; else
-                    // a call on an object.
+                    // a call on an object. Rust's `crate::a::f()`, `b::f()`: in the module the path
+                    // names.
                     Scope::Module(m, or_method) => match modules.get(m) {
                         Some(files) => Some(pending(Some((r.target.clone(), files.clone())))),
+                        // `Engine.create()`: no module, a type by its capital (Go's capitals are
+                        // a package's variables as often).
+                        None if m.starts_with(|c: char| c.is_uppercase())
+                            && m.chars().all(is_ident)
+                            && language != Some("go") =>
+                        {
+                            Some(Pending {
+                                method: *or_method,
+                                member_of: Some(m.clone()),
+                                ..method()
+                            })
+                        }
                         None => or_method.then(method),
+                    },
+                    // `pathutil::f()`: the module a `use` names; `b::f()` with no `use` of `b`,
+                    // the child module `mod b;` declares (an outside crate's,
+                    // `serde_json::from_str()`, is no file of the bundle); `crate::a::f()`,
+                    // the module the path names.
+                    Scope::Path(m) => match modules.get(m) {
+                        Some(files) => Some(pending(Some((r.target.clone(), files.clone())))),
+                        None if language == Some("rust") => {
+                            let mut segs: Vec<String> = m.split("::").map(str::to_string).collect();
+                            if !matches!(segs[0].as_str(), "crate" | "self" | "super") {
+                                segs.insert(0, "self".to_string());
+                            }
+                            crate::extract::imports::rust_module_files(path, &segs)
+                                .filter(|f| f != &[ANYWHERE])
+                                .map(|files| pending(Some((r.target.clone(), files))))
+                        }
+                        None => None,
                     },
                     Scope::Method => Some(method()),
                     Scope::Typed(ty, or_method) => Some(Pending {
@@ -335,9 +542,77 @@ pub struct Definitions {
     /// Callables by (family, the name of the definition holding them, name): a type's members.
     by_member: FxHashMap<(String, String, String), (u32, i64)>,
     by_scip: FxHashMap<String, (u32, i64)>,
+    /// Go modules of the bundle: (module path, directory of its `go.mod`).
+    go_modules: Vec<(String, String)>,
+    /// TypeScript/JavaScript path aliases: (the folder they hold under: a tsconfig.json's, the root
+    /// for a package.json's name; alias; target).
+    ts_modules: Vec<(String, String, String)>,
+    /// Names files take from other modules ((file, local name or `*`) → (name there, the
+    /// module's candidate files)): `RefRecord::exports` of their import statements.
+    reexports: FxHashMap<(String, String), Vec<Reexport>>,
 }
 
 impl Definitions {
+    /// Notes the module a manifest of the bundle declares (Go's `module` line, a `deps` row of
+    /// scope `module`): imports of its packages resolve into the manifest's directory.
+    pub fn add_module(&mut self, manifest: &str, dep: &crate::extract::deps::Dep) {
+        let dir = manifest.rsplit_once('/').map_or("", |(d, _)| d);
+        match (dep.ecosystem.as_str(), dep.scope.as_str(), &dep.version) {
+            ("go", "module", _) => self.go_modules.push((dep.name.clone(), dir.to_string())),
+            // A tsconfig.json's aliases hold under its folder; a package's name everywhere.
+            ("npm", "module", Some(target)) => {
+                let applies = if manifest == "package.json" || manifest.ends_with("/package.json") {
+                    ""
+                } else {
+                    dir
+                };
+                self.ts_modules
+                    .push((applies.to_string(), dep.name.clone(), target.clone()))
+            }
+            _ => {}
+        }
+    }
+
+    /// Notes the names an import statement of the file at `path` makes its own
+    /// ([`crate::extract::imports::exports`]).
+    pub fn add_exports(&mut self, path: &str, (names, files): &(Vec<String>, Vec<String>)) {
+        for n in names {
+            let (local, name) = n.split_once('=').unwrap_or((n.as_str(), n.as_str()));
+            self.reexports
+                .entry((path.to_string(), local.to_string()))
+                .or_default()
+                .push((name.to_string(), files.clone()));
+        }
+    }
+
+    /// A name that `files` (a module's candidates) do not define, through their imports of it:
+    /// (the definitions found there, whether one of them names it rather than `*`).
+    fn through_reexports(
+        &self,
+        class: Class,
+        files: &[String],
+        name: &str,
+    ) -> (Vec<&(u32, i64)>, bool) {
+        let (mut found, mut named) = (Vec::new(), false);
+        for f in files {
+            for local in [name, "*"] {
+                let Some(entries) = self.reexports.get(&(f.clone(), local.to_string())) else {
+                    continue;
+                };
+                named |= local != "*";
+                for (there, targets) in entries {
+                    let there = if local == "*" { name } else { there.as_str() };
+                    found.extend(
+                        targets
+                            .iter()
+                            .filter_map(|g| self.by_file.get(&FileKey::new(class, g, there))),
+                    );
+                }
+            }
+        }
+        (found, named)
+    }
+
     /// Counts the definitions of the file at `path` (in `language`).
     pub fn add_file(&mut self, path: &str, language: Option<&str>, symbols: &[SymbolRecord]) {
         let family = language_family(language);
@@ -345,7 +620,11 @@ impl Definitions {
             .iter()
             .map(|s| (s.symbol_id, s.symbol.name.as_str()))
             .collect();
-        for sym in symbols {
+        for (sym, _) in symbols
+            .iter()
+            .zip(counted(language, symbols))
+            .filter(|(_, c)| *c)
+        {
             if CALLABLE_KINDS.contains(&sym.symbol.kind.as_str())
                 && let Some(holder) = sym.parent_id.and_then(|p| names.get(&p))
             {
@@ -367,6 +646,7 @@ impl Definitions {
                 if class.open_kinds().contains(&sym.symbol.kind.as_str()) {
                     if !self.def_files.contains(path) {
                         self.def_files.insert(path.to_string());
+                        self.def_files.insert(package_key(path));
                     }
                     let key = NameKey {
                         class,
@@ -374,10 +654,12 @@ impl Definitions {
                         name: sym.symbol.name.clone(),
                     };
                     self.by_name.entry(key).or_insert((0, sym.symbol_id)).0 += 1;
-                    self.by_file
-                        .entry(FileKey::new(class, path, &sym.symbol.name))
-                        .or_insert((0, sym.symbol_id))
-                        .0 += 1;
+                    for at in [path, package_key(path).as_str()] {
+                        self.by_file
+                            .entry(FileKey::new(class, at, &sym.symbol.name))
+                            .or_insert((0, sym.symbol_id))
+                            .0 += 1;
+                    }
                 }
             }
         }
@@ -414,25 +696,49 @@ impl Definitions {
         }
         let class = if p.method { Class::Method } else { class };
         let (id, how) = match &p.import {
-            Some((imported, files)) => {
+            Some((imported, named)) => {
+                let mut files: Vec<String> = Vec::with_capacity(named.len());
+                for f in named {
+                    if let Some(import) = f.strip_prefix("go:") {
+                        files.extend(go_package(import, &self.go_modules));
+                    } else if let Some(spec) = f.strip_prefix("ts:") {
+                        files.extend(ts_alias(spec, &self.ts_modules));
+                    } else {
+                        files.push(f.clone());
+                    }
+                }
+                files.sort_unstable();
+                files.dedup();
                 let found: Vec<&(u32, i64)> = files
                     .iter()
                     .filter_map(|file| self.by_file.get(&FileKey::new(class, file, imported)))
                     .collect();
+                let again = || self.through_reexports(class, &files, imported);
                 let id = match found.as_slice() {
                     [(1, id)] => Some(*id),
-                    // The module is in the bundle but does not define the name: it re-exports
-                    // it (`from .templating import render_template` in a package's
-                    // `__init__.py`), so the one definition of the name in the family.
-                    [] if files.iter().any(|f| self.def_files.contains(f)) => self
-                        .by_name
-                        .get(&NameKey {
-                            class,
-                            family: p.family.clone(),
-                            name: imported.clone(),
-                        })
-                        .filter(|(n, _)| *n == 1)
-                        .map(|(_, id)| *id),
+                    // The module is in the bundle but does not define the name: it imports
+                    // it (`from .app import Flask` in a package's `__init__.py`, `export *
+                    // from "./types"`): the one definition where that import says.
+                    [] if !again().0.is_empty() => match again().0.as_slice() {
+                        [(1, id)] => Some(*id),
+                        _ => None,
+                    },
+                    // From outside the bundle (`from markupsafe import escape`): nowhere.
+                    [] if again().1 => None,
+                    // Neither: the one definition of the name in the family.
+                    [] if files
+                        .iter()
+                        .any(|f| f == ANYWHERE || self.def_files.contains(f)) =>
+                    {
+                        self.by_name
+                            .get(&NameKey {
+                                class,
+                                family: p.family.clone(),
+                                name: imported.clone(),
+                            })
+                            .filter(|(n, _)| *n == 1)
+                            .map(|(_, id)| *id)
+                    }
                     _ => None,
                 };
                 (id, Resolution::Import)
@@ -478,7 +784,9 @@ pub fn in_file(
     // definition and its same-named ones instead of scanning them all.
     let mut by_start: Vec<usize> = (0..symbols.len()).collect();
     by_start.sort_unstable_by_key(|&i| (symbols[i].symbol.start_byte, i));
-    let mut by_name: Vec<usize> = (0..symbols.len()).collect();
+    // (An overload set's later definitions are no targets: [`counted`].)
+    let targets = counted(lang.map(|l| l.id.as_str()), symbols);
+    let mut by_name: Vec<usize> = (0..symbols.len()).filter(|&i| targets[i]).collect();
     by_name.sort_unstable_by(|&a, &b| {
         (symbols[a].symbol.name.as_str(), a).cmp(&(symbols[b].symbol.name.as_str(), b))
     });
@@ -600,7 +908,7 @@ pub fn in_file(
                         l.self_receivers.iter().any(|s| s == recv)
                             || (l.named_receivers && receiver_of(from).as_deref() == Some(recv))
                     });
-                    if recv == "super" || recv.starts_with("super.") {
+                    if (recv == "super" || recv.starts_with("super.")) && !r.path_call {
                         // The base type's method: which base defines it is a type checker's.
                         (None, Scope::Closed)
                     } else if selfish {
@@ -647,7 +955,9 @@ pub fn in_file(
                             // `name` as often as on the file's (see scripts/bench-refs.sh).
                             // `serde_json::from_str()`, `Regex::builder()`: a path names a module
                             // or a type, never an object.
-                            None if r.path_call => (None, Scope::Closed),
+                            // A type's (`Glob::new()`: its one member of the name, else nowhere)
+                            // or a module's (`pathutil::f()`, when a `use` names it).
+                            None if r.path_call => (None, path_scope(recv)),
                             None => {
                                 let or_method = on_object(&r.target) == Scope::Method;
                                 match type_of(from, recv) {
@@ -657,7 +967,7 @@ pub fn in_file(
                             }
                         }
                     } else if r.path_call {
-                        (None, Scope::Closed)
+                        (None, path_scope(recv))
                     } else {
                         // `self.db.query()`: a field of the holder whose type it declares.
                         let field = lang.and_then(|l| {
@@ -691,10 +1001,28 @@ pub fn in_file(
                 resolution: target_symbol_id.map(|_| Resolution::File),
                 target_symbol_id,
                 scip_symbol: None,
+                exports: None,
                 scope,
             }
         })
         .collect()
+}
+
+/// Where a call on the path `recv` (`Glob::new`, `crate::glob::Glob::new`, `pathutil::f`) can
+/// land: a type by its capital (its one member of the name), else the module the path names
+/// ([`Scope::Path`]).
+fn path_scope(recv: &str) -> Scope {
+    let last = recv.rsplit("::").next().unwrap_or(recv);
+    if last.starts_with(|c: char| c.is_uppercase()) && last.chars().all(is_ident) {
+        Scope::Typed(last.to_string(), false)
+    } else if recv
+        .split("::")
+        .all(|s| !s.is_empty() && s.chars().all(is_ident))
+    {
+        Scope::Path(recv.to_string())
+    } else {
+        Scope::Closed
+    }
 }
 
 fn is_ident(c: char) -> bool {

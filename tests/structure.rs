@@ -185,14 +185,20 @@ fn symbols_and_deps_tables_hold_exactly_what_the_code_declares() {
         [
             "app/requirements.txt | pypi | flask | ==3.0.0 | runtime",
             "app/requirements.txt | pypi | requests | >=2.31 | runtime",
+            "shop/go.mod | go | example.com/shop | NULL | module",
             "shop/go.mod | go | github.com/google/uuid | v1.6.0 | runtime",
             "web/package.json | npm | react | ^18.2.0 | runtime",
             "web/package.json | npm | vitest | ^1.6.0 | dev",
+            // Its own name, for imports of it by name (`web`, `web/...`).
+            "web/package.json | npm | web | web/src/index | module",
+            "web/package.json | npm | web | web/index | module",
+            "web/package.json | npm | web/* | web/src/* | module",
+            "web/package.json | npm | web/* | web/* | module",
         ]
     );
     let m = crate::util::manifest(&b);
     assert_eq!(m["counts"]["symbols"], 18);
-    assert_eq!(m["counts"]["deps"], 5);
+    assert_eq!(m["counts"]["deps"], 10);
     trove().arg("verify").arg(&b).assert().success();
 }
 
@@ -901,4 +907,252 @@ func (s *Server) listen() {}
         "shop/cart.py:23  checkout  call apply_coupon  -> unresolved\n"
     );
     assert_eq!(ask(&b), ask(&full));
+}
+
+#[test]
+fn imports_packages_and_overloads_decide_where_a_name_lands() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    // Go: packages by import path under go.mod's module; a bare name in its own package.
+    write(root, "go.mod", b"module example.com/app\n\ngo 1.22\n");
+    write(
+        root,
+        "app.go",
+        br#"package app
+
+import (
+	"fmt"
+	"example.com/app/store"
+	c "example.com/app/internal/cache"
+)
+
+func Run() {
+	store.Open()
+	c.Open()
+	fmt.Println()
+	helper()
+}
+"#,
+    );
+    write(root, "helper.go", b"package app\n\nfunc helper() {}\n");
+    write(
+        root,
+        "store/store.go",
+        b"package store\n\nfunc Open() {}\n\nfunc helper() {}\n\nfunc Println() {}\n",
+    );
+    write(
+        root,
+        "internal/cache/cache.go",
+        b"package cache\n\nfunc Open() {}\n",
+    );
+    // Java: an import under the importing file's source root; a class of the own package.
+    let java = "src/main/java/org/acme";
+    write(
+        root,
+        &format!("{java}/core/Engine.java"),
+        b"package org.acme.core;\n\npublic class Engine {\n    public static Engine create() { return new Engine(); }\n}\n",
+    );
+    write(
+        root,
+        &format!("{java}/legacy/Engine.java"),
+        b"package org.acme.legacy;\n\npublic class Engine {}\n",
+    );
+    write(
+        root,
+        &format!("{java}/web/Router.java"),
+        b"package org.acme.web;\n\npublic class Router {}\n",
+    );
+    write(
+        root,
+        &format!("{java}/other/Router.java"),
+        b"package org.acme.other;\n\npublic class Router {}\n",
+    );
+    write(
+        root,
+        &format!("{java}/web/Server.java"),
+        br#"package org.acme.web;
+
+import org.acme.core.Engine;
+
+public class Server {
+    void run() {
+        Engine e = Engine.create();
+        new Engine();
+        new Router();
+    }
+}
+"#,
+    );
+    // Rust: `use crate::` paths, a child module's path, a type's path, `super::`.
+    write(
+        root,
+        "rs/src/lib.rs",
+        br#"mod a;
+mod b;
+
+use crate::a::parse;
+
+pub fn run() {
+    parse();
+    b::parse();
+    crate::b::parse();
+    Matcher::new();
+    serde_json::from_str("");
+}
+"#,
+    );
+    write(
+        root,
+        "rs/src/a.rs",
+        b"pub fn parse() {}\n\npub struct Other;\n\nimpl Other {\n    pub fn new() -> Self { Other }\n}\n",
+    );
+    write(
+        root,
+        "rs/src/b.rs",
+        b"pub fn parse() {}\n\npub struct Matcher;\n\nimpl Matcher {\n    pub fn new() -> Self { Matcher }\n}\n\npub fn more() {\n    super::run();\n}\n",
+    );
+    // TypeScript: overload signatures declare one function.
+    write(
+        root,
+        "ts/merge.ts",
+        b"export function merge(a: number): number;\nexport function merge(a: string): string;\nexport function merge(a: any): any {\n  return a;\n}\n",
+    );
+    write(
+        root,
+        "ts/use.ts",
+        b"import { merge } from \"./merge\";\n\nexport function go() {\n  return merge(1);\n}\n",
+    );
+    // TypeScript: a tsconfig.json alias (with comments and trailing commas), a workspace
+    // package by its name, an outside package's name that the bundle also defines.
+    write(
+        root,
+        "ts/tsconfig.json",
+        b"{\n  // aliases\n  \"compilerOptions\": {\"baseUrl\": \".\", \"paths\": {\"@lib/*\": [\"lib/*\"],},},\n}\n",
+    );
+    write(
+        root,
+        "ts/lib/fmt.ts",
+        b"export function fmt(x: number) {\n  return x;\n}\n",
+    );
+    write(
+        root,
+        "ts/app/fmt.ts",
+        b"export function fmt(x: string) {\n  return x;\n}\n",
+    );
+    write(
+        root,
+        "pkgs/util/package.json",
+        b"{\"name\": \"@acme/util\"}\n",
+    );
+    write(
+        root,
+        "pkgs/util/src/index.ts",
+        b"export function clamp(x: number) {\n  return x;\n}\n\nexport function useState() {}\n",
+    );
+    write(
+        root,
+        "ts/app/page.ts",
+        br#"import { fmt } from "@lib/fmt";
+import { clamp } from "@acme/util";
+import { useState } from "react";
+import { Store } from "./index";
+
+export function show() {
+  useState();
+  clamp(1);
+  new Store();
+  return fmt(1);
+}
+"#,
+    );
+    // Re-exports: an index that re-exports a module's names, a package `__init__.py` that
+    // imports its classes; the name is defined twice in the bundle, so only the chain decides.
+    write(root, "ts/app/index.ts", b"export * from \"./store\";\n");
+    write(root, "ts/app/store.ts", b"export class Store {}\n");
+    write(root, "ts/old/store.ts", b"export class Store {}\n");
+    write(
+        root,
+        "shop/__init__.py",
+        b"from .cart import Cart as Cart\nfrom os.path import join\n",
+    );
+    write(root, "shop/cart.py", b"class Cart:\n    pass\n");
+    write(
+        root,
+        "tests/conftest.py",
+        b"class Cart:\n    pass\n\n\ndef join():\n    pass\n",
+    );
+    write(
+        root,
+        "tests/test_cart.py",
+        b"import shop\nfrom shop import join\n\n\ndef test_cart():\n    shop.Cart()\n    join()\n",
+    );
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b.bundle");
+    index(root, &b, &[]);
+    let got = rows(&format!(
+        "SELECT r.path, r.line, r.target, coalesce(t.path || ':' || t.start_line, '-'), \
+                coalesce(r.resolution, '-') \
+         FROM {r} r LEFT JOIN {s} t ON t.symbol_id = r.target_symbol_id \
+         WHERE r.kind = 'call' AND r.path NOT LIKE '%/core/Engine.java' \
+           AND r.path NOT LIKE 'rs/src/a.rs' AND r.target <> 'Matcher' \
+         ORDER BY r.path, r.line, r.target",
+        r = pq(&b, "refs"),
+        s = pq(&b, "symbols")
+    ));
+    assert_eq!(
+        got,
+        [
+            // The package each import path names; the standard library's is none of ours;
+            // `helper` is the own package's, not store's.
+            "app.go | 10 | Open | store/store.go:3 | import",
+            "app.go | 11 | Open | internal/cache/cache.go:3 | import",
+            "app.go | 12 | Println | - | -",
+            "app.go | 13 | helper | helper.go:3 | import",
+            // `crate::a::parse` as `use`d; `b::` the child module; a type's path: its member;
+            // another crate's path: nowhere.
+            "rs/src/b.rs | 10 | run | rs/src/lib.rs:6 | import",
+            "rs/src/lib.rs | 7 | parse | rs/src/a.rs:1 | import",
+            "rs/src/lib.rs | 8 | parse | rs/src/b.rs:1 | import",
+            "rs/src/lib.rs | 9 | parse | rs/src/b.rs:1 | import",
+            "rs/src/lib.rs | 10 | new | rs/src/b.rs:6 | repo",
+            "rs/src/lib.rs | 11 | from_str | - | -",
+            // The imported Engine, not legacy's; its static method by the type's name; the own
+            // package's Router, not other's.
+            "src/main/java/org/acme/web/Server.java | 7 | create | src/main/java/org/acme/core/Engine.java:4 | repo",
+            "src/main/java/org/acme/web/Server.java | 8 | Engine | src/main/java/org/acme/core/Engine.java:3 | import",
+            "src/main/java/org/acme/web/Server.java | 9 | Router | src/main/java/org/acme/web/Router.java:3 | import",
+            // Through the re-export chain; an outside module's name is not the bundle's.
+            "tests/test_cart.py | 6 | Cart | shop/cart.py:1 | import",
+            "tests/test_cart.py | 7 | join | - | -",
+            // An alias of the tsconfig.json above; a workspace package; React's own; through
+            // `export *`.
+            "ts/app/page.ts | 7 | useState | - | -",
+            "ts/app/page.ts | 8 | clamp | pkgs/util/src/index.ts:1 | import",
+            "ts/app/page.ts | 9 | Store | ts/app/store.ts:1 | import",
+            "ts/app/page.ts | 10 | fmt | ts/lib/fmt.ts:1 | import",
+            // The first of the overloads (where SCIP's indexers define the symbol).
+            "ts/use.ts | 4 | merge | ts/merge.ts:1 | import",
+        ]
+    );
+    for (stored, sql) in crate::util::refs_resolved_both_ways(&b) {
+        assert_eq!(stored, sql);
+    }
+    // The module rows the resolution went through: go.mod's module, a tsconfig.json's aliases,
+    // a package's name.
+    assert_eq!(
+        rows(&format!(
+            "SELECT path, name, coalesce(version, '-') FROM {} WHERE scope = 'module' \
+             ORDER BY ALL",
+            pq(&b, "deps")
+        )),
+        [
+            "go.mod | example.com/app | -",
+            "pkgs/util/package.json | @acme/util | pkgs/util/index",
+            "pkgs/util/package.json | @acme/util | pkgs/util/src/index",
+            "pkgs/util/package.json | @acme/util/* | pkgs/util/*",
+            "pkgs/util/package.json | @acme/util/* | pkgs/util/src/*",
+            "ts/tsconfig.json | * | ts/*",
+            "ts/tsconfig.json | @lib/* | ts/lib/*",
+        ]
+    );
 }

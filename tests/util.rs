@@ -272,9 +272,11 @@ pub fn tables(bundle: &Path) -> Vec<(String, u64, String)> {
 pub fn refs_resolved_both_ways(bundle: &Path) -> Vec<(String, String)> {
     let conn = duckdb::Connection::open_in_memory().unwrap();
     conn.execute_batch(&format!(
-        "CREATE VIEW stored_refs AS SELECT * FROM {};\nCREATE VIEW symbols AS SELECT * FROM {};",
+        "CREATE VIEW stored_refs AS SELECT * FROM {};\nCREATE VIEW symbols AS SELECT * FROM {};\n\
+         CREATE VIEW deps AS SELECT * FROM {};",
         pq(bundle, "refs"),
-        pq(bundle, "symbols")
+        pq(bundle, "symbols"),
+        pq(bundle, "deps")
     ))
     .unwrap();
     let key = "path || ':' || line || ' ' || kind || ' ' || target || ' -> ' || \
@@ -289,7 +291,7 @@ pub fn refs_resolved_both_ways(bundle: &Path) -> Vec<(String, String)> {
     let stored = rows(&format!("SELECT {key} AS k FROM stored_refs ORDER BY k"));
     let sql = rows(&format!(
         "SELECT {key} AS k FROM ({}) ORDER BY k",
-        trove::resolve::resolved_refs_sql("stored_refs", "symbols")
+        trove::resolve::resolved_refs_sql("stored_refs", "symbols", "deps")
     ));
     assert_eq!(stored.len(), sql.len());
     stored.into_iter().zip(sql).collect()

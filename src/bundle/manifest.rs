@@ -186,7 +186,7 @@ pub fn views_sql(segments: &[SegmentInfo], literal: impl Fn(&str) -> String) -> 
         );
         sql.push_str(&format!(
             "CREATE OR REPLACE VIEW refs AS {};\n",
-            crate::resolve::resolved_refs_sql("stored_refs", "symbols")
+            crate::resolve::resolved_refs_sql("stored_refs", "symbols", "deps")
         ));
     }
     sql.push_str(FILE_TEXT_VIEW);

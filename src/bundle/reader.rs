@@ -241,6 +241,15 @@ fn ref_records(b: &RecordBatch, d: &Path) -> Result<Vec<RefRecord>> {
     let import_files = column::<arrow::array::ListArray>(b, "import_files", d)?;
     let method_call = column::<BooleanArray>(b, "method_call", d)?;
     let receiver_type = s("receiver_type")?;
+    let exports = column::<arrow::array::ListArray>(b, "exports", d)?;
+    let strings_at = |list: &arrow::array::ListArray, i: usize| -> Result<Vec<String>> {
+        let v = list.value(i);
+        let v = v
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or_else(|| Error::bundle(d, "a list column of refs is of another type"))?;
+        Ok(v.iter().flatten().map(str::to_string).collect())
+    };
     (0..b.num_rows())
         .map(|i| {
             let bad = |what: &str, v: &str| Error::bundle(d, format!("refs: unknown {what} {v:?}"));
@@ -286,6 +295,10 @@ fn ref_records(b: &RecordBatch, d: &Path) -> Result<Vec<RefRecord>> {
                 target_symbol_id: opt_i64(target_symbol_id, i),
                 resolution,
                 scip_symbol: opt_str(scip_symbol, i),
+                exports: match exports.is_null(i) {
+                    true => None,
+                    false => Some((strings_at(exports, i)?, strings_at(import_files, i)?)),
+                },
                 scope: Scope::Stored(pending.transpose()?),
             })
         })

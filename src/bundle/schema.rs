@@ -133,6 +133,9 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
                     Field::new("method_call", DataType::Boolean, true),
                     // The type the caller declares for the receiver (`Scope::Typed`).
                     utf8("receiver_type", true),
+                    // An import statement's names that become this file's (`local=name`, `*`),
+                    // the module's candidate files in `import_files` (`RefRecord::exports`).
+                    Field::new_list("exports", Field::new_list_field(DataType::Utf8, true), true),
                 ]);
             }
             f

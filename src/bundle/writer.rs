@@ -193,11 +193,24 @@ impl BundleWriter {
         }
         self.definitions
             .add_file(&f.path, f.language.as_deref(), &f.symbols);
+        for d in &f.deps {
+            self.definitions.add_module(&f.path, d);
+        }
         for sym in std::mem::take(&mut f.symbols) {
             self.symbol_rows.push((path.clone(), language.clone(), sym));
         }
         // Resolved across the bundle at the end (through the file's imports, else within its
         // language family): each open reference carries what that needs.
+        for r in f
+            .refs
+            .iter_mut()
+            .filter(|r| r.kind == crate::record::RefKind::Import)
+        {
+            r.exports = crate::extract::imports::exports(&f.path, f.language.as_deref(), &r.target);
+            if let Some(e) = &r.exports {
+                self.definitions.add_exports(&f.path, e);
+            }
+        }
         let pending = Pending::of_file(&f.path, f.language.as_deref(), &f.refs);
         for (r, p) in std::mem::take(&mut f.refs).into_iter().zip(pending) {
             self.ref_rows.push((path.clone(), r, p));
@@ -640,9 +653,10 @@ fn write_raw_refs(t: &mut Table, r: &[PendingRef]) -> Result<()> {
             .map(|(name, _)| name.as_str())
     })));
     let mut files = ListBuilder::new(StringBuilder::new());
-    for p in pending() {
-        match p.and_then(|p| p.import.as_ref()) {
-            Some((_, candidates)) => {
+    for (p, x) in pending().zip(r.iter().map(|x| &x.1)) {
+        let module = x.exports.as_ref().map(|(_, files)| files);
+        match p.and_then(|p| p.import.as_ref()).map(|i| &i.1).or(module) {
+            Some(candidates) => {
                 for c in candidates {
                     files.values().append_value(c);
                 }
@@ -658,6 +672,19 @@ fn write_raw_refs(t: &mut Table, r: &[PendingRef]) -> Result<()> {
     cols.push(opt_strings(
         pending().map(|p| p.and_then(|p| p.member_of.as_deref())),
     ));
+    let mut exports = ListBuilder::new(StringBuilder::new());
+    for (_, x, _) in r {
+        match &x.exports {
+            Some((names, _)) => {
+                for n in names {
+                    exports.values().append_value(n);
+                }
+                exports.append(true);
+            }
+            None => exports.append(false),
+        }
+    }
+    cols.push(Arc::new(exports.finish()));
     t.write(cols)
 }
 

@@ -19,7 +19,8 @@ pub struct Dep {
     pub name: String,
     /// Version spec as written, when there is one.
     pub version: Option<String>,
-    /// runtime, dev, build, peer, optional, indirect (or a Poetry/PEP 735 group name).
+    /// runtime, dev, build, peer, optional, indirect (or a Poetry/PEP 735 group name); `module`
+    /// for the manifest's own module path (Go's `module` line), not a dependency.
     pub scope: String,
 }
 
@@ -48,6 +49,8 @@ pub fn is_manifest(rel: &str) -> bool {
             | "build.gradle"
             | "build.gradle.kts"
             | "Gemfile"
+            | "tsconfig.json"
+            | "jsconfig.json"
     ) || (name.starts_with("requirements") && name.ends_with(".txt"))
 }
 
@@ -55,16 +58,20 @@ pub fn is_manifest(rel: &str) -> bool {
 pub fn dependencies(rel: &str, text: &str) -> Vec<Dep> {
     let name = rel.rsplit('/').next().unwrap_or(rel);
     match name {
-        "package.json" => json_deps(
-            text,
-            "npm",
-            &[
-                ("dependencies", "runtime"),
-                ("devDependencies", "dev"),
-                ("peerDependencies", "peer"),
-                ("optionalDependencies", "optional"),
-            ],
-        ),
+        "package.json" => {
+            let mut out = json_deps(
+                text,
+                "npm",
+                &[
+                    ("dependencies", "runtime"),
+                    ("devDependencies", "dev"),
+                    ("peerDependencies", "peer"),
+                    ("optionalDependencies", "optional"),
+                ],
+            );
+            out.extend(package_name(rel, text));
+            out
+        }
         "composer.json" => json_deps(
             text,
             "composer",
@@ -76,6 +83,7 @@ pub fn dependencies(rel: &str, text: &str) -> Vec<Dep> {
         "pom.xml" => pom(text),
         "build.gradle" | "build.gradle.kts" => gradle(text),
         "Gemfile" => gemfile(text),
+        "tsconfig.json" | "jsconfig.json" => tsconfig(rel, text),
         n if n.starts_with("requirements") && n.ends_with(".txt") => {
             let scope = if n.contains("dev") || n.contains("test") {
                 "dev"
@@ -86,6 +94,125 @@ pub fn dependencies(rel: &str, text: &str) -> Vec<Dep> {
         }
         _ => Vec::new(),
     }
+}
+
+/// JSON with comments and trailing commas (tsconfig.json) as plain JSON: comments become spaces,
+/// a comma before `}` or `]` goes; strings are kept as they are.
+fn strip_jsonc(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i = (i + 1).min(b.len());
+                out.extend_from_slice(&b[start..i]);
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 2;
+                out.push(b' ');
+            }
+            b',' => {
+                let next = b[i + 1..].iter().find(|c| !c.is_ascii_whitespace());
+                if !matches!(next, Some(b'}' | b']')) {
+                    out.push(b',');
+                }
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A package.json's own name as module rows: `NAME` → its `src/index` and `index`, `NAME/*` →
+/// under its `src/` and its folder (a workspace's packages import each other by name).
+fn package_name(rel: &str, text: &str) -> Vec<Dep> {
+    let Some(name) = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| v.get("name")?.as_str().map(str::to_string))
+        .filter(|n| !n.is_empty() && !n.contains('*') && !n.contains('|'))
+    else {
+        return Vec::new();
+    };
+    let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
+    let at = |p: &str| {
+        if dir.is_empty() {
+            p.to_string()
+        } else {
+            format!("{dir}/{p}")
+        }
+    };
+    let mut out = Vec::new();
+    for (alias, target) in [
+        (name.clone(), at("src/index")),
+        (name.clone(), at("index")),
+        (format!("{name}/*"), at("src/*")),
+        (format!("{name}/*"), at("*")),
+    ] {
+        out.push(dep("npm", &alias, Some(target), "module"));
+    }
+    out
+}
+
+/// tsconfig.json/jsconfig.json's module names: each `compilerOptions.paths` alias (its first
+/// target) and, with a `baseUrl`, `*` under it — rows of scope `module`, the alias as the name,
+/// the bundle path it stands for (from the bundle's root, `*` kept) as the version. TypeScript
+/// and JavaScript imports of bare specifiers resolve through them.
+fn tsconfig(rel: &str, text: &str) -> Vec<Dep> {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&strip_jsonc(text)) else {
+        return Vec::new();
+    };
+    let Some(opts) = v.get("compilerOptions") else {
+        return Vec::new();
+    };
+    let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
+    let under = |base: &str, p: &str| crate::extract::imports::normalise(&format!("{base}/{p}"));
+    let base_url = opts.get("baseUrl").and_then(|b| b.as_str());
+    let Some(base) = (match base_url {
+        Some(b) => under(dir, b),
+        None => Some(dir.to_string()),
+    }) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(paths) = opts.get("paths").and_then(|p| p.as_object()) {
+        for (alias, targets) in paths {
+            let first = targets
+                .as_array()
+                .and_then(|t| t.first())
+                .and_then(|t| t.as_str());
+            if let Some(target) = first.and_then(|t| under(&base, t)) {
+                out.push(dep("npm", alias, Some(target), "module"));
+            }
+        }
+    }
+    if base_url.is_some() {
+        let all = if base.is_empty() {
+            "*".to_string()
+        } else {
+            format!("{base}/*")
+        };
+        out.push(dep("npm", "*", Some(all), "module"));
+    }
+    out
 }
 
 /// `{"section": {"name": "spec"}}` manifests (npm, composer).
@@ -179,6 +306,19 @@ fn go_mod(text: &str) -> Vec<Dep> {
     let mut in_block = false;
     for line in text.lines() {
         let l = line.trim();
+        // The module's own path: what imports of its packages start with.
+        if let Some(module) = l.strip_prefix("module ").map(str::trim)
+            && !module.is_empty()
+        {
+            let module = module
+                .split("//")
+                .next()
+                .unwrap_or("")
+                .trim()
+                .trim_matches('"');
+            out.push(dep("go", module, None, "module"));
+            continue;
+        }
         let body = if in_block {
             if l.starts_with(')') {
                 in_block = false;
@@ -430,6 +570,7 @@ mod tests {
                 "module x\n\ngo 1.22\n\nrequire github.com/a/b v1.2.3\nrequire (\n\tgolang.org/x/sync v0.7.0\n\tgithub.com/c/d v0.1.0 // indirect\n)\n"
             ),
             [
+                r("x", None, "module"),
                 r("github.com/a/b", Some("v1.2.3"), "runtime"),
                 r("golang.org/x/sync", Some("v0.7.0"), "runtime"),
                 r("github.com/c/d", Some("v0.1.0"), "indirect")

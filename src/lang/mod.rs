@@ -69,7 +69,9 @@ pub struct LanguageFile {
     /// Which nodes become chunks.
     #[serde(default)]
     pub definitions: Vec<DefinitionRule>,
-    /// Grammar node kinds that import a module (`use_declaration`, `import_statement` ...).
+    /// Grammar node kinds that import a module (`use_declaration`, `import_statement` ...);
+    /// `KIND.field`: a KIND that has that field (`export_statement.source`: a re-export,
+    /// `export { a } from "./a"`, not `export function f`).
     #[serde(default)]
     pub import_nodes: Vec<String>,
     /// Grammar node kinds that call a function or method (`call_expression` ...).
@@ -270,7 +272,12 @@ impl KindInfo {
             (has(&def.wrapper_nodes), Self::WRAPPER),
             (has(&def.comment_nodes), Self::COMMENT),
             (has(&def.attached_nodes), Self::ATTACHED),
-            (has(&def.import_nodes), Self::IMPORT),
+            (
+                def.import_nodes
+                    .iter()
+                    .any(|k| k.split_once('.').map_or(k.as_str(), |(k, _)| k) == name),
+                Self::IMPORT,
+            ),
             (has(&def.call_nodes), Self::CALL),
             (has(&def.type_ref_nodes), Self::TYPE_REF),
             (heritage, Self::HERITAGE),
@@ -402,12 +409,24 @@ impl Language {
             }
         }
         if let Some(g) = &grammar {
-            for n in def
+            for spec in def
                 .import_nodes
                 .iter()
                 .chain(&def.call_nodes)
                 .chain(&def.type_ref_nodes)
             {
+                let (n, field) = match spec.split_once('.') {
+                    Some((k, f)) => (k, Some(f)),
+                    None => (spec.as_str(), None),
+                };
+                if let Some(f) = field
+                    && g.field_id_for_name(f).is_none()
+                {
+                    return Err(bad(format!(
+                        "import node field {f:?} is not in grammar {:?}",
+                        def.grammar
+                    )));
+                }
                 if g.id_for_node_kind(n, true) == 0 {
                     return Err(bad(format!(
                         "import/call node kind {n:?} is not in grammar {:?}",

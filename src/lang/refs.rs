@@ -107,6 +107,20 @@ impl<'a> RefWalk<'a> {
         }
     }
 
+    /// Whether `n`, of an `import_nodes` kind, is an import: always for a plain `KIND` entry;
+    /// for `KIND.field` entries only when it has the field.
+    fn imports_here(&self, n: Node<'_>) -> bool {
+        let kind = n.kind();
+        self.lang
+            .def
+            .import_nodes
+            .iter()
+            .any(|spec| match spec.split_once('.') {
+                None => spec == kind,
+                Some((k, f)) => k == kind && n.child_by_field_name(f).is_some(),
+            })
+    }
+
     /// Records `n`'s references (`info` is its kind's). Returns whether its children are in a
     /// base-type list, or `None` when they are not to be visited (an import's parts are not
     /// references of their own).
@@ -141,7 +155,7 @@ impl<'a> RefWalk<'a> {
                 }
             }
         }
-        if info.is_import() {
+        if info.is_import() && self.imports_here(n) {
             let t = collapse(node_text(text, n));
             let t: String = t.chars().take(MAX_IMPORT).collect();
             self.out.push(reference(RefKind::Import, t, n));
