@@ -350,11 +350,11 @@ fn qualifies<'t>(lang: &Language, node: Node<'t>, info: KindInfo, text: &str) ->
     name_node(lang, node, rule).filter(|n| !node_text(text, *n).trim().is_empty())
 }
 
-/// Whether `field=text` holds for `node` (its field's text, trimmed, is `text`).
+/// Whether `PATH=text` holds for `node` (the text of what the field or name path leads to,
+/// trimmed, is `text`).
 fn field_text_is(lang: &Language, node: Node<'_>, text: &str, cond: &str) -> bool {
-    cond.split_once('=').is_some_and(|(field, want)| {
-        lang.child_by_field_name(node, field)
-            .is_some_and(|f| node_text(text, f).trim() == want)
+    cond.split_once('=').is_some_and(|(at, want)| {
+        follow(lang, node, at).is_some_and(|f| f != node && node_text(text, f).trim() == want)
     })
 }
 
@@ -402,7 +402,15 @@ fn follow<'t>(lang: &Language, node: Node<'t>, path: &str) -> Option<Node<'t>> {
                 let mut c = n.walk();
                 n.children(&mut c).find(|ch| ch.kind() == kind)
             }
-            None => lang.child_by_field_name(n, step),
+            None => match step.split_once('#') {
+                // `value#2`: the second child in field `value` (a Lisp form's elements).
+                Some((field, nth)) => {
+                    let k = nth.parse::<usize>().ok()?.checked_sub(1)?;
+                    let mut c = n.walk();
+                    n.children_by_field_name(field, &mut c).nth(k)
+                }
+                None => lang.child_by_field_name(n, step),
+            },
         };
         match found {
             Some(c) => n = c,

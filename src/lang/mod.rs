@@ -157,7 +157,8 @@ pub struct DefinitionRule {
     /// LSP-style kind: function, method, class, struct, enum, interface, trait, impl, module ...
     pub kind: String,
     /// Name paths tried in order (default `name`, then a search for an identifier): `/`-separated
-    /// steps, each a field or `@kind` (first named child of that kind), e.g. `@type_binding/name`.
+    /// steps, each a field, `field#N` (its Nth child: `value#2`) or `@kind` (first named child of
+    /// that kind), e.g. `@type_binding/name`.
     #[serde(default)]
     pub name_fields: Vec<String>,
     /// How the found name node becomes the name: `leaf` (default: down to its identifier),
@@ -179,7 +180,8 @@ pub struct DefinitionRule {
     /// its declarator's value (`const f = () => ..`, a JSON key holding an object).
     #[serde(default)]
     pub requires_value: Vec<String>,
-    /// The node counts only when one of these `field=text` holds (Elixir: `target=def`).
+    /// The node counts only when one of these `PATH=text` holds: a field (Elixir: `target=def`) or
+    /// a name path (Common Lisp: `value#1=defstruct`, the form's first element).
     #[serde(default)]
     pub when: Vec<String>,
     /// A field naming the parent type (Go receivers).
@@ -206,6 +208,7 @@ fn yes() -> bool {
 fn path_known(g: &tree_sitter::Language, path: &str) -> bool {
     path.split('/').all(|step| {
         let step = step.strip_suffix('?').unwrap_or(step);
+        let step = step.split_once('#').map_or(step, |(field, _)| field);
         match step.strip_prefix('@') {
             Some(kind) => {
                 g.id_for_node_kind(kind, true) != 0 || g.id_for_node_kind(kind, false) != 0
@@ -396,7 +399,7 @@ impl Language {
                 let plain = r.refine.iter().map(|(w, _)| w).filter(|w| !is_path(w));
                 for when in plain.chain(&r.when) {
                     let known = match when.split_once('=') {
-                        Some((field, _)) => g.field_id_for_name(field).is_some(),
+                        Some((at, _)) => path_known(g, at),
                         None => g.id_for_node_kind(when, true) != 0,
                     };
                     if !known {
