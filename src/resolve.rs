@@ -226,9 +226,13 @@ expanded AS (
   SELECT n.named, coalesce(concat_ws('/', nullif(g.dir, ''),
                   nullif(ltrim(substr(n.named, 4 + length(g.module)), '/'), '')), '') || '/'
   FROM (SELECT DISTINCT named FROM named WHERE named LIKE 'go:%') n JOIN go_modules g
-    ON substr(n.named, 4) = g.module OR starts_with(substr(n.named, 4), g.module || '/')),
+    ON substr(n.named, 4) = g.module OR starts_with(substr(n.named, 4), g.module || '/')
+  UNION ALL
+  SELECT n.named, s.path FROM (SELECT DISTINCT named FROM named WHERE named LIKE 'ns:%') n
+    JOIN {symbols} s ON s.kind = 'namespace' AND s.name = substr(n.named, 4)),
 candidates AS (SELECT DISTINCT n.class, n.family, n.import_name, n.import_files,
-  CASE WHEN n.named LIKE 'go:%' OR n.named LIKE 'ts:%' THEN x.file ELSE n.named END AS file
+  CASE WHEN n.named LIKE 'go:%' OR n.named LIKE 'ts:%' OR n.named LIKE 'ns:%' THEN x.file
+       ELSE n.named END AS file
   FROM named n LEFT JOIN expanded x ON x.named = n.named),
 def_files AS (SELECT DISTINCT path FROM defs UNION SELECT DISTINCT {package} FROM defs),
 in_files AS (
@@ -427,12 +431,42 @@ pub struct Pending {
 impl Pending {
     /// The bundle-wide context of each of `refs` (of the file at `path` in `language`): `Some`
     /// for the references still to resolve, `None` for imports and those resolved in the file.
-    pub fn of_file(path: &str, language: Option<&str>, refs: &[RefRecord]) -> Vec<Option<Self>> {
+    pub fn of_file(
+        path: &str,
+        language: Option<&str>,
+        refs: &[RefRecord],
+        symbols: &[SymbolRecord],
+    ) -> Vec<Option<Self>> {
         let statements: Vec<&str> = refs
             .iter()
             .filter(|r| r.kind == RefKind::Import && r.scip_symbol.is_none())
             .map(|r| r.target.as_str())
             .collect();
+        // C#: a name not defined in the file comes from a namespace the file is in or uses
+        // (`ns:NAME`: the files declaring that namespace), else from anywhere.
+        let namespaces: Vec<String> = match language {
+            Some("csharp") => symbols
+                .iter()
+                .filter(|s| s.symbol.kind == "namespace")
+                .map(|s| s.symbol.name.clone())
+                .chain(statements.iter().filter_map(|st| {
+                    let ns = st
+                        .trim()
+                        .strip_prefix("using ")?
+                        .trim()
+                        .trim_end_matches(';');
+                    let ok = !ns.is_empty()
+                        && !ns.contains('=')
+                        && ns
+                            .split('.')
+                            .all(|p| !p.is_empty() && p.chars().all(is_ident));
+                    ok.then(|| ns.to_string())
+                }))
+                .map(|ns| format!("ns:{ns}"))
+                .chain([ANYWHERE.to_string()])
+                .collect(),
+            _ => Vec::new(),
+        };
         let imports = crate::extract::imports::import_map(path, language, &statements);
         let modules = crate::extract::imports::module_aliases(path, language, &statements);
         let family = language_family(language);
@@ -470,6 +504,7 @@ impl Pending {
                                 let package = package_key(path);
                                 match language {
                                     Some("go") => Some((r.target.clone(), vec![package])),
+                                    Some("csharp") => Some((r.target.clone(), namespaces.clone())),
                                     Some("java" | "kotlin" | "scala") => Some((
                                         r.target.clone(),
                                         vec![package, ANYWHERE.to_string()],
@@ -544,6 +579,8 @@ pub struct Definitions {
     by_scip: FxHashMap<String, (u32, i64)>,
     /// Go modules of the bundle: (module path, directory of its `go.mod`).
     go_modules: Vec<(String, String)>,
+    /// The files declaring each namespace (C#'s `namespace Acme.Core`).
+    namespaces: FxHashMap<String, Vec<String>>,
     /// TypeScript/JavaScript path aliases: (the folder they hold under: a tsconfig.json's, the root
     /// for a package.json's name; alias; target).
     ts_modules: Vec<(String, String, String)>,
@@ -620,6 +657,12 @@ impl Definitions {
             .iter()
             .map(|s| (s.symbol_id, s.symbol.name.as_str()))
             .collect();
+        for sym in symbols.iter().filter(|s| s.symbol.kind == "namespace") {
+            self.namespaces
+                .entry(sym.symbol.name.clone())
+                .or_default()
+                .push(path.to_string());
+        }
         for (sym, _) in symbols
             .iter()
             .zip(counted(language, symbols))
@@ -703,6 +746,8 @@ impl Definitions {
                         files.extend(go_package(import, &self.go_modules));
                     } else if let Some(spec) = f.strip_prefix("ts:") {
                         files.extend(ts_alias(spec, &self.ts_modules));
+                    } else if let Some(ns) = f.strip_prefix("ns:") {
+                        files.extend(self.namespaces.get(ns).into_iter().flatten().cloned());
                     } else {
                         files.push(f.clone());
                     }

@@ -1011,6 +1011,32 @@ pub fn run() {
         "rs/src/b.rs",
         b"pub fn parse() {}\n\npub struct Matcher;\n\nimpl Matcher {\n    pub fn new() -> Self { Matcher }\n}\n\npub fn more() {\n    super::run();\n}\n",
     );
+    // C#: a namespace the file uses, and its own, decide between same-named classes.
+    write(
+        root,
+        "cs/Core/Engine.cs",
+        b"namespace Acme.Core\n{\n    public class Engine\n    {\n        public static Engine Create() { return null; }\n    }\n}\n",
+    );
+    write(
+        root,
+        "cs/Legacy/Engine.cs",
+        b"namespace Acme.Legacy;\n\npublic class Engine {}\n",
+    );
+    write(
+        root,
+        "cs/Legacy/Router.cs",
+        b"namespace Acme.Other { public class Router {} }\n",
+    );
+    write(
+        root,
+        "cs/Web/Router.cs",
+        b"namespace Acme.Web { public class Router {} }\n",
+    );
+    write(
+        root,
+        "cs/Web/Server.cs",
+        b"using System;\nusing Acme.Core;\n\nnamespace Acme.Web\n{\n    public class Server\n    {\n        void Run() { new Engine(); Engine.Create(); new Router(); }\n    }\n}\n",
+    );
     // TypeScript: overload signatures declare one function.
     write(
         root,
@@ -1095,6 +1121,7 @@ export function show() {
          FROM {r} r LEFT JOIN {s} t ON t.symbol_id = r.target_symbol_id \
          WHERE r.kind = 'call' AND r.path NOT LIKE '%/core/Engine.java' \
            AND r.path NOT LIKE 'rs/src/a.rs' AND r.target <> 'Matcher' \
+           AND r.path NOT LIKE 'cs/Core/%' \
          ORDER BY r.path, r.line, r.target",
         r = pq(&b, "refs"),
         s = pq(&b, "symbols")
@@ -1108,6 +1135,11 @@ export function show() {
             "app.go | 11 | Open | internal/cache/cache.go:3 | import",
             "app.go | 12 | Println | - | -",
             "app.go | 13 | helper | helper.go:3 | import",
+            // The used namespace's Engine (its static method by the type's name), the own
+            // namespace's Router.
+            "cs/Web/Server.cs | 8 | Create | cs/Core/Engine.cs:5 | repo",
+            "cs/Web/Server.cs | 8 | Engine | cs/Core/Engine.cs:3 | import",
+            "cs/Web/Server.cs | 8 | Router | cs/Web/Router.cs:1 | import",
             // `crate::a::parse` as `use`d; `b::` the child module; a type's path: its member;
             // another crate's path: nowhere.
             "rs/src/b.rs | 10 | run | rs/src/lib.rs:6 | import",

@@ -193,12 +193,6 @@ impl BundleWriter {
         }
         self.definitions
             .add_file(&f.path, f.language.as_deref(), &f.symbols);
-        for d in &f.deps {
-            self.definitions.add_module(&f.path, d);
-        }
-        for sym in std::mem::take(&mut f.symbols) {
-            self.symbol_rows.push((path.clone(), language.clone(), sym));
-        }
         // Resolved across the bundle at the end (through the file's imports, else within its
         // language family): each open reference carries what that needs.
         for r in f
@@ -211,7 +205,13 @@ impl BundleWriter {
                 self.definitions.add_exports(&f.path, e);
             }
         }
-        let pending = Pending::of_file(&f.path, f.language.as_deref(), &f.refs);
+        let pending = Pending::of_file(&f.path, f.language.as_deref(), &f.refs, &f.symbols);
+        for d in &f.deps {
+            self.definitions.add_module(&f.path, d);
+        }
+        for sym in std::mem::take(&mut f.symbols) {
+            self.symbol_rows.push((path.clone(), language.clone(), sym));
+        }
         for (r, p) in std::mem::take(&mut f.refs).into_iter().zip(pending) {
             self.ref_rows.push((path.clone(), r, p));
         }
