@@ -906,6 +906,7 @@ pub fn in_file(
             })
             .clone()
     };
+    let jsdoc = lang.is_some_and(|l| l.jsdoc_types);
     let type_of = |from: Option<i64>, x: &str| {
         let mut id = from;
         while let Some(s) = id.and_then(|i| by_id.get(&i)).map(|&i| &symbols[i]) {
@@ -920,6 +921,11 @@ pub fn in_file(
                         .signature
                         .as_deref()
                         .and_then(|sig| declared_type(sig, x))
+                        .or_else(|| {
+                            jsdoc
+                                .then(|| jsdoc_param(text, s.symbol.start_byte, x))
+                                .flatten()
+                        })
                         .or_else(|| {
                             text.get(s.symbol.start_byte..s.symbol.end_byte)
                                 .and_then(|b| assigned_type(b, x))
@@ -1157,6 +1163,51 @@ fn declared_type(sig: &str, x: &str) -> Option<String> {
     None
 }
 
+/// The type a JSDoc comment right before `start` (blank lines between allowed) declares for the
+/// parameter `x`: `@param {Help} helper`, `@param {Option} [option]`; a union with `null` or
+/// `undefined` is its one other member. Other unions, generics and arrays declare nothing.
+fn jsdoc_param(text: &str, start: usize, x: &str) -> Option<String> {
+    let before = text.get(..start)?.trim_end();
+    let body = before.strip_suffix("*/")?;
+    let open = body.rfind("/**")?;
+    let doc = &body[open + 3..];
+    if doc.contains("*/") {
+        return None;
+    }
+    for tag in doc.split("@param").skip(1) {
+        let tag = tag.trim_start();
+        let Some(rest) = tag.strip_prefix('{') else {
+            continue;
+        };
+        let Some((ty, after)) = rest.split_once('}') else {
+            continue;
+        };
+        let name = after
+            .trim_start()
+            .trim_start_matches('[')
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+            .next()
+            .unwrap_or("");
+        if name != x {
+            continue;
+        }
+        let mut members = ty
+            .split('|')
+            .map(str::trim)
+            .filter(|t| !matches!(*t, "null" | "undefined" | ""));
+        let (Some(one), None) = (members.next(), members.next()) else {
+            return None;
+        };
+        let one = one.trim_start_matches('?');
+        let ok = one.chars().next().is_some_and(char::is_uppercase)
+            && one
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == '.');
+        return ok.then(|| one.rsplit('.').next().unwrap_or(one).to_string());
+    }
+    None
+}
+
 /// The type a type's body declares for its field `x`: `T x;` / `T x =` (Java, C#), `x: T`
 /// (TypeScript, Kotlin, Python class annotations), `x *T` (Go struct fields).
 fn field_type(body: &str, x: &str) -> Option<String> {
@@ -1277,6 +1328,16 @@ mod tests {
 
     #[test]
     fn the_types_code_declares_for_a_name() {
+        // JSDoc above a function, a blank line between allowed.
+        let js = "/**\n * Pad.\n * @param {Command} cmd\n * @param {Help|undefined} [helper]\n * @param {string|number} w\n */\n\n";
+        let at = js.len();
+        let src = format!("{js}padWidth(cmd, helper, w) {{}}");
+        let j = |x: &str| jsdoc_param(&src, at, x);
+        assert_eq!(j("cmd").as_deref(), Some("Command"));
+        assert_eq!(j("helper").as_deref(), Some("Help"));
+        assert_eq!(j("w"), None, "a union of two types names neither");
+        assert_eq!(j("other"), None);
+        assert_eq!(jsdoc_param("/* not jsdoc */ f(a) {}", 16, "a"), None);
         let d = |sig: &str, x: &str| declared_type(sig, x);
         assert_eq!(d("def f(app: Flask, n):", "app").as_deref(), Some("Flask"));
         assert_eq!(

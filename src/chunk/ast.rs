@@ -281,9 +281,16 @@ fn definition<'t>(
     top: &mut Vec<usize>,
 ) -> DefMode {
     let inner = if info.is_wrapper() {
+        // A wrapper of one definition lends it its range; of several (Go's `type ( A int; B
+        // struct{} )`), none: each is a definition of its own.
         let mut c = node.walk();
-        node.named_children(&mut c)
-            .find_map(|n| qualifies(lang, n, lang.kind_info(n), text).map(|name| (n, name)))
+        let mut found = node
+            .named_children(&mut c)
+            .filter_map(|n| qualifies(lang, n, lang.kind_info(n), text).map(|name| (n, name)));
+        match (found.next(), found.next()) {
+            (Some(one), None) => Some(one),
+            _ => None,
+        }
     } else {
         qualifies(lang, node, info, text).map(|name| (node, name))
     };
@@ -347,7 +354,10 @@ fn qualifies<'t>(lang: &Language, node: Node<'t>, info: KindInfo, text: &str) ->
     if !rule.when.is_empty() && !rule.when.iter().any(|w| field_text_is(lang, node, text, w)) {
         return None;
     }
-    name_node(lang, node, rule).filter(|n| !node_text(text, *n).trim().is_empty())
+    name_node(lang, node, rule).filter(|n| {
+        let name = node_text(text, *n).trim();
+        !name.is_empty() && !lang.def.not_names.iter().any(|k| k == name)
+    })
 }
 
 /// Whether `PATH=text` holds for `node` (the text of what the field or name path leads to,

@@ -57,6 +57,10 @@ pub struct LanguageFile {
     /// Nodes that wrap one definition and lend it their range (decorators, `export`).
     #[serde(default)]
     pub wrapper_nodes: Vec<String>,
+    /// Words that never name a definition: one named so is what a parse error made of a
+    /// statement (C#'s `else if (…)` between `#if` lines read as a method `if`).
+    #[serde(default)]
+    pub not_names: Vec<String>,
     /// A comment right above a definition is its doc when it starts with one of these.
     #[serde(default)]
     pub doc_comment_prefixes: Vec<String>,
@@ -98,6 +102,10 @@ pub struct LanguageFile {
     /// lands on a method. Languages with an implicit `this` (Java, C#, C++) leave it false.
     #[serde(default)]
     pub methods_need_receiver: bool,
+    /// A function's doc comment types its parameters (JSDoc `@param {Help} helper`): a call on
+    /// such a parameter lands on that type's member, as with a declared type.
+    #[serde(default)]
+    pub jsdoc_types: bool,
     /// A method names its receiver in its signature (Go's `func (s *Server) Run()`): a call on
     /// that name inside it is a call on the enclosing type.
     #[serde(default)]
