@@ -360,6 +360,21 @@ fn qualifies<'t>(lang: &Language, node: Node<'t>, info: KindInfo, text: &str) ->
     })
 }
 
+/// `s` without its `<...>` groups (nested ones included); an unbalanced `>` is kept.
+fn without_angle_groups(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut depth = 0usize;
+    for c in s.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Whether `PATH=text` holds for `node` (the text of what the field or name path leads to,
 /// trimmed, is `text`).
 fn field_text_is(lang: &Language, node: Node<'_>, text: &str, cond: &str) -> bool {
@@ -512,8 +527,29 @@ fn make_def<'t>(
     // `Foo::bar` (C++), and `M.load` / `M:merge` / `TAccount.Deposit` where the rule says the name
     // is qualified, become path components; a `whole` name (a CSS selector) or a `labels` one (a
     // Terraform address) stays one.
-    let raw_name = raw_name.trim().trim_matches('"');
-    let whole = matches!(rule.name_style.as_str(), "whole" | "labels");
+    // Zig's `@"resume"` is the identifier `resume`; R's, Kotlin's and Scala's `` `name` `` is `name`.
+    let raw_name = raw_name.trim();
+    let raw_name = raw_name
+        .strip_prefix("@\"")
+        .and_then(|r| r.strip_suffix('"'))
+        .unwrap_or(raw_name)
+        .trim_matches('"');
+    let raw_name = match raw_name.strip_prefix('`').and_then(|r| r.strip_suffix('`')) {
+        Some(inner) if !inner.is_empty() => inner,
+        _ => raw_name,
+    };
+    // A declarator's name (C, C++) without its template arguments: `Read<int, T::K>` is `Read`,
+    // and the `::` inside them splits nothing.
+    let untemplated;
+    let raw_name = if lang.def.declarator_names && !raw_name.starts_with("operator") {
+        untemplated = without_angle_groups(raw_name);
+        untemplated.as_str()
+    } else {
+        raw_name
+    };
+    // An operator (Scala's `#::`) is one name, not a path.
+    let whole = matches!(rule.name_style.as_str(), "whole" | "labels")
+        || !raw_name.chars().any(char::is_alphanumeric);
     let split: Vec<&str> = match rule.name_style.as_str() {
         _ if whole => vec![raw_name],
         "qualified" => raw_name.split([':', '.']).collect(),
@@ -525,6 +561,18 @@ fn make_def<'t>(
         .filter(|s| !s.is_empty())
         .collect();
     let mut name = parts.pop().unwrap_or_else(|| raw_name.trim().to_string());
+    // A C/C++ declarator behind a macro the parser took for a type (`HWY_API constexpr
+    // RemoveCvRef<T> ScalarShr(`) keeps the words before the name: the name is the last word.
+    if lang.def.declarator_names
+        && !name.starts_with("operator")
+        && !name.contains('(')
+        && let Some((_, last)) = name.rsplit_once(' ')
+    {
+        let last = last.trim_start_matches(['*', '&']);
+        if last.chars().all(|c| c.is_alphanumeric() || c == '_') && !last.is_empty() {
+            name = last.to_string();
+        }
+    }
     // A declarator the parser could not take apart (a C function behind an unknown attribute
     // macro) comes back whole: `utf8_int8_t *utf8chr(const char *s)` → `utf8chr`.
     if !whole

@@ -61,6 +61,10 @@ pub struct LanguageFile {
     /// statement (C#'s `else if (…)` between `#if` lines read as a method `if`).
     #[serde(default)]
     pub not_names: Vec<String>,
+    /// Names come from declarators (C, C++): their template arguments and any words a macro
+    /// left before the name (`HWY_API RemoveCvRef<T> ScalarShr`) are not part of them.
+    #[serde(default)]
+    pub declarator_names: bool,
     /// A comment right above a definition is its doc when it starts with one of these.
     #[serde(default)]
     pub doc_comment_prefixes: Vec<String>,
