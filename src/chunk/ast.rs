@@ -360,6 +360,19 @@ fn qualifies<'t>(lang: &Language, node: Node<'t>, info: KindInfo, text: &str) ->
     })
 }
 
+/// Where the word `operator` starts in a C++ declarator's name (`Vec128<T> operator<<`), if it
+/// is the name's last declarator: nothing but the operator and its parameters after it.
+fn operator_at(s: &str) -> Option<usize> {
+    let at = s.rfind("operator")?;
+    let before_ok = s[..at]
+        .chars()
+        .next_back()
+        .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+    let after = s[at + "operator".len()..].chars().next();
+    let after_ok = after.is_none_or(|c| !(c.is_alphanumeric() || c == '_') || c == ' ');
+    (before_ok && after_ok).then_some(at)
+}
+
 /// `s` without its `<...>` groups (nested ones included); an unbalanced `>` is kept.
 fn without_angle_groups(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -538,14 +551,34 @@ fn make_def<'t>(
         Some(inner) if !inner.is_empty() => inner,
         _ => raw_name,
     };
+    // An operator in parentheses (OCaml's `( +| )`, Haskell's `(<>)`) is the operator.
+    let raw_name = match raw_name.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
+        Some(inner)
+            if !inner.trim().is_empty()
+                && !inner
+                    .chars()
+                    .any(|c| c.is_alphanumeric() || c == '_' || c == ',' || c == '(') =>
+        {
+            inner.trim()
+        }
+        _ => raw_name,
+    };
     // A declarator's name (C, C++) without its template arguments: `Read<int, T::K>` is `Read`,
     // and the `::` inside them splits nothing.
+    // An operator (`operator<<`, behind a macro-made prefix too) is named from `operator` on.
     let untemplated;
-    let raw_name = if lang.def.declarator_names && !raw_name.starts_with("operator") {
-        untemplated = without_angle_groups(raw_name);
-        untemplated.as_str()
-    } else {
-        raw_name
+    let operator = lang
+        .def
+        .declarator_names
+        .then(|| operator_at(raw_name))
+        .flatten();
+    let raw_name = match operator {
+        Some(at) => &raw_name[at..],
+        None if lang.def.declarator_names => {
+            untemplated = without_angle_groups(raw_name);
+            untemplated.as_str()
+        }
+        None => raw_name,
     };
     // An operator (Scala's `#::`) is one name, not a path.
     let whole = matches!(rule.name_style.as_str(), "whole" | "labels")
