@@ -183,11 +183,13 @@ pub fn resolved_refs_sql(stored: &str, symbols: &str, deps: &str) -> String {
        OR row_number() OVER (PARTITION BY path, parent_id, kind, name
                              ORDER BY start_byte, symbol_id) = 1),
 defs AS (
-  SELECT 'c' AS class, {family} AS family, path, name, symbol_id FROM counted WHERE kind IN ({callable})
+  SELECT 'c' AS class, {family} AS family, path, name, symbol_id FROM counted
+  WHERE kind IN ({callable}) AND NOT {declaration}
   UNION ALL
   SELECT 't', {family}, path, name, symbol_id FROM counted WHERE kind IN ({types})
   UNION ALL
-  SELECT 'm', {family}, path, name, symbol_id FROM counted WHERE kind IN ({methods})),
+  SELECT 'm', {family}, path, name, symbol_id FROM counted
+  WHERE kind IN ({methods}) AND NOT {declaration}),
 by_name AS (SELECT class, family, name, count(*) AS n, min(symbol_id) AS id FROM defs GROUP BY ALL),
 by_file AS (SELECT class, path, name, count(*) AS n, min(symbol_id) AS id FROM (
   SELECT class, path, name, symbol_id FROM defs
@@ -195,7 +197,7 @@ by_file AS (SELECT class, path, name, count(*) AS n, min(symbol_id) AS id FROM (
 by_member AS (SELECT {sym_family} AS family, h.name AS holder, s.name, count(*) AS n,
                    min(s.symbol_id) AS id
             FROM counted s JOIN {symbols} h ON h.symbol_id = s.parent_id
-            WHERE s.kind IN ({all_callable}) GROUP BY ALL),
+            WHERE s.kind IN ({all_callable}) AND NOT {s_declaration} GROUP BY ALL),
 by_scip AS (SELECT {sym_key} AS scip_key, count(*) AS n, min(symbol_id) AS id FROM {symbols}
             WHERE scip_symbol IS NOT NULL GROUP BY ALL),
 open_refs AS (SELECT *, {class} AS class FROM {stored}),
@@ -300,6 +302,8 @@ LEFT JOIN by_name b ON r.family IS NOT NULL AND r.import_name IS NULL
         package = "CASE WHEN contains(path, '/') THEN regexp_replace(path, '[^/]*$', '') ELSE '/' END",
         anywhere = ANYWHERE,
         overloads = sql_list(ONE_FUNCTION_OVERLOADS),
+        declaration = "(ends_with(path, '.d.ts') OR ends_with(path, '.d.mts') OR ends_with(path, '.d.cts'))",
+        s_declaration = "(ends_with(s.path, '.d.ts') OR ends_with(s.path, '.d.mts') OR ends_with(s.path, '.d.cts'))",
         js_suffixes = sql_list(&crate::extract::imports::JS_SUFFIXES),
     )
 }
@@ -380,6 +384,14 @@ fn ts_alias(dir_spec: &str, modules: &[(String, String, String)]) -> Vec<String>
         }
     }
     out
+}
+
+/// Whether `path` is a TypeScript declaration file (`.d.ts`, `.d.mts`, `.d.cts`): its functions
+/// and methods are no call's target ([`Definitions::add_file`]).
+pub fn is_declaration_file(path: &str) -> bool {
+    [".d.ts", ".d.mts", ".d.cts"]
+        .iter()
+        .any(|e| path.ends_with(e))
 }
 
 /// A name a file takes from a module: (its name there, the module's candidate files).
@@ -657,6 +669,10 @@ impl Definitions {
             .iter()
             .map(|s| (s.symbol_id, s.symbol.name.as_str()))
             .collect();
+        // A TypeScript declaration file declares what code elsewhere implements (commander's
+        // `typings/index.d.ts` beside `lib/*.js`): a call lands on the code, a type use may
+        // land on the declaration.
+        let declarations = is_declaration_file(path);
         for sym in symbols.iter().filter(|s| s.symbol.kind == "namespace") {
             self.namespaces
                 .entry(sym.symbol.name.clone())
@@ -669,6 +685,7 @@ impl Definitions {
             .filter(|(_, c)| *c)
         {
             if CALLABLE_KINDS.contains(&sym.symbol.kind.as_str())
+                && !declarations
                 && let Some(holder) = sym.parent_id.and_then(|p| names.get(&p))
             {
                 let key = (
@@ -686,7 +703,9 @@ impl Definitions {
                 self.by_scip.entry(k).or_insert((0, sym.symbol_id)).0 += 1;
             }
             for class in [Class::Callable, Class::Type, Class::Method] {
-                if class.open_kinds().contains(&sym.symbol.kind.as_str()) {
+                if class.open_kinds().contains(&sym.symbol.kind.as_str())
+                    && !(declarations && class != Class::Type)
+                {
                     if !self.def_files.contains(path) {
                         self.def_files.insert(path.to_string());
                         self.def_files.insert(package_key(path));
@@ -885,6 +904,30 @@ pub fn in_file(
     // (`app: Flask`, `Engine e`, `c *Command`), else its last `x = Type(...)` in that function
     // (each function's text read once per name).
     let known: std::cell::RefCell<FxHashMap<(i64, String), Option<String>>> = Default::default();
+    let jsdoc = lang.is_some_and(|l| l.jsdoc_types);
+    // What the file's one callable named `name` returns: its signature's `): T` / `-> T`, else
+    // its JSDoc `@returns {T}`.
+    let returns = |name: &str| -> Option<String> {
+        let mut it = named(name).filter(|s| CALLABLE_KINDS.contains(&s.symbol.kind.as_str()));
+        let (Some(s), None) = (it.next(), it.next()) else {
+            return None;
+        };
+        let sig = s.symbol.signature.as_deref().unwrap_or("");
+        let declared = sig.rfind(')').and_then(|at| {
+            let after = sig[at + 1..].trim_start();
+            let t = after
+                .strip_prefix("->")
+                .or_else(|| after.strip_prefix(':'))?;
+            type_name(t)
+        });
+        declared
+            .or_else(|| {
+                jsdoc
+                    .then(|| jsdoc_type(text, s.symbol.start_byte, &["@returns", "@return"], None))
+                    .flatten()
+            })
+            .filter(|t| t.chars().next().is_some_and(char::is_uppercase))
+    };
     // A field of the type holding the caller: `T x;` / `x: T` in its body, or
     // `self.x = T(...)` / `this.x = new T()` in its methods.
     let field_of = |from: Option<i64>, x: &str| {
@@ -900,13 +943,12 @@ pub fn in_file(
                     lang.and_then(|l| {
                         l.self_receivers
                             .iter()
-                            .find_map(|s| assigned_type(body, &format!("{s}.{x}")))
+                            .find_map(|s| assigned_type(body, &format!("{s}.{x}"), &returns))
                     })
                 })
             })
             .clone()
     };
-    let jsdoc = lang.is_some_and(|l| l.jsdoc_types);
     let type_of = |from: Option<i64>, x: &str| {
         let mut id = from;
         while let Some(s) = id.and_then(|i| by_id.get(&i)).map(|&i| &symbols[i]) {
@@ -928,7 +970,7 @@ pub fn in_file(
                         })
                         .or_else(|| {
                             text.get(s.symbol.start_byte..s.symbol.end_byte)
-                                .and_then(|b| assigned_type(b, x))
+                                .and_then(|b| assigned_type(b, x, &returns))
                         })
                 })
                 .clone();
@@ -1167,6 +1209,12 @@ fn declared_type(sig: &str, x: &str) -> Option<String> {
 /// parameter `x`: `@param {Help} helper`, `@param {Option} [option]`; a union with `null` or
 /// `undefined` is its one other member. Other unions, generics and arrays declare nothing.
 fn jsdoc_param(text: &str, start: usize, x: &str) -> Option<String> {
+    jsdoc_type(text, start, &["@param"], Some(x))
+}
+
+/// The type of the JSDoc tags `tags` right before `start`: of the one naming `x`, or (`None`) the
+/// first (`@returns {Help}`). As [`jsdoc_param`] reads it.
+fn jsdoc_type(text: &str, start: usize, tags: &[&str], x: Option<&str>) -> Option<String> {
     let before = text.get(..start)?.trim_end();
     let body = before.strip_suffix("*/")?;
     let open = body.rfind("/**")?;
@@ -1174,7 +1222,8 @@ fn jsdoc_param(text: &str, start: usize, x: &str) -> Option<String> {
     if doc.contains("*/") {
         return None;
     }
-    for tag in doc.split("@param").skip(1) {
+    let parts = tags.iter().flat_map(|t| doc.split(t).skip(1));
+    for tag in parts {
         let tag = tag.trim_start();
         let Some(rest) = tag.strip_prefix('{') else {
             continue;
@@ -1188,7 +1237,7 @@ fn jsdoc_param(text: &str, start: usize, x: &str) -> Option<String> {
             .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
             .next()
             .unwrap_or("");
-        if name != x {
+        if x.is_some_and(|x| name != x) {
             continue;
         }
         let mut members = ty
@@ -1262,7 +1311,7 @@ fn field_type(body: &str, x: &str) -> Option<String> {
 
 /// The type of the last `x = T(...)` / `x = new T(...)` / `x := T{...}` / `T x = ...` in `body`
 /// (a constructor by its capital).
-fn assigned_type(body: &str, x: &str) -> Option<String> {
+fn assigned_type(body: &str, x: &str, returns: &dyn Fn(&str) -> Option<String>) -> Option<String> {
     let mut found: Option<String> = None;
     let mut agree = true;
     let mut note = |ty: String| {
@@ -1276,7 +1325,9 @@ fn assigned_type(body: &str, x: &str) -> Option<String> {
         // `x: T = ...` declares it (a declaration: first on its line, or after `let`/`const`...,
         // not an object literal's key).
         let line_before = body[..i].rsplit('\n').next().unwrap_or("").trim();
+        // (Or a parameter of a function inside, an arrow's: `(subscriber: Subscriber<T>) =>`.)
         let declares = line_before.is_empty()
+            || line_before.ends_with('(')
             || ["let", "const", "var", "val", "mut"]
                 .iter()
                 .any(|k| line_before.ends_with(k));
@@ -1303,9 +1354,15 @@ fn assigned_type(body: &str, x: &str) -> Option<String> {
             .unwrap_or(rhs.len());
         if rhs[end..].starts_with(['(', '{', '<'])
             && let Some(ty) = type_name(&rhs[..end])
-            && ty.chars().next().is_some_and(char::is_uppercase)
         {
-            note(ty);
+            if ty.chars().next().is_some_and(char::is_uppercase) {
+                note(ty);
+            } else if rhs[end..].starts_with('(')
+                && let Some(ret) = returns(&ty)
+            {
+                // `helper = this.createHelp()`: what the file's one `createHelp` returns.
+                note(ret);
+            }
         }
     }
     // Assigned two types: which one a call sees is the flow's to say.
@@ -1368,7 +1425,7 @@ mod tests {
             None,
             "a longer name is another name"
         );
-        let a = |body: &str, x: &str| assigned_type(body, x);
+        let a = |body: &str, x: &str| assigned_type(body, x, &|_| None);
         assert_eq!(
             a("app = Flask(__name__)\napp.run()", "app").as_deref(),
             Some("Flask")

@@ -1091,6 +1091,41 @@ export function show() {
 }
 "#,
     );
+    // A declaration file's methods are no call's target; JSDoc types a parameter, a function's
+    // declared return type a variable, an arrow's annotation its parameter.
+    write(
+        root,
+        "ts/typings/index.d.ts",
+        b"export declare class Opt {\n  name(): string;\n}\n",
+    );
+    write(
+        root,
+        "ts/lib/opt.js",
+        b"class Opt {\n  name() {\n    return 1;\n  }\n}\n",
+    );
+    write(
+        root,
+        "ts/lib/other.js",
+        b"class Arg {\n  name() {\n    return 2;\n  }\n}\n",
+    );
+    write(
+        root,
+        "ts/lib/use.js",
+        b"/**\n * @param {Opt} o\n */\n\nfunction show(o) {\n  return o.name();\n}\n",
+    );
+    write(
+        root,
+        "ts/app/ret.ts",
+        br#"class Help { pad() { return 1; } }
+class Other { pad() { return 2; } }
+function createHelp(): Help { return new Help(); }
+export function run() {
+  const h = createHelp();
+  h.pad();
+  [1].forEach((x: Other) => x.pad());
+}
+"#,
+    );
     // Re-exports: an index that re-exports a module's names, a package `__init__.py` that
     // imports its classes; the name is defined twice in the bundle, so only the chain decides.
     write(root, "ts/app/index.ts", b"export * from \"./store\";\n");
@@ -1162,6 +1197,14 @@ export function show() {
             "ts/app/page.ts | 8 | clamp | pkgs/util/src/index.ts:1 | import",
             "ts/app/page.ts | 9 | Store | ts/app/store.ts:1 | import",
             "ts/app/page.ts | 10 | fmt | ts/lib/fmt.ts:1 | import",
+            // The declared return type's member; the arrow parameter's type's member.
+            "ts/app/ret.ts | 3 | Help | ts/app/ret.ts:1 | file",
+            "ts/app/ret.ts | 5 | createHelp | ts/app/ret.ts:3 | file",
+            "ts/app/ret.ts | 6 | pad | ts/app/ret.ts:1 | repo",
+            "ts/app/ret.ts | 7 | forEach | - | -",
+            "ts/app/ret.ts | 7 | pad | ts/app/ret.ts:2 | repo",
+            // JSDoc's type, its method in code: not the declaration file's, not Arg's.
+            "ts/lib/use.js | 6 | name | ts/lib/opt.js:2 | repo",
             // The first of the overloads (where SCIP's indexers define the symbol).
             "ts/use.ts | 4 | merge | ts/merge.ts:1 | import",
         ]
