@@ -193,7 +193,7 @@ defs AS (
 by_name AS (SELECT class, family, name, count(*) AS n, min(symbol_id) AS id FROM defs GROUP BY ALL),
 by_file AS (SELECT class, path, name, count(*) AS n, min(symbol_id) AS id FROM (
   SELECT class, path, name, symbol_id FROM defs
-  UNION ALL SELECT class, {package} AS path, name, symbol_id FROM defs) GROUP BY ALL),
+  UNION ALL SELECT class, {package} || '@' || family AS path, name, symbol_id FROM defs) GROUP BY ALL),
 by_member AS (SELECT {sym_family} AS family, h.name AS holder, s.name, count(*) AS n,
                    min(s.symbol_id) AS id
             FROM counted s JOIN {symbols} h ON h.symbol_id = s.parent_id
@@ -226,21 +226,23 @@ expanded AS (
   SELECT named, base || unnest([{js_suffixes}]) AS file FROM ts_bases
   UNION ALL
   SELECT n.named, coalesce(concat_ws('/', nullif(g.dir, ''),
-                  nullif(ltrim(substr(n.named, 4 + length(g.module)), '/'), '')), '') || '/'
+                  nullif(ltrim(substr(n.named, 4 + length(g.module)), '/'), '')), '') || '/@go'
   FROM (SELECT DISTINCT named FROM named WHERE named LIKE 'go:%') n JOIN go_modules g
     ON substr(n.named, 4) = g.module OR starts_with(substr(n.named, 4), g.module || '/')
   UNION ALL
   SELECT n.named, s.path FROM (SELECT DISTINCT named FROM named WHERE named LIKE 'ns:%') n
-    JOIN {symbols} s ON s.kind = 'namespace' AND s.name = substr(n.named, 4)),
+    JOIN {symbols} s ON s.kind = 'namespace' AND s.language = 'csharp'
+      AND s.name = substr(n.named, 4)),
 candidates AS (SELECT DISTINCT n.class, n.family, n.import_name, n.import_files,
   CASE WHEN n.named LIKE 'go:%' OR n.named LIKE 'ts:%' OR n.named LIKE 'ns:%' THEN x.file
        ELSE n.named END AS file
   FROM named n LEFT JOIN expanded x ON x.named = n.named),
-def_files AS (SELECT DISTINCT path FROM defs UNION SELECT DISTINCT {package} FROM defs),
+def_files AS (SELECT DISTINCT path FROM defs UNION SELECT DISTINCT {package} || '@' || family FROM defs),
 in_files AS (
   SELECT c.class, c.family, c.import_name, c.import_files,
          CASE WHEN count(f.n) = 1 AND max(f.n) = 1 THEN max(f.id) END AS id,
-         count(f.n) AS hits, bool_or(d.path IS NOT NULL OR c.file = '{anywhere}') AS module_here
+         count(f.n) AS hits, bool_or(c.file = '{anywhere}'
+           OR (d.path IS NOT NULL AND NOT (c.class = 'c' AND contains(c.file, '/@')))) AS module_here
   FROM candidates c LEFT JOIN by_file f
     ON f.class = c.class AND f.path = c.file AND f.name = c.import_name
   LEFT JOIN def_files d ON d.path = c.file
@@ -252,7 +254,7 @@ reexports AS (SELECT path AS file, split_part(e, '=', 1) AS local,
 reexport_files AS (SELECT file, local, name, unnest(import_files) AS target FROM reexports),
 again AS (
   SELECT c.class, c.family, c.import_name, c.import_files,
-         CASE WHEN count(f.n) = 1 AND max(f.n) = 1 THEN max(f.id) END AS id,
+         CASE WHEN count(DISTINCT f.id) = 1 AND max(f.n) = 1 THEN max(f.id) END AS id,
          count(f.n) AS hits, bool_or(x.local <> '*') AS named
   FROM candidates c JOIN reexport_files x ON x.file = c.file
     AND (x.local = c.import_name OR x.local = '*')
@@ -315,13 +317,19 @@ LEFT JOIN by_name b ON r.family IS NOT NULL AND r.import_name IS NULL
 pub const ANYWHERE: &str = "*";
 
 /// The key a package (a directory: Go, and Java/Kotlin's own package) is known by among import
-/// candidates: the directory of `path` with a trailing `/` (`/` for the root). A definition counts
-/// under its file and under its package.
-pub fn package_key(path: &str) -> String {
+/// candidates: the directory of `path` with a trailing `/` (`/` for the root) and the language
+/// family (`@go`: a cgo file's C functions are not the Go package's). A definition counts under its
+/// file and under its package.
+pub fn package_key(family: &str, path: &str) -> String {
     match path.rsplit_once('/') {
-        Some((dir, _)) => format!("{dir}/"),
-        None => "/".to_string(),
+        Some((dir, _)) => format!("{dir}/@{family}"),
+        None => format!("/@{family}"),
     }
+}
+
+/// Whether a candidate is a package ([`package_key`]) rather than a file.
+fn is_package(candidate: &str) -> bool {
+    candidate.contains("/@")
 }
 
 /// The package an imported Go path names, under the Go modules of the bundle ((module path,
@@ -341,7 +349,7 @@ fn go_package(import: &str, modules: &[(String, String)]) -> Vec<String> {
                 .filter(|s| !s.is_empty())
                 .collect::<Vec<_>>()
                 .join("/");
-            Some(format!("{joined}/"))
+            Some(format!("{joined}/@go"))
         })
         .collect();
     out.sort_unstable();
@@ -513,7 +521,7 @@ impl Pending {
                             .or_else(|| {
                                 // Not imported: Go's own package, else nothing; Java's, Kotlin's
                                 // and Scala's own package, else anywhere.
-                                let package = package_key(path);
+                                let package = package_key(family, path);
                                 match language {
                                     Some("go") => Some((r.target.clone(), vec![package])),
                                     Some("csharp") => Some((r.target.clone(), namespaces.clone())),
@@ -673,7 +681,21 @@ impl Definitions {
         // `typings/index.d.ts` beside `lib/*.js`): a call lands on the code, a type use may
         // land on the declaration.
         let declarations = is_declaration_file(path);
-        for sym in symbols.iter().filter(|s| s.symbol.kind == "namespace") {
+        // Every SCIP symbol counts (an overload the index defines is its symbol's definition).
+        for sym in symbols {
+            if let Some(k) = sym
+                .scip_symbol
+                .as_deref()
+                .and_then(crate::precise::scip_key)
+            {
+                self.by_scip.entry(k).or_insert((0, sym.symbol_id)).0 += 1;
+            }
+        }
+        let csharp = language == Some("csharp");
+        for sym in symbols
+            .iter()
+            .filter(|s| csharp && s.symbol.kind == "namespace")
+        {
             self.namespaces
                 .entry(sym.symbol.name.clone())
                 .or_default()
@@ -695,20 +717,13 @@ impl Definitions {
                 );
                 self.by_member.entry(key).or_insert((0, sym.symbol_id)).0 += 1;
             }
-            if let Some(k) = sym
-                .scip_symbol
-                .as_deref()
-                .and_then(crate::precise::scip_key)
-            {
-                self.by_scip.entry(k).or_insert((0, sym.symbol_id)).0 += 1;
-            }
             for class in [Class::Callable, Class::Type, Class::Method] {
                 if class.open_kinds().contains(&sym.symbol.kind.as_str())
                     && !(declarations && class != Class::Type)
                 {
                     if !self.def_files.contains(path) {
                         self.def_files.insert(path.to_string());
-                        self.def_files.insert(package_key(path));
+                        self.def_files.insert(package_key(family, path));
                     }
                     let key = NameKey {
                         class,
@@ -716,7 +731,7 @@ impl Definitions {
                         name: sym.symbol.name.clone(),
                     };
                     self.by_name.entry(key).or_insert((0, sym.symbol_id)).0 += 1;
-                    for at in [path, package_key(path).as_str()] {
+                    for at in [path, package_key(family, path).as_str()] {
                         self.by_file
                             .entry(FileKey::new(class, at, &sym.symbol.name))
                             .or_insert((0, sym.symbol_id))
@@ -783,16 +798,26 @@ impl Definitions {
                     // The module is in the bundle but does not define the name: it imports
                     // it (`from .app import Flask` in a package's `__init__.py`, `export *
                     // from "./types"`): the one definition where that import says.
-                    [] if !again().0.is_empty() => match again().0.as_slice() {
-                        [(1, id)] => Some(*id),
-                        _ => None,
-                    },
+                    // (The same definition reached twice, `export *` and `export { x }` from one
+                    // module, is one.)
+                    [] if !again().0.is_empty() => {
+                        let found = again().0;
+                        let first = found[0];
+                        found
+                            .iter()
+                            .all(|x| x.0 == 1 && x.1 == first.1)
+                            .then_some(first.1)
+                    }
                     // From outside the bundle (`from markupsafe import escape`): nowhere.
                     [] if again().1 => None,
                     // Neither: the one definition of the name in the family.
-                    [] if files
-                        .iter()
-                        .any(|f| f == ANYWHERE || self.def_files.contains(f)) =>
+                    // (A package does not for a call: Go's `max()` not in its package is the
+                    // builtin, not another package's.)
+                    [] if files.iter().any(|f| {
+                        f == ANYWHERE
+                            || (self.def_files.contains(f)
+                                && !(class == Class::Callable && is_package(f)))
+                    }) =>
                     {
                         self.by_name
                             .get(&NameKey {

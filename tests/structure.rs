@@ -931,6 +931,7 @@ func Run() {
 	c.Open()
 	fmt.Println()
 	helper()
+	max(1, 2)
 }
 "#,
     );
@@ -938,13 +939,15 @@ func Run() {
     write(
         root,
         "store/store.go",
-        b"package store\n\nfunc Open() {}\n\nfunc helper() {}\n\nfunc Println() {}\n",
+        b"package store\n\nfunc Open() {}\n\nfunc helper() {}\n\nfunc Println() {}\n\nfunc max(a, b int) int { return a }\n",
     );
     write(
         root,
         "internal/cache/cache.go",
         b"package cache\n\nfunc Open() {}\n",
     );
+    // cgo: the package's C functions are not the Go package's.
+    write(root, "internal/cache/native.c", b"int Open(void) { return 0; }\n");
     // Java: an import under the importing file's source root; a class of the own package.
     let java = "src/main/java/org/acme";
     write(
@@ -1170,6 +1173,8 @@ export function run() {
             "app.go | 11 | Open | internal/cache/cache.go:3 | import",
             "app.go | 12 | Println | - | -",
             "app.go | 13 | helper | helper.go:3 | import",
+            // Not in its package: the builtin, not another package's `max`.
+            "app.go | 14 | max | - | -",
             // The used namespace's Engine (its static method by the type's name), the own
             // namespace's Router.
             "cs/Web/Server.cs | 8 | Create | cs/Core/Engine.cs:5 | repo",

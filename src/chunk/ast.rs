@@ -362,15 +362,26 @@ fn qualifies<'t>(lang: &Language, node: Node<'t>, info: KindInfo, text: &str) ->
 
 /// Where the word `operator` starts in a C++ declarator's name (`Vec128<T> operator<<`), if it
 /// is the name's last declarator: nothing but the operator and its parameters after it.
+/// A qualifier right before it (`Vec::operator+=`) stays: the start of that qualified name.
 fn operator_at(s: &str) -> Option<usize> {
     let at = s.rfind("operator")?;
+    // Not a C parameter named `operator` (`apply(char operator, int b)`).
+    if s[..at].contains('(') {
+        return None;
+    }
     let before_ok = s[..at]
         .chars()
         .next_back()
         .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
     let after = s[at + "operator".len()..].chars().next();
     let after_ok = after.is_none_or(|c| !(c.is_alphanumeric() || c == '_') || c == ' ');
-    (before_ok && after_ok).then_some(at)
+    if !(before_ok && after_ok) {
+        return None;
+    }
+    Some(match s[..at].strip_suffix("::") {
+        Some(q) => q.rfind(char::is_whitespace).map_or(0, |w| w + 1),
+        None => at,
+    })
 }
 
 /// `s` without its `<...>` groups (nested ones included); an unbalanced `>` is kept.
@@ -572,8 +583,15 @@ fn make_def<'t>(
         .declarator_names
         .then(|| operator_at(raw_name))
         .flatten();
+    let qualified_operator;
     let raw_name = match operator {
-        Some(at) => &raw_name[at..],
+        Some(at) => {
+            // `Vec<T>::operator+=`: the qualifier without its template arguments.
+            let op = &raw_name[at..];
+            let o = op.rfind("operator").unwrap_or(0);
+            qualified_operator = format!("{}{}", without_angle_groups(&op[..o]), &op[o..]);
+            qualified_operator.as_str()
+        }
         None if lang.def.declarator_names => {
             untemplated = without_angle_groups(raw_name);
             untemplated.as_str()
