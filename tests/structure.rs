@@ -947,7 +947,11 @@ func Run() {
         b"package cache\n\nfunc Open() {}\n",
     );
     // cgo: the package's C functions are not the Go package's.
-    write(root, "internal/cache/native.c", b"int Open(void) { return 0; }\n");
+    write(
+        root,
+        "internal/cache/native.c",
+        b"int Open(void) { return 0; }\n",
+    );
     // Java: an import under the importing file's source root; a class of the own package.
     let java = "src/main/java/org/acme";
     write(
