@@ -304,8 +304,8 @@ LEFT JOIN by_name b ON r.family IS NOT NULL AND r.import_name IS NULL
         package = "CASE WHEN contains(path, '/') THEN regexp_replace(path, '[^/]*$', '') ELSE '/' END",
         anywhere = ANYWHERE,
         overloads = sql_list(ONE_FUNCTION_OVERLOADS),
-        declaration = "(ends_with(path, '.d.ts') OR ends_with(path, '.d.mts') OR ends_with(path, '.d.cts'))",
-        s_declaration = "(ends_with(s.path, '.d.ts') OR ends_with(s.path, '.d.mts') OR ends_with(s.path, '.d.cts'))",
+        declaration = declaration_sql("path"),
+        s_declaration = declaration_sql("s.path"),
         js_suffixes = sql_list(&crate::extract::imports::JS_SUFFIXES),
     )
 }
@@ -397,9 +397,19 @@ fn ts_alias(dir_spec: &str, modules: &[(String, String, String)]) -> Vec<String>
 /// Whether `path` is a TypeScript declaration file (`.d.ts`, `.d.mts`, `.d.cts`): its functions
 /// and methods are no call's target ([`Definitions::add_file`]).
 pub fn is_declaration_file(path: &str) -> bool {
-    [".d.ts", ".d.mts", ".d.cts"]
+    DECLARATION_SUFFIXES.iter().any(|e| path.ends_with(e))
+}
+
+/// What a TypeScript declaration file's name ends with.
+const DECLARATION_SUFFIXES: [&str; 3] = [".d.ts", ".d.mts", ".d.cts"];
+
+/// [`is_declaration_file`] in SQL, of the path column `col`.
+fn declaration_sql(col: &str) -> String {
+    let any: Vec<String> = DECLARATION_SUFFIXES
         .iter()
-        .any(|e| path.ends_with(e))
+        .map(|e| format!("ends_with({col}, '{e}')"))
+        .collect();
+    format!("({})", any.join(" OR "))
 }
 
 /// A name a file takes from a module: (its name there, the module's candidate files).
@@ -792,7 +802,10 @@ impl Definitions {
                     .iter()
                     .filter_map(|file| self.by_file.get(&FileKey::new(class, file, imported)))
                     .collect();
-                let again = || self.through_reexports(class, &files, imported);
+                let (again, named_there) = match found.as_slice() {
+                    [] => self.through_reexports(class, &files, imported),
+                    _ => (Vec::new(), false),
+                };
                 let id = match found.as_slice() {
                     [(1, id)] => Some(*id),
                     // The module is in the bundle but does not define the name: it imports
@@ -800,16 +813,15 @@ impl Definitions {
                     // from "./types"`): the one definition where that import says.
                     // (The same definition reached twice, `export *` and `export { x }` from one
                     // module, is one.)
-                    [] if !again().0.is_empty() => {
-                        let found = again().0;
-                        let first = found[0];
-                        found
+                    [] if !again.is_empty() => {
+                        let first = again[0];
+                        again
                             .iter()
                             .all(|x| x.0 == 1 && x.1 == first.1)
                             .then_some(first.1)
                     }
                     // From outside the bundle (`from markupsafe import escape`): nowhere.
-                    [] if again().1 => None,
+                    [] if named_there => None,
                     // Neither: the one definition of the name in the family.
                     // (A package does not for a call: Go's `max()` not in its package is the
                     // builtin, not another package's.)

@@ -362,8 +362,9 @@ fn qualifies<'t>(lang: &Language, node: Node<'t>, info: KindInfo, text: &str) ->
 
 /// Where the word `operator` starts in a C++ declarator's name (`Vec128<T> operator<<`), if it
 /// is the name's last declarator: nothing but the operator and its parameters after it.
-/// A qualifier right before it (`Vec::operator+=`) stays: the start of that qualified name.
-fn operator_at(s: &str) -> Option<usize> {
+/// A qualifier right before it (`Vec::operator+=`) stays: (the start of that qualified name, where
+/// `operator` starts).
+fn operator_at(s: &str) -> Option<(usize, usize)> {
     let at = s.rfind("operator")?;
     // Not a C parameter named `operator` (`apply(char operator, int b)`).
     if s[..at].contains('(') {
@@ -378,10 +379,11 @@ fn operator_at(s: &str) -> Option<usize> {
     if !(before_ok && after_ok) {
         return None;
     }
-    Some(match s[..at].strip_suffix("::") {
+    let start = match s[..at].strip_suffix("::") {
         Some(q) => q.rfind(char::is_whitespace).map_or(0, |w| w + 1),
         None => at,
-    })
+    };
+    Some((start, at))
 }
 
 /// `s` without its `<...>` groups (nested ones included); an unbalanced `>` is kept.
@@ -585,11 +587,13 @@ fn make_def<'t>(
         .flatten();
     let qualified_operator;
     let raw_name = match operator {
-        Some(at) => {
+        Some((start, at)) => {
             // `Vec<T>::operator+=`: the qualifier without its template arguments.
-            let op = &raw_name[at..];
-            let o = op.rfind("operator").unwrap_or(0);
-            qualified_operator = format!("{}{}", without_angle_groups(&op[..o]), &op[o..]);
+            qualified_operator = format!(
+                "{}{}",
+                without_angle_groups(&raw_name[start..at]),
+                &raw_name[at..]
+            );
             qualified_operator.as_str()
         }
         None if lang.def.declarator_names => {

@@ -355,30 +355,16 @@ pub fn rust_module_files(path: &str, segs: &[String]) -> Option<Vec<String>> {
             bases.push((children, vec![path.to_string()]));
         }
         "super" => {
-            let (children, mut files) = if root_file {
-                let up = dir_of(dir);
-                (
-                    up.to_string(),
-                    vec![
-                        join(up, "mod.rs"),
-                        join(up, "lib.rs"),
-                        join(up, "main.rs"),
-                        format!("{up}.rs"),
-                    ],
-                )
-            } else {
-                (
-                    dir.to_string(),
-                    vec![
-                        join(dir, "mod.rs"),
-                        join(dir, "lib.rs"),
-                        join(dir, "main.rs"),
-                        format!("{dir}.rs"),
-                    ],
-                )
-            };
-            files.push(path.to_string());
-            bases.push((children, files));
+            // The parent module lives in the directory above a root file's, else in the file's.
+            let up = if root_file { dir_of(dir) } else { dir };
+            let files = vec![
+                join(up, "mod.rs"),
+                join(up, "lib.rs"),
+                join(up, "main.rs"),
+                format!("{up}.rs"),
+                path.to_string(),
+            ];
+            bases.push((up.to_string(), files));
         }
         "std" | "core" | "alloc" => return Some(Vec::new()),
         _ => return Some(vec![ANYWHERE.to_string()]),
@@ -400,6 +386,18 @@ pub fn rust_module_files(path: &str, segs: &[String]) -> Option<Vec<String>> {
         }
     }
     Some(out)
+}
+
+/// The files the module of a Python `from … import` ([`PY_FROM`]'s captures) may be, for a file
+/// in `dir`: each base's package `__init__.py`, then its `.py`.
+fn py_from_files(dir: &str, c: &regex::Captures<'_>) -> Option<Vec<String>> {
+    let module = c[2].replace('.', "/");
+    let files = py_from_bases(dir, c[1].len(), &module)?
+        .iter()
+        .filter(|b| !b.is_empty())
+        .flat_map(|b| [format!("{b}/__init__.py"), format!("{b}.py")])
+        .collect();
+    Some(files)
 }
 
 /// Local names that stand for a module → the files that module may be, for the file at `path`.
@@ -508,12 +506,7 @@ pub fn exports(
     let (names, files) = match language {
         Some("python") => {
             let c = PY_FROM.captures(st)?;
-            let module = c[2].replace('.', "/");
-            let files: Vec<String> = py_from_bases(dir, c[1].len(), &module)?
-                .iter()
-                .filter(|b| !b.is_empty())
-                .flat_map(|b| [format!("{b}/__init__.py"), format!("{b}.py")])
-                .collect();
+            let files = py_from_files(dir, &c)?;
             let names = c[3]
                 .split(',')
                 .filter_map(alias)
@@ -555,15 +548,9 @@ pub fn import_map(
                 let Some(c) = PY_FROM.captures(st) else {
                     continue;
                 };
-                let module = c[2].replace('.', "/");
-                let Some(bases) = py_from_bases(dir, c[1].len(), &module) else {
+                let Some(files) = py_from_files(dir, &c) else {
                     continue;
                 };
-                let files: Vec<String> = bases
-                    .iter()
-                    .filter(|b| !b.is_empty())
-                    .flat_map(|b| [format!("{b}/__init__.py"), format!("{b}.py")])
-                    .collect();
                 for item in c[3].split(',') {
                     if let Some((local, name)) = alias(item) {
                         out.insert(local, (name, files.clone()));
