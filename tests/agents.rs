@@ -232,13 +232,13 @@ type Seen = std::sync::Arc<std::sync::Mutex<Vec<(serde_json::Value, Option<Strin
 /// A scripted OpenAI-compatible chat server on 127.0.0.1: `reply(n, request)` answers the n-th
 /// request (from 0) with a status and a JSON body; every request body and its Authorization
 /// header are kept.
-struct ChatServer {
-    url: String,
+pub(crate) struct ChatServer {
+    pub(crate) url: String,
     seen: Seen,
 }
 
 impl ChatServer {
-    fn start(
+    pub(crate) fn start(
         reply: impl Fn(usize, &serde_json::Value) -> (u16, serde_json::Value) + Send + Sync + 'static,
     ) -> ChatServer {
         use std::io::{BufRead, BufReader, Read, Write};
@@ -292,13 +292,13 @@ impl ChatServer {
         ChatServer { url, seen }
     }
 
-    fn requests(&self) -> Vec<(serde_json::Value, Option<String>)> {
+    pub(crate) fn requests(&self) -> Vec<(serde_json::Value, Option<String>)> {
         self.seen.lock().unwrap().clone()
     }
 }
 
 /// A chat completion that calls `tool` with `args`.
-fn tool_call(n: usize, tool: &str, args: serde_json::Value) -> serde_json::Value {
+pub(crate) fn tool_call(n: usize, tool: &str, args: serde_json::Value) -> serde_json::Value {
     serde_json::json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
         "role": "assistant", "content": null,
         "tool_calls": [{"id": format!("call_{n}"), "type": "function",
@@ -307,7 +307,7 @@ fn tool_call(n: usize, tool: &str, args: serde_json::Value) -> serde_json::Value
 }
 
 /// A chat completion that answers `text`.
-fn answer(text: &str) -> serde_json::Value {
+pub(crate) fn answer(text: &str) -> serde_json::Value {
     serde_json::json!({"choices": [{"index": 0, "finish_reason": "stop",
         "message": {"role": "assistant", "content": text}}],
         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})

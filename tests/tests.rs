@@ -15,6 +15,7 @@ mod query;
 mod release;
 mod reliability;
 mod scip;
+mod serve;
 mod sql;
 mod structure;
 mod sync;

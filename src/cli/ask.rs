@@ -114,49 +114,106 @@ struct Citation {
     problem: Option<String>,
 }
 
-/// Runs `trove ask`.
-pub fn run(a: AskArgs) -> anyhow::Result<i32> {
-    a.embedder_at.apply();
-    let question = a.question.trim();
-    if question.is_empty() {
-        anyhow::bail!("the question is empty: trove ask BUNDLE... \"question\"");
+/// What the research loop needs besides the tools and the question: the chat server, the model,
+/// the prompts and the budgets (`trove ask` builds it from its flags, `trove serve` from its own).
+pub struct AskConfig {
+    /// The chat completions endpoint.
+    pub url: String,
+    /// The model name.
+    pub model: String,
+    /// The HTTP client (timeouts, retries, API key).
+    pub client: Client,
+    prompts: Prompts,
+    /// Tool calls allowed before the model must answer (`research` may be given fewer).
+    pub max_steps: usize,
+    /// Tokens allowed before the model must answer.
+    pub max_tokens: u64,
+}
+
+impl AskConfig {
+    /// The configuration from explicit values, falling back to $TROVE_ASK_URL / $OPENAI_BASE_URL
+    /// and $TROVE_ASK_MODEL; `prompts` a TOML file (default: the built-in prompts).
+    pub fn new(
+        url: Option<&str>,
+        model: Option<&str>,
+        prompts: Option<&std::path::Path>,
+        timeout: u64,
+        retries: u32,
+        api_key_env: &str,
+    ) -> anyhow::Result<Self> {
+        let prompts_text = match prompts {
+            Some(p) => std::fs::read_to_string(p)
+                .map_err(|e| anyhow::anyhow!("cannot read --prompts {}: {e}", p.display()))?,
+            None => DEFAULT_PROMPTS.to_string(),
+        };
+        let parsed: Prompts = toml::from_str(&prompts_text).map_err(|e| {
+            anyhow::anyhow!(
+                "prompts {}: {e}",
+                prompts.map_or("(built-in)".into(), |p| p.display().to_string())
+            )
+        })?;
+        let url = url
+            .map(str::to_string)
+            .or_else(|| std::env::var("TROVE_ASK_URL").ok())
+            .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
+            .filter(|u| !u.trim().is_empty())
+            .unwrap_or_else(|| "https://api.openai.com/v1".into());
+        let model = model
+            .map(str::to_string)
+            .or_else(|| std::env::var("TROVE_ASK_MODEL").ok())
+            .filter(|m| !m.trim().is_empty())
+            .unwrap_or_else(|| "gpt-4o-mini".into());
+        Ok(AskConfig {
+            url: endpoint(&url, "chat/completions"),
+            model,
+            client: Client::from_config(timeout, retries, api_key_env),
+            prompts: parsed,
+            max_steps: 12,
+            max_tokens: 200_000,
+        })
     }
-    if a.max_steps == 0 {
-        anyhow::bail!("--max-steps must be at least 1");
+}
+
+/// What the research loop found: the answer, its checked citations, the evidence trail.
+pub struct Research {
+    answer: String,
+    citations: Vec<Citation>,
+    steps: Vec<Step>,
+    stopped: Option<&'static str>,
+    calls: usize,
+    tokens: u64,
+}
+
+impl Research {
+    /// The JSON document of `trove ask --format json` (and of `POST /ask`).
+    pub fn to_json(&self, question: &str, model: &str) -> Value {
+        json!({
+            "question": question,
+            "answer": self.answer,
+            "citations": self.citations,
+            "steps": self.steps,
+            "stopped": self.stopped,
+            "model": model,
+            "calls": self.calls,
+            "tokens": self.tokens,
+        })
     }
-    let tools = Tools::open(&a.bundles)?;
-    let prompts_text = match &a.prompts {
-        Some(p) => std::fs::read_to_string(p)
-            .map_err(|e| anyhow::anyhow!("cannot read --prompts {}: {e}", p.display()))?,
-        None => DEFAULT_PROMPTS.to_string(),
-    };
-    let prompts: Prompts = toml::from_str(&prompts_text).map_err(|e| {
-        anyhow::anyhow!(
-            "prompts {}: {e}",
-            a.prompts
-                .as_ref()
-                .map_or("(built-in)".into(), |p| p.display().to_string())
-        )
-    })?;
-    let url = a
-        .url
-        .clone()
-        .or_else(|| std::env::var("TROVE_ASK_URL").ok())
-        .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| "https://api.openai.com/v1".into());
-    let url = endpoint(&url, "chat/completions");
-    let model = a
-        .model
-        .clone()
-        .or_else(|| std::env::var("TROVE_ASK_MODEL").ok())
-        .filter(|m| !m.trim().is_empty())
-        .unwrap_or_else(|| "gpt-4o-mini".into());
-    let client = Client::from_config(a.timeout, a.retries, &a.api_key_env);
+}
+
+/// Runs the research loop on `question` over `tools`, at most `max_steps` tool calls; `progress`
+/// prints each step on stderr.
+pub fn research(
+    tools: &Tools,
+    cfg: &AskConfig,
+    question: &str,
+    max_steps: usize,
+    progress: bool,
+) -> anyhow::Result<Research> {
+    let (url, model, client, prompts) = (&cfg.url, &cfg.model, &cfg.client, &cfg.prompts);
     let listing = tools.call("list_bundles", &json!({})).unwrap_or_default();
     let fill = |t: &str| {
         t.replace("{bundles}", &listing)
-            .replace("{max_steps}", &a.max_steps.to_string())
+            .replace("{max_steps}", &max_steps.to_string())
             .replace("{question}", question)
     };
     let mut messages = vec![
@@ -168,9 +225,9 @@ pub fn run(a: AskArgs) -> anyhow::Result<i32> {
     let mut calls = 0usize;
     let mut stopped = None;
     let answer = loop {
-        let budget_left = steps.len() < a.max_steps && tokens < a.max_tokens;
+        let budget_left = steps.len() < max_steps && tokens < cfg.max_tokens;
         if !budget_left && stopped.is_none() {
-            stopped = Some(if steps.len() >= a.max_steps {
+            stopped = Some(if steps.len() >= max_steps {
                 "max-steps"
             } else {
                 "max-tokens"
@@ -189,7 +246,7 @@ pub fn run(a: AskArgs) -> anyhow::Result<i32> {
         }
         calls += 1;
         let reply = client
-            .post(&url, &body)
+            .post(url, &body)
             .map_err(|e| anyhow::anyhow!("chat server {url}: {e}"))?;
         tokens += usage_tokens(&reply, &body);
         let msg = reply
@@ -244,11 +301,11 @@ pub fn run(a: AskArgs) -> anyhow::Result<i32> {
                 Value::Null => Ok(json!({})),
                 v => Ok(v.clone()),
             };
-            let over = steps.len() >= a.max_steps;
+            let over = steps.len() >= max_steps;
             let out = match parsed.clone() {
                 _ if over => Err(format!(
                     "step budget spent ({} tool calls): answer now",
-                    a.max_steps
+                    max_steps
                 )),
                 Err(e) => Err(e),
                 Ok(args) => tools.call(name, &args).map_err(|e| e.to_string()),
@@ -267,7 +324,7 @@ pub fn run(a: AskArgs) -> anyhow::Result<i32> {
                     lines: content.lines().count(),
                 });
             }
-            if a.format == AskFormat::Text {
+            if progress {
                 eprintln!(
                     "trove ask: step {}: {name} {}",
                     steps.len(),
@@ -277,38 +334,67 @@ pub fn run(a: AskArgs) -> anyhow::Result<i32> {
             messages.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
         }
     };
-    let citations = check_citations(&tools, &answer);
+    let citations = check_citations(tools, &answer);
+    Ok(Research {
+        answer,
+        citations,
+        steps,
+        stopped,
+        calls,
+        tokens,
+    })
+}
+
+/// Runs `trove ask`.
+pub fn run(a: AskArgs) -> anyhow::Result<i32> {
+    a.embedder_at.apply();
+    let question = a.question.trim();
+    if question.is_empty() {
+        anyhow::bail!("the question is empty: trove ask BUNDLE... \"question\"");
+    }
+    if a.max_steps == 0 {
+        anyhow::bail!("--max-steps must be at least 1");
+    }
+    let tools = Tools::open(&a.bundles)?;
+    let mut cfg = AskConfig::new(
+        a.url.as_deref(),
+        a.model.as_deref(),
+        a.prompts.as_deref(),
+        a.timeout,
+        a.retries,
+        &a.api_key_env,
+    )?;
+    cfg.max_steps = a.max_steps;
+    cfg.max_tokens = a.max_tokens;
+    let r = research(
+        &tools,
+        &cfg,
+        question,
+        cfg.max_steps,
+        a.format == AskFormat::Text,
+    )?;
     let mut out = std::io::stdout().lock();
     match a.format {
         AskFormat::Json => {
-            let doc = json!({
-                "question": question,
-                "answer": answer,
-                "citations": citations,
-                "steps": steps,
-                "stopped": stopped,
-                "model": model,
-                "calls": calls,
-                "tokens": tokens,
-            });
+            let doc = r.to_json(question, &cfg.model);
             writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         }
         AskFormat::Text => {
-            writeln!(out, "{answer}")?;
-            if !citations.is_empty() {
+            writeln!(out, "{}", r.answer)?;
+            if !r.citations.is_empty() {
                 writeln!(out, "\nCitations:")?;
-                for c in &citations {
+                for c in &r.citations {
                     match &c.problem {
                         None => writeln!(out, "  ✓ {}", c.text)?,
                         Some(p) => writeln!(out, "  ✗ {} ({p})", c.text)?,
                     }
                 }
             }
-            if let Some(s) = stopped {
+            if let Some(s) = r.stopped {
                 writeln!(
                     out,
                     "\n(stopped by the {s} budget: the answer rests on {} tool calls)",
-                    steps.len()
+                    r.steps.len()
                 )?;
             }
         }

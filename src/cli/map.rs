@@ -356,6 +356,37 @@ fn map_tree(b: &Bundle, path: Option<&str>) -> anyhow::Result<Option<Node>> {
     Ok(MapFiles::load(b, path)?.tree(&b.manifest.source.repo, path))
 }
 
+/// The map of bundle `b` under `path` as `trove map --format json` prints it, folders expanded
+/// `depth` levels (all when none); `None` when no indexed file is under the path.
+pub fn map_json(
+    b: &Bundle,
+    path: Option<&str>,
+    depth: Option<usize>,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    let Some(root) = map_tree(b, path)? else {
+        return Ok(None);
+    };
+    let mut v = serde_json::to_value(&root)?;
+    if let Some(d) = depth {
+        prune(&mut v, d);
+    }
+    Ok(Some(v))
+}
+
+/// Drops the children below `depth` levels (their counts stay on their folder).
+fn prune(v: &mut serde_json::Value, depth: usize) {
+    let Some(o) = v.as_object_mut() else {
+        return;
+    };
+    if depth == 0 {
+        o.remove("children");
+    } else if let Some(serde_json::Value::Array(kids)) = o.get_mut("children") {
+        for k in kids {
+            prune(k, depth - 1);
+        }
+    }
+}
+
 /// Runs `trove map`.
 pub fn run(a: MapArgs) -> anyhow::Result<i32> {
     let b = Bundle::open(&a.bundle)?;

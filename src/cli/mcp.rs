@@ -40,20 +40,68 @@ pub struct McpArgs {
     pub embedder_at: super::EmbedderAt,
 }
 
-const INSTRUCTIONS: &str = "trove serves index bundles of source repositories: the code, its \
+pub(crate) const INSTRUCTIONS: &str = "trove serves index bundles of source repositories: the code, its \
 definitions and references, and every file's text, without a checkout. Research like a developer: \
 read_map first for the layout, search_code for where something is done, resolve_symbol to follow \
 definitions and callers, read_file to read the code. Cite code as path:line.";
 
-/// The MCP handler: the tools, behind a lock (one call at a time).
-#[derive(Clone)]
-struct Server {
-    tools: Arc<Mutex<Tools>>,
-    listed: Arc<Vec<Tool>>,
+/// Where an MCP server's tool calls run: over one set of tools behind a lock (`trove mcp`), or on
+/// a handle of the bundles `trove serve` serves now.
+pub(crate) trait ToolHost: Clone + Send + Sync + 'static {
+    /// Runs tool `name`: its result, or `Err` with what went wrong inside trove (a panic).
+    fn run(
+        &self,
+        name: String,
+        args: serde_json::Value,
+    ) -> impl std::future::Future<Output = Result<Result<String, ToolError>, String>> + Send;
 }
 
-impl Server {
-    fn new(tools: Tools) -> Self {
+/// Runs a tool call, a panic caught and told as text.
+pub(crate) fn call_caught(
+    tools: &Tools,
+    name: &str,
+    args: &serde_json::Value,
+) -> Result<Result<String, ToolError>, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tools.call(name, args))).map_err(|p| {
+        p.downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied())
+            .unwrap_or("panic")
+            .to_string()
+    })
+}
+
+/// One set of tools, one call at a time on a blocking thread (`trove mcp`).
+#[derive(Clone)]
+struct Locked(Arc<Mutex<Tools>>);
+
+impl ToolHost for Locked {
+    async fn run(
+        &self,
+        name: String,
+        args: serde_json::Value,
+    ) -> Result<Result<String, ToolError>, String> {
+        let tools = self.0.clone();
+        tokio::task::spawn_blocking(move || {
+            let t = tools.lock().unwrap_or_else(|p| p.into_inner());
+            call_caught(&t, &name, &args)
+        })
+        .await
+        .map_err(|e| format!("tool task failed: {e}"))?
+    }
+}
+
+/// The MCP handler: the tools' list, and where their calls run.
+#[derive(Clone)]
+pub(crate) struct Server<H: ToolHost> {
+    host: H,
+    listed: Arc<Vec<Tool>>,
+    /// Prefix of the log line per call (none: no log; `trove serve` has its access log).
+    log: Option<&'static str>,
+}
+
+impl<H: ToolHost> Server<H> {
+    pub(crate) fn new(host: H, log: Option<&'static str>) -> Self {
         let listed = specs()
             .into_iter()
             .map(|s| {
@@ -71,45 +119,30 @@ impl Server {
             })
             .collect();
         Server {
-            tools: Arc::new(Mutex::new(tools)),
+            host,
             listed: Arc::new(listed),
+            log,
         }
     }
 
-    /// Runs tool `name` on a blocking thread; the call's text, or a tool error's.
+    /// Runs tool `name`; the call's text, or a tool error's.
     async fn run_tool(
         &self,
         name: String,
         args: serde_json::Value,
     ) -> Result<Result<String, String>, ErrorData> {
-        let tools = self.tools.clone();
         let started = std::time::Instant::now();
         let label = name.clone();
-        let out = tokio::task::spawn_blocking(move || {
-            let t = tools.lock().unwrap_or_else(|p| p.into_inner());
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.call(&name, &args)))
-        })
-        .await
-        .map_err(|e| ErrorData::internal_error(format!("tool task failed: {e}"), None))?;
-        let out = match out {
-            Ok(r) => r,
-            Err(p) => {
-                let what = p
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| p.downcast_ref::<&str>().copied())
-                    .unwrap_or("panic");
-                return Err(ErrorData::internal_error(
-                    format!("{label} failed inside trove: {what}"),
-                    None,
-                ));
-            }
-        };
-        eprintln!(
-            "trove mcp: {label} {} in {:.1} ms",
-            if out.is_ok() { "ok" } else { "failed" },
-            started.elapsed().as_secs_f64() * 1e3
-        );
+        let out = self.host.run(name, args).await.map_err(|what| {
+            ErrorData::internal_error(format!("{label} failed inside trove: {what}"), None)
+        })?;
+        if let Some(prefix) = self.log {
+            eprintln!(
+                "{prefix}: {label} {} in {:.1} ms",
+                if out.is_ok() { "ok" } else { "failed" },
+                started.elapsed().as_secs_f64() * 1e3
+            );
+        }
         match out {
             Ok(text) => Ok(Ok(text)),
             Err(e @ ToolError::Unknown(_)) => Err(ErrorData::new(
@@ -122,7 +155,7 @@ impl Server {
     }
 }
 
-impl ServerHandler for Server {
+impl<H: ToolHost> ServerHandler for Server<H> {
     fn get_info(&self) -> InitializeResult {
         let mut info = Implementation::from_build_env();
         info.name = "trove".into();
@@ -174,7 +207,7 @@ pub fn run(a: McpArgs) -> anyhow::Result<i32> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let server = Server::new(tools);
+    let server = Server::new(Locked(Arc::new(Mutex::new(tools))), Some("trove mcp"));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

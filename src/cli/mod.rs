@@ -12,6 +12,7 @@ pub mod mcp;
 pub mod merge;
 pub mod pack;
 pub mod query;
+pub mod serve;
 pub mod show;
 pub mod sql;
 pub mod structure;
@@ -69,6 +70,7 @@ pub enum Command {
     Map(map::MapArgs),
     Show(show::ShowArgs),
     Mcp(mcp::McpArgs),
+    Serve(Box<serve::ServeArgs>),
     #[cfg(feature = "openai")]
     Ask(ask::AskArgs),
     Symbols(structure::SymbolsArgs),
@@ -103,6 +105,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Map(a) => map::run(a),
         Command::Show(a) => show::run(a),
         Command::Mcp(a) => mcp::run(a),
+        Command::Serve(a) => serve::run(*a),
         #[cfg(feature = "openai")]
         Command::Ask(a) => ask::run(a),
         Command::Symbols(a) => structure::run_symbols(a),

@@ -79,14 +79,18 @@ pub enum Color {
 
 /// Bad filter input is an error, not an empty result: a malformed `--path` glob, a `--lang` that
 /// is no language trove knows nor one in the bundles (custom languages), a `--kind` no bundle has.
-pub(crate) fn check_filters(bundles: &[Bundle], o: &QueryOptions) -> anyhow::Result<()> {
+pub(crate) fn check_filters<'a>(
+    bundles: impl IntoIterator<Item = &'a Bundle> + Clone,
+    o: &QueryOptions,
+) -> anyhow::Result<()> {
     if let Some(g) = &o.path {
         trove::query::check_glob(g)?;
     }
     if !o.langs.is_empty() {
         let reg = trove::lang::Registry::load(&[])?;
         let in_bundles: std::collections::BTreeSet<&str> = bundles
-            .iter()
+            .clone()
+            .into_iter()
             .flat_map(|b| b.manifest.languages.keys().map(String::as_str))
             .collect();
         let known = |l: &str| in_bundles.contains(l) || reg.get(l).is_some();

@@ -247,6 +247,12 @@ impl Tools {
         Ok(Tools { bundles, maps })
     }
 
+    /// Tools over bundles already open (their labels are the names the tools show).
+    pub fn from_bundles(bundles: Vec<Bundle>) -> Self {
+        let maps = bundles.iter().map(|_| std::sync::OnceLock::new()).collect();
+        Tools { bundles, maps }
+    }
+
     /// The open bundles.
     pub fn bundles(&self) -> &[Bundle] {
         &self.bundles

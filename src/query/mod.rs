@@ -1124,7 +1124,11 @@ pub fn query_terms(query: &str, max_len: usize) -> Vec<(String, f64)> {
 }
 
 /// Searches several bundles and merges their hits by score, ranks assigned.
-pub fn search_all(bundles: &[Bundle], query: &str, o: &QueryOptions) -> Result<Vec<Hit>> {
+pub fn search_all<'a>(
+    bundles: impl IntoIterator<Item = &'a Bundle>,
+    query: &str,
+    o: &QueryOptions,
+) -> Result<Vec<Hit>> {
     let mut hits = Vec::new();
     for b in bundles {
         hits.extend(b.search(query, o)?);

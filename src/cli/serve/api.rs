@@ -1,0 +1,775 @@
+//! The endpoints of `trove serve`. Each takes a handle of the current generation, does its work on
+//! a blocking thread (DuckDB and the searches are synchronous), and answers JSON; bad input is a
+//! 4xx [`ApiError`] saying what is wrong.
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use trove::query::sql::to_json;
+use trove::query::{Bundle, Fusion, Mode, QueryOptions, lit, search_all};
+
+use super::super::structure::{Follow, refs_sql, symbols_sql};
+use super::super::tools::ToolError;
+use super::Shared;
+use super::state::Lease;
+
+/// A JSON error: `{"error": {"status", "code", "message"}}`.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    /// An error with this status, code and message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// 500.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+}
+
+fn bad(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+}
+
+fn not_found_error(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {
+            "status": self.status.as_u16(),
+            "code": self.code,
+            "message": self.message,
+        }});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+impl From<anyhow::Error> for ApiError {
+    fn from(e: anyhow::Error) -> Self {
+        ApiError::internal(format!("{e:#}"))
+    }
+}
+
+impl From<trove::Error> for ApiError {
+    fn from(e: trove::Error) -> Self {
+        ApiError::internal(e.to_string())
+    }
+}
+
+type ApiResult = Result<Response, ApiError>;
+
+/// JSON with the generation that answered.
+fn answer(v: &Value, generation: u64) -> Response {
+    let mut r = Json(v).into_response();
+    r.headers_mut()
+        .insert("x-trove-generation", generation.into());
+    r
+}
+
+/// Runs `f` on a handle of the current generation, on a blocking thread; its JSON, with the
+/// generation that answered.
+async fn on_bundles<F>(app: &Shared, f: F) -> ApiResult
+where
+    F: FnOnce(&Lease) -> Result<Value, ApiError> + Send + 'static,
+{
+    let lease = app.served.lease().await;
+    let out = tokio::task::spawn_blocking(move || {
+        test_delay();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&lease)));
+        let generation = lease.generation.id;
+        drop(lease);
+        (r, generation)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the request's task failed: {e}")))?;
+    match out {
+        (Ok(Ok(v)), g) => Ok(answer(&v, g)),
+        (Ok(Err(e)), _) => Err(e),
+        (Err(p), _) => Err(ApiError::internal(format!(
+            "failed inside trove: {}",
+            p.downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+                .unwrap_or("panic")
+        ))),
+    }
+}
+
+/// With the `test-hooks` feature, `TROVE_TEST_SERVE_DELAY_MS` slows every request down (the
+/// tests of timeouts and of the concurrency limit need slow requests).
+fn test_delay() {
+    #[cfg(feature = "test-hooks")]
+    if let Some(ms) = std::env::var("TROVE_TEST_SERVE_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
+/// The bundles of `lease` a request names (`None`: all); an unknown name is 404.
+fn chosen<'a>(lease: &'a Lease, names: Option<&[String]>) -> Result<Vec<&'a Bundle>, ApiError> {
+    let all = lease.tools().bundles();
+    let Some(names) = names else {
+        return Ok(all.iter().collect());
+    };
+    let mut out = Vec::new();
+    for n in names {
+        match all.iter().find(|b| &b.label == n) {
+            Some(b) => out.push(b),
+            None => {
+                return Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "unknown_bundle",
+                    format!(
+                        "no bundle named {n:?} is served (GET /bundles lists them: {})",
+                        all.iter()
+                            .map(|b| b.label.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(bad(
+            "bundles is empty: name at least one, or leave it out for all",
+        ));
+    }
+    Ok(out)
+}
+
+/// A string or a list of strings.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn list(v: Option<OneOrMany>) -> Vec<String> {
+        match v {
+            None => Vec::new(),
+            Some(OneOrMany::One(s)) => vec![s],
+            Some(OneOrMany::Many(v)) => v,
+        }
+    }
+}
+
+/// The body of `POST /query`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueryBody {
+    query: String,
+    #[serde(default)]
+    mode: Option<String>,
+    /// The vector arm's weight in hybrid fusion (BM25's is 1).
+    #[serde(default)]
+    alpha: Option<f64>,
+    #[serde(default)]
+    k: Option<usize>,
+    #[serde(default)]
+    source_type: Option<OneOrMany>,
+    #[serde(default)]
+    language: Option<OneOrMany>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    kind: Option<OneOrMany>,
+    #[serde(default)]
+    bundles: Option<Vec<String>>,
+    #[serde(default)]
+    content: Option<bool>,
+    #[serde(default)]
+    fusion: Option<String>,
+}
+
+/// Most results one query returns.
+const MAX_K: usize = 1000;
+
+/// A JSON body read as `T`, or a 400/413 saying why not.
+fn parse_body<T: serde::de::DeserializeOwned>(
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<T, ApiError> {
+    let body = body.map_err(|e| {
+        let status = e.status();
+        let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            "payload_too_large"
+        } else {
+            "bad_request"
+        };
+        ApiError::new(status, code, e.body_text())
+    })?;
+    serde_json::from_slice(&body)
+        .map_err(|e| bad(format!("the body is not the JSON expected: {e}")))
+}
+
+fn value_enum<T: clap::ValueEnum>(what: &str, s: &str) -> Result<T, ApiError> {
+    T::from_str(s, true).map_err(|_| {
+        let names: Vec<String> = T::value_variants()
+            .iter()
+            .filter_map(|v| v.to_possible_value().map(|p| p.get_name().to_string()))
+            .collect();
+        bad(format!("{what} {s:?} is not one of {}", names.join(", ")))
+    })
+}
+
+/// `POST /query`: the hits of `trove query --format json`.
+pub async fn query(
+    State(app): State<Shared>,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> ApiResult {
+    let q: QueryBody = parse_body(body)?;
+    let text = q.query.trim().to_string();
+    if text.is_empty() {
+        return Err(bad("query is empty: send {\"query\": \"what to find\"}"));
+    }
+    let k = q.k.unwrap_or(10);
+    if !(1..=MAX_K).contains(&k) {
+        return Err(bad(format!("k must be from 1 to {MAX_K}, got {k}")));
+    }
+    if q.alpha.is_some_and(|w| !(w.is_finite() && w >= 0.0)) {
+        return Err(bad(
+            "alpha (the vector arm's weight) must be a non-negative number",
+        ));
+    }
+    let types = OneOrMany::list(q.source_type);
+    if let Some(t) = types
+        .iter()
+        .find(|t| !["code", "doc", "test", "config"].contains(&t.as_str()))
+    {
+        return Err(bad(format!(
+            "source_type {t:?} is not one of code, doc, test, config"
+        )));
+    }
+    let opts = QueryOptions {
+        mode: match &q.mode {
+            Some(m) => value_enum::<Mode>("mode", m)?,
+            None => Mode::Hybrid,
+        },
+        k,
+        langs: OneOrMany::list(q.language),
+        types,
+        path: q.path.filter(|p| !p.is_empty()),
+        kinds: OneOrMany::list(q.kind),
+        content: q.content.unwrap_or(false),
+        vector_weight: q.alpha,
+        fusion: match &q.fusion {
+            Some(f) => value_enum::<Fusion>("fusion", f)?,
+            None => Fusion::default(),
+        },
+    };
+    let names = q.bundles;
+    on_bundles(&app, move |lease| {
+        let bundles = chosen(lease, names.as_deref())?;
+        super::super::query::check_filters(bundles.iter().copied(), &opts)
+            .map_err(|e| bad(format!("{e:#}")))?;
+        let hits = search_all(bundles.iter().copied(), &text, &opts)?;
+        serde_json::to_value(hits).map_err(|e| ApiError::internal(e.to_string()))
+    })
+    .await
+}
+
+/// Query-string parameters, read and checked (repeatable ones too).
+struct Params {
+    route: &'static str,
+    pairs: Vec<(String, String)>,
+}
+
+impl Params {
+    fn new(
+        route: &'static str,
+        q: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+        allowed: &[&str],
+    ) -> Result<Self, ApiError> {
+        let Query(pairs) = q.map_err(|e| bad(format!("{route}: {}", e.body_text())))?;
+        if let Some((k, _)) = pairs.iter().find(|(k, _)| !allowed.contains(&k.as_str())) {
+            return Err(bad(format!(
+                "{route}: unknown parameter {k:?} (it takes {})",
+                allowed.join(", ")
+            )));
+        }
+        Ok(Params { route, pairs })
+    }
+
+    fn get(&self, k: &str) -> Option<String> {
+        self.pairs
+            .iter()
+            .rev()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    }
+
+    fn all(&self, k: &str) -> Vec<String> {
+        self.pairs
+            .iter()
+            .filter(|(n, v)| n == k && !v.trim().is_empty())
+            .map(|(_, v)| v.trim().to_string())
+            .collect()
+    }
+
+    fn need(&self, k: &str) -> Result<String, ApiError> {
+        self.get(k)
+            .ok_or_else(|| bad(format!("{}: the parameter {k} is required", self.route)))
+    }
+
+    fn int(&self, k: &str, lo: usize, hi: usize, default: usize) -> Result<usize, ApiError> {
+        match self.get(k) {
+            None => Ok(default),
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+                _ => Err(bad(format!(
+                    "{}: {k} must be a whole number from {lo} to {hi}, got {v:?}",
+                    self.route
+                ))),
+            },
+        }
+    }
+
+    /// The `bundle` parameter as a list of one (`None`: all).
+    fn bundle(&self) -> Option<Vec<String>> {
+        self.get("bundle").map(|b| vec![b])
+    }
+}
+
+/// Runs `sql` on each bundle chosen; the rows as objects with their bundle's name.
+fn rows_of(bundles: &[&Bundle], sql: &str) -> Result<Value, ApiError> {
+    let mut out = Vec::new();
+    for b in bundles {
+        let (names, rows) = b.run_sql(sql)?;
+        for r in rows {
+            let mut o: serde_json::Map<String, Value> =
+                names.iter().cloned().zip(r.iter().map(to_json)).collect();
+            o.insert("bundle".into(), Value::String(b.label.clone()));
+            out.push(Value::Object(o));
+        }
+    }
+    Ok(Value::Array(out))
+}
+
+type QueryParams = Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>;
+
+/// `GET /symbols?name=`: definitions, as `trove symbols --format json`.
+pub async fn symbols(State(app): State<Shared>, q: QueryParams) -> ApiResult {
+    let p = Params::new("/symbols", q, &["name", "kind", "k", "bundle"])?;
+    let name = p.need("name")?;
+    let k = p.int("k", 1, MAX_K, 20)?;
+    let sql = symbols_sql(&name, &p.all("kind"), k);
+    let names = p.bundle();
+    on_bundles(&app, move |lease| {
+        rows_of(&chosen(lease, names.as_deref())?, &sql)
+    })
+    .await
+}
+
+/// `GET /refs?name=&follow=`: references, as `trove refs --format json`.
+pub async fn refs(State(app): State<Shared>, q: QueryParams) -> ApiResult {
+    let p = Params::new("/refs", q, &["name", "follow", "k", "bundle"])?;
+    let name = p.need("name")?;
+    let follow = match p.get("follow").as_deref().unwrap_or("callers") {
+        "callers" => Follow::Callers,
+        "callees" => Follow::Callees,
+        "imports" => Follow::Imports,
+        "subtypes" => Follow::Subtypes,
+        "uses" => Follow::Uses,
+        "all" => Follow::All,
+        other => {
+            return Err(bad(format!(
+                "/refs: follow {other:?} is not one of callers, callees, imports, subtypes, uses, all"
+            )));
+        }
+    };
+    let k = p.int("k", 1, 10_000, 100)?;
+    let sql = refs_sql(&name, follow, k);
+    let names = p.bundle();
+    on_bundles(&app, move |lease| {
+        rows_of(&chosen(lease, names.as_deref())?, &sql)
+    })
+    .await
+}
+
+/// `GET /deps`: declared dependencies, as `trove deps --format json`.
+pub async fn deps(State(app): State<Shared>, q: QueryParams) -> ApiResult {
+    let p = Params::new("/deps", q, &["ecosystem", "scope", "name", "bundle"])?;
+    let mut filters = vec!["true".to_string()];
+    let any_of = |col: &str, vals: &[String]| {
+        let list: Vec<String> = vals.iter().map(|v| lit(v)).collect();
+        format!("{col} IN ({})", list.join(", "))
+    };
+    let (eco, scope) = (p.all("ecosystem"), p.all("scope"));
+    if !eco.is_empty() {
+        filters.push(any_of("ecosystem", &eco));
+    }
+    if !scope.is_empty() {
+        filters.push(any_of("scope", &scope));
+    }
+    if let Some(n) = p.get("name") {
+        filters.push(format!("contains(lower(name), lower({}))", lit(&n)));
+    }
+    let sql = format!(
+        "SELECT path, ecosystem, name, version, scope FROM deps WHERE {} \
+         ORDER BY path, ecosystem, scope, name, version",
+        filters.join(" AND ")
+    );
+    let names = p.bundle();
+    on_bundles(&app, move |lease| {
+        rows_of(&chosen(lease, names.as_deref())?, &sql)
+    })
+    .await
+}
+
+/// The one bundle a request is about: the one named, or the only one served.
+fn one_bundle<'a>(
+    lease: &'a Lease,
+    name: Option<&str>,
+    route: &str,
+) -> Result<&'a Bundle, ApiError> {
+    let all = lease.tools().bundles();
+    match name {
+        Some(n) => Ok(chosen(lease, Some(std::slice::from_ref(&n.to_string())))?[0]),
+        None if all.len() == 1 => Ok(&all[0]),
+        None => Err(bad(format!(
+            "{route}: several bundles are served: name one with ?bundle= ({})",
+            all.iter()
+                .map(|b| b.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// `GET /map`: the repository's map, as `trove map --format json`.
+pub async fn map(State(app): State<Shared>, q: QueryParams) -> ApiResult {
+    let p = Params::new("/map", q, &["path", "depth", "bundle"])?;
+    let path = p.get("path");
+    let depth = match p.get("depth") {
+        None => None,
+        Some(_) => Some(p.int("depth", 1, 64, 1)?),
+    };
+    let name = p.get("bundle");
+    on_bundles(&app, move |lease| {
+        let b = one_bundle(lease, name.as_deref(), "/map")?;
+        super::super::map::map_json(b, path.as_deref(), depth)?.ok_or_else(|| {
+            not_found_error(format!(
+                "/map: no indexed file under {}",
+                path.as_deref().unwrap_or("the root")
+            ))
+        })
+    })
+    .await
+}
+
+/// A repository path from a URL: relative, no `.`/`..` parts, no backslashes or NULs.
+fn repo_path(raw: &str) -> Result<String, ApiError> {
+    let bad_path = |why: &str| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("/files: {raw:?} {why}: paths are the repository's, as /query shows them"),
+        )
+    };
+    if raw.is_empty() {
+        return Err(bad_path("is empty"));
+    }
+    if raw.starts_with('/') {
+        return Err(bad_path("is absolute"));
+    }
+    if raw.contains('\\') || raw.contains('\0') {
+        return Err(bad_path("holds a backslash or NUL"));
+    }
+    let p = raw.trim_start_matches("./");
+    if p.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+        return Err(bad_path("has an empty, `.` or `..` part"));
+    }
+    Ok(p.to_string())
+}
+
+/// `GET /files/{path}?start=&end=`: a file's text from the bundle.
+pub async fn file(
+    State(app): State<Shared>,
+    path: Result<UrlPath<String>, axum::extract::rejection::PathRejection>,
+    q: QueryParams,
+) -> ApiResult {
+    let UrlPath(raw) = path.map_err(|e| bad(format!("/files: {}", e.body_text())))?;
+    let path = repo_path(&raw)?;
+    let p = Params::new("/files", q, &["start", "end", "bundle"])?;
+    let start = p.int("start", 1, usize::MAX >> 1, 1)?;
+    let end = match p.get("end") {
+        None => None,
+        Some(_) => Some(p.int("end", 1, usize::MAX >> 1, 1)?),
+    };
+    if end.is_some_and(|e| e < start) {
+        return Err(bad("/files: end comes before start"));
+    }
+    let names = p.bundle();
+    on_bundles(&app, move |lease| {
+        let bundles = chosen(lease, names.as_deref())?;
+        for b in &bundles {
+            if let Some(text) = b.file_text(&path)? {
+                let (lines, total) = super::super::show::numbered_lines(&text, Some(start), end)
+                    .map_err(|e| bad(format!("/files: {e:#}")))?;
+                let last = lines.last().map_or(start.saturating_sub(1), |l| l.0);
+                let body: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
+                return Ok(json!({
+                    "bundle": b.label,
+                    "path": path,
+                    "start_line": start,
+                    "end_line": last,
+                    "total_lines": total,
+                    "text": body,
+                }));
+            }
+        }
+        let why = super::super::show::not_a_file(bundles[0], &path)?;
+        Err(not_found_error(format!("/files: {why:#}")))
+    })
+    .await
+}
+
+/// `GET /files/` without a path.
+pub async fn file_missing() -> ApiError {
+    bad("/files/{path}: name a file, e.g. /files/src/main.rs")
+}
+
+/// One bundle's line in `/bundles`.
+fn bundle_info(app: &Shared, i: usize) -> Value {
+    let g = app.served.current();
+    let slot = &app.served.slots[i];
+    let (s, m) = (&g.snapshots[i], &g.manifests[i]);
+    let mut langs: Vec<(&String, u64)> = m.languages.iter().map(|(k, v)| (k, v.files)).collect();
+    langs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    json!({
+        "name": slot.name,
+        "path": slot.path.display().to_string(),
+        "version": s.version,
+        "generation": g.id,
+        "loaded_at": s.loaded_at,
+        "repo": m.source.repo,
+        "commit": m.source.commit,
+        "branch": m.source.branch,
+        "created_at": m.created_at,
+        "files": m.counts.files,
+        "chunks": m.counts.chunks,
+        "symbols": m.counts.symbols,
+        "refs": m.counts.refs,
+        "languages": langs.into_iter().map(|(k, n)| json!({"language": k, "files": n})).collect::<Vec<_>>(),
+        "embedder": {"backend": m.embedder.backend, "model": m.embedder.model, "dim": m.embedder.dim},
+    })
+}
+
+/// `GET /bundles`.
+pub async fn bundles(State(app): State<Shared>) -> Response {
+    let g = app.served.current().id;
+    let list: Vec<Value> = (0..app.served.slots.len())
+        .map(|i| bundle_info(&app, i))
+        .collect();
+    answer(&Value::Array(list), g)
+}
+
+/// `GET /health`: ok, or degraded while a bundle's new version could not be switched to.
+pub async fn health(State(app): State<Shared>) -> Response {
+    let g = app.served.current();
+    let mut degraded = false;
+    let list: Vec<Value> = app
+        .served
+        .slots
+        .iter()
+        .enumerate()
+        .map(|(i, slot)| {
+            let st = slot
+                .status
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            degraded |= st.failed.is_some();
+            json!({
+                "name": slot.name,
+                "version": g.snapshots[i].version,
+                "loaded_at": g.snapshots[i].loaded_at,
+                "reloads": st.reloads_ok,
+                "failed_reloads": st.reloads_failed,
+                "error": st.failed.map(|f| json!({"message": f.message, "at": f.at})),
+            })
+        })
+        .collect();
+    answer(
+        &json!({
+            "status": if degraded { "degraded" } else { "ok" },
+            "generation": g.id,
+            "uptime_s": app.started.elapsed().as_secs(),
+            "version": env!("CARGO_PKG_VERSION"),
+            "bundles": list,
+        }),
+        g.id,
+    )
+}
+
+/// `GET /metrics`.
+pub async fn metrics(State(app): State<Shared>) -> Response {
+    use super::metrics::esc;
+    use std::fmt::Write;
+    let g = app.served.current();
+    let mut extra = String::new();
+    extra.push_str("# HELP trove_bundle_info The version of each bundle being served.\n");
+    extra.push_str("# TYPE trove_bundle_info gauge\n");
+    for (i, slot) in app.served.slots.iter().enumerate() {
+        let m = &g.manifests[i];
+        let _ = writeln!(
+            extra,
+            "trove_bundle_info{{bundle=\"{}\",version=\"{}\",commit=\"{}\"}} 1",
+            esc(&slot.name),
+            esc(&g.snapshots[i].version),
+            esc(m.source.commit.as_deref().unwrap_or(""))
+        );
+    }
+    extra.push_str("# HELP trove_generation Reload generation serving now.\n");
+    extra.push_str("# TYPE trove_generation gauge\n");
+    let _ = writeln!(extra, "trove_generation {}", g.id);
+    extra.push_str("# HELP trove_reloads_total Reloads of a bundle, by result.\n");
+    extra.push_str("# TYPE trove_reloads_total counter\n");
+    for slot in &app.served.slots {
+        let st = slot
+            .status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for (result, n) in [("ok", st.reloads_ok), ("failed", st.reloads_failed)] {
+            let _ = writeln!(
+                extra,
+                "trove_reloads_total{{bundle=\"{}\",result=\"{result}\"}} {n}",
+                esc(&slot.name)
+            );
+        }
+    }
+    let mut r = app.metrics.render(&extra).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    r
+}
+
+/// `GET /openapi.json`.
+pub async fn openapi() -> Response {
+    let mut r = OPENAPI.into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+const OPENAPI: &str = include_str!("openapi.json");
+
+/// The body of `POST /ask`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AskBody {
+    question: String,
+    #[serde(default)]
+    bundles: Option<Vec<String>>,
+    #[serde(default)]
+    max_steps: Option<usize>,
+}
+
+/// `POST /ask`: the research loop (`trove ask --format json`) over the bundles.
+pub async fn ask(
+    State(app): State<Shared>,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> ApiResult {
+    if app.ask.is_none() {
+        return Err(ApiError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "not_configured",
+            "no model server is configured: start trove serve with --ask-url (and --ask-model)",
+        ));
+    }
+    let b: AskBody = parse_body(body)?;
+    let question = b.question.trim().to_string();
+    if question.is_empty() {
+        return Err(bad("question is empty"));
+    }
+    let steps = b.max_steps.unwrap_or(12);
+    if !(1..=50).contains(&steps) {
+        return Err(bad("max_steps must be from 1 to 50"));
+    }
+    let app2 = app.clone();
+    on_bundles(&app, move |lease| {
+        let cfg = app2.ask.as_ref().expect("checked above");
+        let names = b.bundles;
+        let all = lease.tools();
+        // A subset of the bundles gets tools of its own (the others stay in the pool's handle).
+        let picked = chosen(lease, names.as_deref())?;
+        let sub;
+        let tools = if picked.len() == all.bundles().len() {
+            all
+        } else {
+            let opened = picked
+                .iter()
+                .map(|b| {
+                    let mut o = Bundle::open(&b.dir)?;
+                    o.label = b.label.clone();
+                    Ok(o)
+                })
+                .collect::<trove::Result<Vec<_>>>()?;
+            sub = super::super::tools::Tools::from_bundles(opened);
+            &sub
+        };
+        let r = super::super::ask::research(tools, cfg, &question, steps, false).map_err(|e| {
+            ApiError::new(StatusCode::BAD_GATEWAY, "model_failed", format!("{e:#}"))
+        })?;
+        Ok(r.to_json(&question, &cfg.model))
+    })
+    .await
+}
+
+/// Unknown route.
+pub async fn not_found() -> ApiError {
+    not_found_error(
+        "no such endpoint: POST /query, GET /symbols /refs /map /deps /files/{path} /bundles \
+         /health /metrics /openapi.json, POST /ask, /mcp",
+    )
+}
+
+/// Known route, wrong method.
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this endpoint does not take that method (GET /openapi.json describes them)",
+    )
+}
+
+/// The MCP tools on handles of the current generation.
+#[derive(Clone)]
+pub struct ServedTools(pub Shared);
+
+impl super::super::mcp::ToolHost for ServedTools {
+    async fn run(&self, name: String, args: Value) -> Result<Result<String, ToolError>, String> {
+        let lease = self.0.served.lease().await;
+        tokio::task::spawn_blocking(move || {
+            test_delay();
+            super::super::mcp::call_caught(lease.tools(), &name, &args)
+        })
+        .await
+        .map_err(|e| format!("tool task failed: {e}"))?
+    }
+}

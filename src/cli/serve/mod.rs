@@ -1,0 +1,445 @@
+//! `trove serve BUNDLE...`: the bundles as an HTTP service (axum on hyper and tokio) — JSON
+//! endpoints for search, symbols, references, maps, dependencies and file text, the MCP tools over
+//! Streamable HTTP at `/mcp`, `/health`, `/metrics` and `/openapi.json`. Bundles are reloaded when
+//! their manifest changes (see [`state`]); the safety rules (loopback unless a token, body limit,
+//! timeouts, bounded concurrency, JSON errors) are layers here.
+mod api;
+mod metrics;
+mod state;
+
+use axum::Router;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use tower::ServiceBuilder;
+
+use super::ask::AskConfig;
+pub use api::ApiError;
+use metrics::Metrics;
+use state::Served;
+
+/// Serve bundles over HTTP: search, symbols, references, maps, dependencies and file text as
+/// JSON, the MCP tools at /mcp (Streamable HTTP), /health, /metrics (Prometheus) and
+/// /openapi.json.
+///
+/// Endpoints: POST /query, GET /symbols, /refs, /map, /deps, /files/{path}, /bundles, /health,
+/// /metrics, /openapi.json, POST /ask (with --ask-url), /mcp. Errors are JSON:
+/// {"error": {"status", "code", "message"}}.
+///
+/// Each bundle is reloaded when its manifest changes (a nightly publish, `trove sync`): the new
+/// version is verified and warmed beside the old one, then switched to; requests in flight finish
+/// on the old one. A version that fails verification is not switched to: the old one keeps
+/// serving and /health shows the error.
+///
+/// Safety: the server listens on loopback by default; any other address needs a bearer token
+/// (--token or $TROVE_TOKEN), or --insecure-no-auth. Request bodies are limited (--max-body),
+/// every request has a deadline (--timeout, then 504), and at most --max-in-flight requests are
+/// handled at once: beyond that the answer is 503 with Retry-After. Nothing outside the bundles
+/// named is read. An access log line per request goes to stderr.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  trove serve app.bundle\n  curl -s localhost:7878/query -d '{\"query\": \"retry backoff\", \"k\": 5}'\n  TROVE_TOKEN=s3cret trove serve --listen 0.0.0.0:7878 /srv/bundles/*.bundle\n  claude mcp add --transport http trove http://localhost:7878/mcp"
+)]
+pub struct ServeArgs {
+    /// The bundles to serve (directories or packed .trove files); each is named in the API by its
+    /// file name.
+    #[arg(required = true)]
+    pub bundles: Vec<PathBuf>,
+    /// Address to listen on (port 0: any free port; the address chosen is printed).
+    #[arg(long, default_value = "127.0.0.1:7878", value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// Bearer token every request must carry (`Authorization: Bearer TOKEN`) [env: TROVE_TOKEN].
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Listen on a non-loopback address without a token.
+    #[arg(long)]
+    pub insecure_no_auth: bool,
+    /// Largest request body, in bytes (larger: 413).
+    #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
+    pub max_body: usize,
+    /// Seconds a request may take before it is answered 504.
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    pub timeout: f64,
+    /// Requests handled at once; more are answered 503 with Retry-After.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub max_in_flight: usize,
+    /// Open handles per bundle (searches run in parallel up to this) [default: the CPU count].
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Seconds between checks of the bundles' manifests for a new version (0: never reload).
+    #[arg(long, default_value_t = 2.0, value_name = "SECS")]
+    pub reload_interval: f64,
+    /// Host names /mcp accepts in the Host header, repeatable [default: loopback names, or any
+    /// when a token is required].
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
+    /// No access log lines on stderr.
+    #[arg(long)]
+    pub no_access_log: bool,
+    /// Chat completions server for POST /ask (OpenAI-compatible) [env: TROVE_ASK_URL]; without
+    /// it, /ask answers 501.
+    #[arg(long, value_name = "URL")]
+    pub ask_url: Option<String>,
+    /// Model for /ask [env: TROVE_ASK_MODEL; default gpt-4o-mini].
+    #[arg(long, value_name = "NAME")]
+    pub ask_model: Option<String>,
+    /// Environment variable that holds the chat server's API key.
+    #[arg(long, default_value = "OPENAI_API_KEY", value_name = "VAR")]
+    pub ask_api_key_env: String,
+    /// Seconds an /ask request may take (the research loop makes several model calls).
+    #[arg(long, default_value_t = 300.0, value_name = "SECS")]
+    pub ask_timeout: f64,
+    #[command(flatten)]
+    pub embedder_at: super::EmbedderAt,
+}
+
+/// What every handler sees.
+pub struct App {
+    served: Served,
+    metrics: Metrics,
+    started: Instant,
+    ask: Option<AskConfig>,
+    access_log: bool,
+    token: Option<String>,
+}
+
+type Shared = Arc<App>;
+
+/// Runs `trove serve` until Ctrl-C or SIGTERM.
+pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
+    a.embedder_at.apply();
+    let token = a
+        .token
+        .clone()
+        .or_else(|| std::env::var("TROVE_TOKEN").ok())
+        .filter(|t| !t.is_empty());
+    if !a.listen.ip().is_loopback() && token.is_none() && !a.insecure_no_auth {
+        anyhow::bail!(
+            "{} is not a loopback address: set a token (--token or $TROVE_TOKEN) that clients send \
+             as `Authorization: Bearer TOKEN`, or pass --insecure-no-auth",
+            a.listen
+        );
+    }
+    for (v, what) in [
+        (a.timeout, "--timeout"),
+        (a.ask_timeout, "--ask-timeout"),
+        (a.reload_interval, "--reload-interval"),
+    ] {
+        if !(v.is_finite() && v >= 0.0) || (what != "--reload-interval" && v == 0.0) {
+            anyhow::bail!("{what} must be a positive number of seconds");
+        }
+    }
+    if a.max_in_flight == 0 || a.max_body == 0 {
+        anyhow::bail!("--max-in-flight and --max-body must be at least 1");
+    }
+    let workers = a
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .max(1);
+    let ask = match a
+        .ask_url
+        .clone()
+        .or_else(|| std::env::var("TROVE_ASK_URL").ok())
+        .filter(|u| !u.trim().is_empty())
+    {
+        Some(url) => Some(AskConfig::new(
+            Some(&url),
+            a.ask_model.as_deref(),
+            None,
+            120,
+            3,
+            &a.ask_api_key_env,
+        )?),
+        None => None,
+    };
+    let started = Instant::now();
+    let served = Served::open(&a.bundles, workers)?;
+    let names: Vec<String> = served.slots.iter().map(|s| s.name.clone()).collect();
+    eprintln!(
+        "trove serve: {} ready in {:.1} s ({workers} handles each)",
+        names.join(", "),
+        started.elapsed().as_secs_f64()
+    );
+    let app = Arc::new(App {
+        served,
+        metrics: Metrics::default(),
+        started,
+        ask,
+        access_log: !a.no_access_log,
+        token,
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let result = rt.block_on(serve(a, app.clone()));
+    // Blocking work still running (a reload, a slow request past its deadline) gets a moment.
+    rt.shutdown_timeout(Duration::from_secs(10));
+    app.served.cleanup();
+    result.map(|()| 0)
+}
+
+async fn serve(a: ServeArgs, app: Shared) -> anyhow::Result<()> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let mut mcp_config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(a.max_body)
+        .with_json_response(true);
+    if !a.allow_hosts.is_empty() {
+        mcp_config = mcp_config.with_allowed_hosts(a.allow_hosts.clone());
+    } else if app.token.is_some() || !a.listen.ip().is_loopback() {
+        mcp_config = mcp_config.disable_allowed_hosts();
+    }
+    let mcp_server = super::mcp::Server::new(api::ServedTools(app.clone()), None);
+    let mcp = StreamableHttpService::new(
+        move || Ok(mcp_server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        mcp_config,
+    );
+    let mcp_cancel = mcp.config.cancellation_token.clone();
+
+    let limits = |secs: f64| {
+        ServiceBuilder::new()
+            .layer(HandleErrorLayer::new(overloaded))
+            .layer(tower::load_shed::LoadShedLayer::new())
+            .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
+                a.max_in_flight,
+            ))
+            .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+                StatusCode::GATEWAY_TIMEOUT,
+                Duration::from_secs_f64(secs),
+            ))
+            .layer(tower_http::limit::RequestBodyLimitLayer::new(a.max_body))
+    };
+    let limited = Router::new()
+        .route("/query", post(api::query))
+        .route("/symbols", get(api::symbols))
+        .route("/refs", get(api::refs))
+        .route("/deps", get(api::deps))
+        .route("/map", get(api::map))
+        .route("/files/{*path}", get(api::file))
+        .route("/files/", get(api::file_missing))
+        .route("/bundles", get(api::bundles))
+        .route("/openapi.json", get(api::openapi))
+        .nest_service("/mcp", mcp)
+        .layer(limits(a.timeout));
+    let ask = Router::new()
+        .route("/ask", post(api::ask))
+        .layer(limits(a.ask_timeout));
+    // Health and metrics answer even when the server is saturated.
+    let router = Router::new()
+        .route("/health", get(api::health))
+        .route("/metrics", get(api::metrics))
+        .merge(limited)
+        .merge(ask)
+        .fallback(api::not_found)
+        .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(middleware::from_fn_with_state(app.clone(), authorize))
+        .layer(middleware::from_fn_with_state(app.clone(), observe))
+        .with_state(app.clone());
+
+    let listener = tokio::net::TcpListener::bind(a.listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", a.listen))?;
+    let bound = listener.local_addr()?;
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "trove serve: listening on http://{bound}")?;
+        out.flush()?;
+    }
+    if a.reload_interval > 0.0 {
+        let app = app.clone();
+        let every = Duration::from_secs_f64(a.reload_interval);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let app = app.clone();
+                let _ = tokio::task::spawn_blocking(move || app.served.poll()).await;
+            }
+        });
+    }
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown_signal().await;
+        eprintln!("trove serve: shutting down (requests in flight finish first)");
+        mcp_cancel.cancel();
+    })
+    .await?;
+    Ok(())
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
+/// The answer to a request the concurrency limit refused (or a layer's other error).
+async fn overloaded(err: tower::BoxError) -> Response {
+    if err.is::<tower::load_shed::error::Overloaded>() {
+        let mut r = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            "the server is handling as many requests as it may (--max-in-flight): retry shortly",
+        )
+        .into_response();
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        r
+    } else {
+        ApiError::internal(format!("{err}")).into_response()
+    }
+}
+
+/// Refuses a request without the bearer token, when one is set.
+async fn authorize(State(app): State<Shared>, req: Request, next: Next) -> Response {
+    if let Some(token) = &app.token {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        let ok = given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes()));
+        if !ok {
+            let mut r = ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                if given.is_some() {
+                    "the bearer token is wrong"
+                } else {
+                    "this server needs `Authorization: Bearer TOKEN`"
+                },
+            )
+            .into_response();
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"trove\""),
+            );
+            return r;
+        }
+    }
+    next.run(req).await
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Access log, metrics, the generation header, and JSON bodies for errors a layer answered in
+/// plain text (413, 504, 405...).
+async fn observe(State(app): State<Shared>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = req.method().to_string();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_string())
+        .unwrap_or_else(|| route_of(req.uri().path()));
+    let target = req.uri().to_string();
+    let peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.to_string())
+        .unwrap_or_else(|| "-".into());
+    app.metrics.in_flight.fetch_add(1, Ordering::Relaxed);
+    let mut resp = next.run(req).await;
+    app.metrics.in_flight.fetch_sub(1, Ordering::Relaxed);
+    let status = resp.status();
+    if (status.is_client_error() || status.is_server_error()) && !is_json(&resp) {
+        let (code, message) = match status {
+            StatusCode::PAYLOAD_TOO_LARGE => (
+                "payload_too_large",
+                "the request body is larger than the server takes (--max-body)",
+            ),
+            StatusCode::GATEWAY_TIMEOUT => (
+                "timeout",
+                "the request took longer than the server allows (--timeout)",
+            ),
+            StatusCode::METHOD_NOT_ALLOWED => (
+                "method_not_allowed",
+                "this endpoint does not take that method",
+            ),
+            StatusCode::NOT_FOUND => ("not_found", "no such endpoint"),
+            s if s.is_server_error() => ("internal", "the server failed to answer"),
+            _ => ("bad_request", "the request was refused"),
+        };
+        let text = message.to_string();
+        let headers = resp.headers().clone();
+        let mut fresh = ApiError::new(status, code, text).into_response();
+        for (k, v) in headers.iter() {
+            if k != header::CONTENT_TYPE && k != header::CONTENT_LENGTH {
+                fresh.headers_mut().insert(k.clone(), v.clone());
+            }
+        }
+        resp = fresh;
+    }
+    if !resp.headers().contains_key("x-trove-generation") {
+        let g = app.served.current().id;
+        resp.headers_mut().insert("x-trove-generation", g.into());
+    }
+    let secs = started.elapsed().as_secs_f64();
+    app.metrics.observe(&route, &method, status.as_u16(), secs);
+    if app.access_log {
+        let bytes = resp
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-")
+            .to_string();
+        eprintln!(
+            "{} {peer} {method} {target} {} {bytes} {:.1}ms",
+            state::now_rfc3339(),
+            status.as_u16(),
+            secs * 1e3
+        );
+    }
+    resp
+}
+
+fn is_json(r: &Response) -> bool {
+    r.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+}
+
+/// A route label for a path no route matched (bounded: no user text in metrics).
+fn route_of(path: &str) -> String {
+    if path == "/mcp" || path.starts_with("/mcp/") {
+        "/mcp".into()
+    } else if path.starts_with("/files/") {
+        "/files/{*path}".into()
+    } else {
+        "other".into()
+    }
+}

@@ -1,0 +1,561 @@
+//! What `trove serve` serves: for each bundle named on the command line a [`Slot`], the version of
+//! it being served (a [`Snapshot`]: hard links to one manifest's files, so a publisher replacing the
+//! bundle cannot change what a request in flight reads), and a [`Generation`]: a pool of open
+//! handles over the current snapshots. A reload builds, verifies and warms a new generation beside
+//! the old one and swaps it in; requests in flight hold the old one until they finish.
+use sha2::Digest;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use trove::query::{Bundle, Mode, QueryOptions, search_all};
+
+use super::super::tools::Tools;
+
+/// One bundle named on the command line.
+pub struct Slot {
+    /// Its name in the API: the directory's (or packed file's) file name, made unique.
+    pub name: String,
+    /// The path as given.
+    pub path: PathBuf,
+    /// Whether it is a packed `.trove` file.
+    packed: bool,
+    /// What its last reload attempts came to.
+    pub status: Mutex<SlotStatus>,
+}
+
+/// A slot's reload history.
+#[derive(Clone, Default)]
+pub struct SlotStatus {
+    /// The last version that could not be switched to, why and when; cleared by a good reload.
+    pub failed: Option<Failure>,
+    /// Reloads that switched.
+    pub reloads_ok: u64,
+    /// Reloads refused.
+    pub reloads_failed: u64,
+}
+
+/// A version that could not be served.
+#[derive(Clone)]
+pub struct Failure {
+    /// Its fingerprint (not tried again until the bundle changes again).
+    pub fingerprint: String,
+    /// Why.
+    pub message: String,
+    /// When (RFC 3339).
+    pub at: String,
+}
+
+/// One version of a bundle, as served: a private directory of hard links to its files (or the
+/// bundle itself where links cannot be made, or a packed bundle's unpacked copy, which never
+/// changes).
+pub struct Snapshot {
+    /// What the handles open.
+    pub dir: PathBuf,
+    /// Whether `dir` is ours to remove when the version is no longer served.
+    owned: bool,
+    /// What identifies the version on disk: the manifest's sha256 (a packed file's size, mtime
+    /// and inode).
+    pub fingerprint: String,
+    /// The manifest's sha256, first 16 hex digits: the version clients see.
+    pub version: String,
+    /// When it was loaded (RFC 3339).
+    pub loaded_at: String,
+    /// How long loading (linking, verifying) took.
+    pub load_secs: f64,
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        if self.owned {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Open handles over one snapshot of every slot, handed out one request at a time.
+pub struct Generation {
+    /// Counts up from 1 with each switch.
+    pub id: u64,
+    /// Dropped before the snapshots (closes DuckDB before the files go).
+    pool: Pool,
+    /// Per slot, in slot order.
+    pub snapshots: Vec<Arc<Snapshot>>,
+    /// Per slot, the manifest (for `/bundles` without taking a handle).
+    pub manifests: Vec<trove::bundle::Manifest>,
+}
+
+struct Pool {
+    free: Mutex<Vec<Tools>>,
+    permits: Arc<tokio::sync::Semaphore>,
+}
+
+/// A handle of a generation, held by one request; given back when dropped.
+pub struct Lease {
+    tools: Option<Tools>,
+    /// The generation it belongs to (kept alive while the lease is held).
+    pub generation: Arc<Generation>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Lease {
+    /// The tools (and bundles) of this generation.
+    pub fn tools(&self) -> &Tools {
+        self.tools
+            .as_ref()
+            .expect("a lease holds its tools until dropped")
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        // Back to the pool before the permit is released (the fields drop after this).
+        if let Some(t) = self.tools.take() {
+            self.generation
+                .pool
+                .free
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(t);
+        }
+    }
+}
+
+/// The served bundles and their current generation.
+pub struct Served {
+    /// The bundles named, in order.
+    pub slots: Vec<Slot>,
+    current: RwLock<Arc<Generation>>,
+    /// Handles per generation.
+    workers: usize,
+    /// The last generation id handed out.
+    last_id: AtomicU64,
+    /// Names snapshot folders apart.
+    serial: AtomicU64,
+    /// Where this process keeps its snapshots, per slot (removed at exit).
+    roots: Vec<Option<PathBuf>>,
+    /// Whether the "cannot link" warning was printed, per slot.
+    warned: Mutex<Vec<bool>>,
+}
+
+/// Now, as RFC 3339 (UTC, seconds).
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    let d = sha2::Sha256::digest(bytes);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Served {
+    /// Loads, verifies and opens every bundle (`workers` handles over them); fails on the first
+    /// that cannot be served.
+    pub fn open(paths: &[PathBuf], workers: usize) -> anyhow::Result<Self> {
+        let mut slots: Vec<Slot> = Vec::new();
+        for p in paths {
+            let base = p
+                .canonicalize()
+                .ok()
+                .and_then(|c| c.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .or_else(|| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "bundle".into());
+            let mut name = base.clone();
+            let mut n = 2;
+            while slots.iter().any(|s| s.name == name) {
+                name = format!("{base}-{n}");
+                n += 1;
+            }
+            if !p.exists() {
+                anyhow::bail!("{}: no such bundle", p.display());
+            }
+            slots.push(Slot {
+                name,
+                path: p.clone(),
+                packed: p.is_file(),
+                status: Mutex::default(),
+            });
+        }
+        let roots = slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| snapshot_root(s, i))
+            .collect();
+        let mut served = Served {
+            warned: Mutex::new(vec![false; slots.len()]),
+            slots,
+            current: RwLock::new(Arc::new(Generation {
+                id: 0,
+                pool: Pool {
+                    free: Mutex::default(),
+                    permits: Arc::new(tokio::sync::Semaphore::new(0)),
+                },
+                snapshots: Vec::new(),
+                manifests: Vec::new(),
+            })),
+            workers: workers.max(1),
+            last_id: AtomicU64::new(0),
+            serial: AtomicU64::new(0),
+            roots,
+        };
+        let mut snaps = Vec::new();
+        for i in 0..served.slots.len() {
+            let (s, _) = served.load(i)?;
+            snaps.push(Arc::new(s));
+        }
+        let g = served.open_generation(snaps)?;
+        served.current = RwLock::new(Arc::new(g));
+        Ok(served)
+    }
+
+    /// The generation serving now.
+    pub fn current(&self) -> Arc<Generation> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// A handle of the current generation (waits while all are busy).
+    pub async fn lease(&self) -> Lease {
+        let generation = self.current();
+        let permit = generation
+            .pool
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the pool's semaphore is never closed");
+        let tools = generation
+            .pool
+            .free
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop();
+        Lease {
+            tools: Some(tools.expect("a permit means a free handle")),
+            generation,
+            _permit: permit,
+        }
+    }
+
+    /// Slot `i`'s current version on disk, snapshotted and verified (its fingerprint too).
+    fn load(&self, i: usize) -> anyhow::Result<(Snapshot, String)> {
+        let slot = &self.slots[i];
+        let started = std::time::Instant::now();
+        let mut snap = if slot.packed {
+            let fingerprint = packed_fingerprint(&slot.path)?;
+            let dir = trove::bundle::pack::open_path(&slot.path)?;
+            let bytes = std::fs::read(dir.join(trove::bundle::MANIFEST))?;
+            Snapshot {
+                dir,
+                owned: false,
+                fingerprint,
+                version: sha256_hex(&bytes)[..16].to_string(),
+                loaded_at: String::new(),
+                load_secs: 0.0,
+            }
+        } else {
+            self.link_snapshot(i)?
+        };
+        let report = trove::bundle::verify(&snap.dir)
+            .map_err(|e| anyhow::anyhow!("verification failed: {e}"))?;
+        // Hashed once: the handles' own checks find the sums remembered.
+        trove::bundle::pack::remember_bundle(&snap.dir, &report.manifest);
+        snap.loaded_at = now_rfc3339();
+        snap.load_secs = started.elapsed().as_secs_f64();
+        let fp = snap.fingerprint.clone();
+        Ok((snap, fp))
+    }
+
+    /// Hard-links the files of slot `i`'s manifest, as read through one open handle of its
+    /// directory (so a directory swapped in meanwhile cannot mix in), into a fresh directory of
+    /// ours; where links cannot be made (another file system, no write access), the bundle is
+    /// served in place.
+    fn link_snapshot(&self, i: usize) -> anyhow::Result<Snapshot> {
+        use rustix::fs::{AtFlags, CWD, Mode as FsMode, OFlags};
+        let slot = &self.slots[i];
+        let dirfd = rustix::fs::open(
+            &slot.path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            FsMode::empty(),
+        )
+        .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", slot.path.display()))?;
+        let bytes = read_at(&dirfd, trove::bundle::MANIFEST).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: cannot read {}: {e}",
+                slot.path.display(),
+                trove::bundle::MANIFEST
+            )
+        })?;
+        let fingerprint = sha256_hex(&bytes);
+        let version = fingerprint[..16].to_string();
+        let in_place = |why: String| {
+            let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
+            if !warned[i] {
+                warned[i] = true;
+                eprintln!(
+                    "trove serve: {}: {why}; serving the bundle in place (a reload may fail requests in flight)",
+                    slot.name
+                );
+            }
+            Snapshot {
+                dir: slot.path.clone(),
+                owned: false,
+                fingerprint: fingerprint.clone(),
+                version: version.clone(),
+                loaded_at: String::new(),
+                load_secs: 0.0,
+            }
+        };
+        let Some(root) = &self.roots[i] else {
+            return Ok(in_place("no folder for snapshots beside it".into()));
+        };
+        if let Err(e) = std::fs::create_dir_all(root) {
+            return Ok(in_place(format!("cannot create {}: {e}", root.display())));
+        }
+        let serial = self.serial.fetch_add(1, Ordering::Relaxed) + 1;
+        let dir = root.join(format!("{serial}-{}", &version[..8]));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        std::fs::create_dir_all(&dir)?;
+        // From here the directory is ours: dropped (removed) on any failure.
+        let snap = Snapshot {
+            dir: dir.clone(),
+            owned: true,
+            fingerprint: fingerprint.clone(),
+            version: version.clone(),
+            loaded_at: String::new(),
+            load_secs: 0.0,
+        };
+        std::fs::write(dir.join(trove::bundle::MANIFEST), &bytes)?;
+        let manifest = trove::bundle::read_manifest(&dir)?;
+        for f in &manifest.files {
+            let name = f.name.as_str();
+            let safe = !name.is_empty()
+                && !name.starts_with('/')
+                && name
+                    .split('/')
+                    .all(|c| !c.is_empty() && c != "." && c != "..");
+            if !safe {
+                anyhow::bail!(
+                    "{}: its manifest names a file {name:?}",
+                    slot.path.display()
+                );
+            }
+            let to = dir.join(name);
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            if let Err(e) = rustix::fs::linkat(&dirfd, name, CWD, &to, AtFlags::empty()) {
+                if e == rustix::io::Errno::NOENT {
+                    anyhow::bail!("{}: {name} is missing", slot.path.display());
+                }
+                drop(snap);
+                return Ok(in_place(format!("cannot hard-link its files ({e})")));
+            }
+        }
+        Ok(snap)
+    }
+
+    /// Opens `workers` handles over the snapshots and warms each (DuckDB opened, caches loaded,
+    /// one search run), as the next generation.
+    fn open_generation(&self, snapshots: Vec<Arc<Snapshot>>) -> anyhow::Result<Generation> {
+        let mut free = Vec::with_capacity(self.workers);
+        let mut manifests = Vec::new();
+        for w in 0..self.workers {
+            let mut bundles = Vec::with_capacity(snapshots.len());
+            for (s, slot) in snapshots.iter().zip(&self.slots) {
+                let mut b = Bundle::open(&s.dir)
+                    .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", slot.name))?;
+                b.label = slot.name.clone();
+                b.conn()
+                    .map_err(|e| anyhow::anyhow!("{}: cannot open DuckDB: {e}", slot.name))?;
+                search_all([&b], "main", &QueryOptions::unfiltered(Mode::Bm25, 1))
+                    .map_err(|e| anyhow::anyhow!("{}: a test search failed: {e}", slot.name))?;
+                // A model embedder loads here, before the switch (a bundle whose embedder this
+                // build cannot run still serves BM25, as `trove query` does).
+                let _ = search_all([&b], "main", &QueryOptions::unfiltered(Mode::Hybrid, 1));
+                if w == 0 {
+                    manifests.push(b.manifest.clone());
+                }
+                bundles.push(b);
+            }
+            free.push(Tools::from_bundles(bundles));
+        }
+        let id = self.last_id.fetch_add(1, Ordering::Relaxed) + 1;
+        Ok(Generation {
+            id,
+            pool: Pool {
+                free: Mutex::new(free),
+                permits: Arc::new(tokio::sync::Semaphore::new(self.workers)),
+            },
+            snapshots,
+            manifests,
+        })
+    }
+
+    /// Looks at every slot's bundle on disk; those that changed (and did not fail before in the
+    /// same version) are loaded and verified, and a new generation over them swapped in. What
+    /// switched, as `(slot, version)`; failures are recorded in the slots' status.
+    pub fn poll(&self) -> Vec<(usize, String)> {
+        let current = self.current();
+        let mut snaps = current.snapshots.clone();
+        let mut changed = Vec::new();
+        for (i, slot) in self.slots.iter().enumerate() {
+            // A bundle being replaced may be read half-way: a failure while the bundle keeps
+            // changing is tried again at once, up to three times.
+            for attempt in 0..3 {
+                let fp = match self.fingerprint(i) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        self.record_failure(i, "unreadable".into(), format!("{e:#}"));
+                        break;
+                    }
+                };
+                if fp == snaps[i].fingerprint {
+                    let mut st = slot.status.lock().unwrap_or_else(|p| p.into_inner());
+                    // Back to the version served: nothing is wrong any more.
+                    st.failed = None;
+                    break;
+                }
+                let failed_before = slot
+                    .status
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .failed
+                    .as_ref()
+                    .is_some_and(|f| f.fingerprint == fp);
+                if failed_before {
+                    break;
+                }
+                match self.load(i) {
+                    Ok((s, _)) => {
+                        changed.push((i, s.version.clone()));
+                        snaps[i] = Arc::new(s);
+                        break;
+                    }
+                    Err(e) => {
+                        let still = self.fingerprint(i).ok().as_ref() == Some(&fp);
+                        if still || attempt == 2 {
+                            self.record_failure(i, fp, format!("{e:#}"));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if changed.is_empty() {
+            return changed;
+        }
+        match self.open_generation(snaps) {
+            Ok(g) => {
+                let id = g.id;
+                for (i, v) in &changed {
+                    let slot = &self.slots[*i];
+                    let mut st = slot.status.lock().unwrap_or_else(|p| p.into_inner());
+                    st.failed = None;
+                    st.reloads_ok += 1;
+                    let secs = g.snapshots[*i].load_secs;
+                    eprintln!(
+                        "trove serve: {} switched to version {v} (generation {id}; verified in {secs:.2} s)",
+                        slot.name
+                    );
+                }
+                *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(g);
+                changed
+            }
+            Err(e) => {
+                for (i, _) in &changed {
+                    let fp = self.fingerprint(*i).unwrap_or_default();
+                    self.record_failure(*i, fp, format!("{e:#}"));
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    fn record_failure(&self, i: usize, fingerprint: String, message: String) {
+        let slot = &self.slots[i];
+        eprintln!(
+            "trove serve: {}: not switched to the new version, still serving the old one: {message}",
+            slot.name
+        );
+        let mut st = slot.status.lock().unwrap_or_else(|p| p.into_inner());
+        st.reloads_failed += 1;
+        st.failed = Some(Failure {
+            fingerprint,
+            message,
+            at: now_rfc3339(),
+        });
+    }
+
+    /// What identifies slot `i`'s bundle on disk now.
+    fn fingerprint(&self, i: usize) -> anyhow::Result<String> {
+        let slot = &self.slots[i];
+        if slot.packed {
+            return packed_fingerprint(&slot.path);
+        }
+        let p = slot.path.join(trove::bundle::MANIFEST);
+        let bytes =
+            std::fs::read(&p).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?;
+        Ok(sha256_hex(&bytes))
+    }
+
+    /// Removes this process's snapshot folders (at exit, after the last generation is gone).
+    pub fn cleanup(&self) {
+        for r in self.roots.iter().flatten() {
+            let _ = std::fs::remove_dir_all(r);
+        }
+    }
+}
+
+/// A packed bundle's size, mtime and inode.
+fn packed_fingerprint(p: &Path) -> anyhow::Result<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+    Ok(format!(
+        "{}-{}.{}-{}",
+        m.len(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ino()
+    ))
+}
+
+/// `<parent>/.<name>.serve-<pid>-<i>`: beside the bundle, so hard links stay on its file system;
+/// folders of processes no longer running are removed first.
+fn snapshot_root(slot: &Slot, i: usize) -> Option<PathBuf> {
+    if slot.packed {
+        return None;
+    }
+    let abs = slot.path.canonicalize().ok()?;
+    let parent = abs.parent()?;
+    let base = abs.file_name()?.to_string_lossy().into_owned();
+    let prefix = format!(".{base}.serve-");
+    if let Ok(entries) = std::fs::read_dir(parent) {
+        for e in entries.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let Some(rest) = n.strip_prefix(&prefix) else {
+                continue;
+            };
+            let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+            if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    Some(parent.join(format!("{prefix}{}-{i}", std::process::id())))
+}
+
+/// The whole file `name` in the directory `dir`.
+fn read_at(dir: &rustix::fd::OwnedFd, name: &str) -> std::io::Result<Vec<u8>> {
+    use rustix::fs::{Mode as FsMode, OFlags};
+    use std::io::Read;
+    let fd = rustix::fs::openat(dir, name, OFlags::RDONLY | OFlags::CLOEXEC, FsMode::empty())?;
+    let mut f = std::fs::File::from(fd);
+    let mut out = Vec::new();
+    f.read_to_end(&mut out)?;
+    Ok(out)
+}

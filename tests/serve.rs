@@ -1,0 +1,545 @@
+//! `trove serve` on real sockets (127.0.0.1 only): every endpoint with good and bad input through
+//! Python's standard HTTP client and curl (`tests/serve_client.py`), answers equal to the CLI's,
+//! the token, saturation (503 + Retry-After) and timeouts (504), reloads under load with no failed
+//! request, and a bad version refused while the old one keeps serving.
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::*;
+
+/// An answer: status, headers (lower-case names), body.
+type Answer = (u16, Vec<(String, String)>, String);
+
+/// A running `trove serve`, stopped (SIGTERM) when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+    /// stderr (access log, reload lines), collected by a thread.
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Server {
+    /// Starts `trove serve ARGS --listen 127.0.0.1:0` and waits for its address.
+    fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut c = Command::new(assert_cmd::cargo::cargo_bin("trove"));
+        c.arg("serve")
+            .args(args)
+            .args(["--listen", "127.0.0.1:0"])
+            .env(
+                "TROVE_CACHE_DIR",
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("trove-cache"),
+            )
+            .env_remove("TROVE_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c.spawn().expect("trove serve starts");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let err = child.stderr.take().unwrap();
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let mut l = kept.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("trove serve: listening on http://")
+            .unwrap_or_else(|| panic!("no address line: {line:?}; {}", log.lock().unwrap()))
+            .to_string();
+        Server { child, addr, log }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// One request (HTTP/1.1, connection closed after): status, headers (lower-case names), body.
+    fn http(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Answer {
+        let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
+            self.addr
+        );
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if let Some(b) = body {
+            req.push_str(&format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                b.len()
+            ));
+        }
+        req.push_str("\r\n");
+        req.push_str(body.unwrap_or(""));
+        s.write_all(req.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).unwrap();
+        let text = String::from_utf8_lossy(&raw).to_string();
+        let (head, rest) = text.split_once("\r\n\r\n").expect("an HTTP response");
+        let mut lines = head.lines();
+        let status: u16 = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|s| s.parse().ok())
+            .expect("a status line");
+        let hs: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        let chunked = hs
+            .iter()
+            .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+        let body = if chunked {
+            dechunk(rest)
+        } else {
+            rest.to_string()
+        };
+        (status, hs, body)
+    }
+
+    fn json(&self, method: &str, path: &str, body: Option<&str>) -> (u16, serde_json::Value) {
+        let (s, _, b) = self.http(method, path, body, &[]);
+        let v = serde_json::from_str(&b).unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {b}"));
+        (s, v)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn dechunk(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+fn header<'a>(hs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    hs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+/// `v` without the fields that name where a hit was served from.
+fn unbundled(mut v: serde_json::Value) -> serde_json::Value {
+    for h in v.as_array_mut().into_iter().flatten() {
+        h.as_object_mut().unwrap().remove("bundle");
+    }
+    v
+}
+
+#[test]
+fn serve_answers_every_endpoint_as_the_cli_does_and_refuses_bad_input() {
+    let w = tempfile::tempdir().unwrap();
+    let b = w.path().join("fx.bundle");
+    index(&fixtures(), &b, &[]);
+    let s = Server::start(&[b.to_str().unwrap(), "--token", "s3cret-token"], &[]);
+    let auth = ("Authorization", "Bearer s3cret-token");
+    // The Python standard-library client and curl: every endpoint, good and bad input.
+    let out = Command::new("python3")
+        .arg(repo().join("tests/serve_client.py"))
+        .args([
+            "--base",
+            &s.url(),
+            "--bundle",
+            "fx.bundle",
+            "--token",
+            "s3cret-token",
+            "--curl",
+        ])
+        .output()
+        .expect("python3 runs");
+    let text = format!(
+        "{}\n{}\n--- server log ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        s.log()
+    );
+    assert!(out.status.success(), "{text}");
+
+    // POST /query answers what `trove query --format json` prints, in each mode, with filters.
+    for (body, cli) in [
+        (
+            r#"{"query": "parse the config file", "k": 7}"#,
+            vec!["parse the config file", "-k", "7"],
+        ),
+        (
+            r#"{"query": "invoice total", "mode": "bm25", "language": ["python", "go"], "k": 5}"#,
+            vec![
+                "invoice total",
+                "--mode",
+                "bm25",
+                "--lang",
+                "python",
+                "--lang",
+                "go",
+                "-k",
+                "5",
+            ],
+        ),
+        (
+            r#"{"query": "render html template", "mode": "vector", "source_type": "code", "content": true}"#,
+            vec![
+                "render html template",
+                "--mode",
+                "vector",
+                "--type",
+                "code",
+                "--content",
+            ],
+        ),
+        (
+            r#"{"query": "error", "alpha": 0.5, "fusion": "rrf", "path": "languages/*", "kind": ["type", "function"]}"#,
+            vec![
+                "error",
+                "--vector-weight",
+                "0.5",
+                "--fusion",
+                "rrf",
+                "--path",
+                "languages/*",
+                "--kind",
+                "type",
+                "--kind",
+                "function",
+            ],
+        ),
+    ] {
+        let (st, hs, got) = s.http("POST", "/query", Some(body), &[auth]);
+        assert_eq!(st, 200, "{body}: {got}");
+        assert!(header(&hs, "x-trove-generation").is_some());
+        let got: serde_json::Value = serde_json::from_str(&got).unwrap();
+        let want = trove()
+            .arg("query")
+            .arg(&b)
+            .args(&cli)
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        let want: serde_json::Value = serde_json::from_slice(&want.stdout).unwrap();
+        assert!(
+            !want.as_array().unwrap().is_empty(),
+            "{cli:?} finds something"
+        );
+        assert_eq!(unbundled(got.clone()), unbundled(want), "{body}");
+        assert!(got[0]["bundle"] == "fx.bundle", "{got}");
+    }
+
+    // No model server configured: /ask says so.
+    let (st, _, body) = s.http("POST", "/ask", Some(r#"{"question": "how?"}"#), &[auth]);
+    assert_eq!(st, 501, "{body}");
+    assert!(body.contains("not_configured"), "{body}");
+
+    // The access log has a line per request; metrics count them.
+    let log = s.log();
+    assert!(log.contains("POST /query 200"), "{log}");
+    let (st, _, metrics) = s.http("GET", "/metrics", None, &[auth]);
+    assert_eq!(st, 200);
+    assert!(
+        metrics
+            .contains("trove_http_requests_total{route=\"/query\",method=\"POST\",status=\"200\"}"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("trove_bundle_info{bundle=\"fx.bundle\""),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn serve_needs_a_token_off_loopback_and_answers_503_and_504_under_pressure() {
+    let w = tempfile::tempdir().unwrap();
+    let b = w.path().join("s.bundle");
+    let r = sample_repo();
+    index(r.path(), &b, &[]);
+
+    // Any other address than loopback needs a token (or --insecure-no-auth).
+    let out = trove()
+        .args(["serve", b.to_str().unwrap(), "--listen", "0.0.0.0:0"])
+        .env_remove("TROVE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--insecure-no-auth") && err.contains("TROVE_TOKEN"),
+        "{err}"
+    );
+
+    // Every request takes 1.5 s (test hook); 2 may be in flight; a request may take 1 s.
+    let s = Server::start(
+        &[
+            b.to_str().unwrap(),
+            "--max-in-flight",
+            "2",
+            "--timeout",
+            "1",
+            "--workers",
+            "2",
+        ],
+        &[("TROVE_TEST_SERVE_DELAY_MS", "1500")],
+    );
+    let started = Instant::now();
+    let answers: Vec<Answer> = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..6)
+            .map(|_| sc.spawn(|| s.http("POST", "/query", Some(r#"{"query": "session"}"#), &[])))
+            .collect();
+        // Health answers while the server is saturated.
+        std::thread::sleep(Duration::from_millis(300));
+        let (st, _, h) = s.http("GET", "/health", None, &[]);
+        assert_eq!(st, 200, "{h}");
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let busy: Vec<_> = answers.iter().filter(|a| a.0 == 503).collect();
+    let late: Vec<_> = answers.iter().filter(|a| a.0 == 504).collect();
+    assert!(!busy.is_empty() && !late.is_empty(), "{answers:?}");
+    assert_eq!(busy.len() + late.len(), 6, "{answers:?}");
+    for (_, hs, body) in &busy {
+        assert_eq!(header(hs, "retry-after"), Some("1"), "{hs:?}");
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["error"]["code"], "overloaded", "{body}");
+    }
+    for (_, _, body) in &late {
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["error"]["code"], "timeout", "{body}");
+    }
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // Still serving: after the slow work drains, a request gets its (slow, timed out) answer.
+    std::thread::sleep(Duration::from_millis(1600));
+    let (st, _, body) = s.http("GET", "/bundles", None, &[]);
+    assert_eq!(st, 200, "{body}");
+}
+
+#[test]
+fn serve_reloads_under_load_without_failing_a_request_and_keeps_the_old_version_on_a_bad_one() {
+    let w = tempfile::tempdir().unwrap();
+    let r = sample_repo();
+    let b = w.path().join("live.bundle");
+    index(r.path(), &b, &[]);
+    let s = Server::start(
+        &[
+            b.to_str().unwrap(),
+            "--reload-interval",
+            "0.2",
+            "--workers",
+            "2",
+        ],
+        &[],
+    );
+    let (_, h) = s.json("GET", "/health", None);
+    assert_eq!(h["status"], "ok", "{h}");
+    let first = h["generation"].as_u64().unwrap();
+
+    // Five new versions published (each a new commit, indexed over the served bundle: the
+    // writer swaps directories) while 4 clients query for 8 s: no request fails.
+    let bin = assert_cmd::cargo::cargo_bin("trove");
+    let publish = format!(
+        "cd {repo} && n=$(date +%s%N) && printf 'def fresh_{{n}}():\\n    return {{n}}\\n' | sed \"s/{{n}}/$n/g\" > fresh.py && git add -A && git -c user.email=t@t -c user.name=t commit -qm v$n && {bin} index {repo} -o {out} --quiet",
+        repo = r.path().display(),
+        bin = bin.display(),
+        out = b.display()
+    );
+    let report = w.path().join("load.json");
+    let out = Command::new("python3")
+        .arg(repo().join("scripts/load-serve.py"))
+        .args(["--base", &s.url(), "--clients", "4", "--seconds", "8"])
+        .args(["--reload-cmd", &publish, "--reloads", "5"])
+        .arg("--server-pid")
+        .arg(s.child.id().to_string())
+        .arg("--json")
+        .arg(&report)
+        .env(
+            "TROVE_CACHE_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("trove-cache"),
+        )
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}\n{}\n--- server log ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        s.log()
+    );
+    assert!(out.status.success(), "{text}");
+    let (_, h) = s.json("GET", "/health", None);
+    assert_eq!(h["status"], "ok", "{h}\n{text}");
+    assert!(
+        h["generation"].as_u64().unwrap() >= first + 5,
+        "{h}\n{text}"
+    );
+    // Answers come from the new version: the last function published is found.
+    let last = std::fs::read_to_string(r.path().join("fresh.py")).unwrap();
+    let name = last
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches("():");
+    let (st, hits) = s.json(
+        "POST",
+        "/query",
+        Some(&format!(r#"{{"query": "{name}", "mode": "bm25", "k": 1}}"#)),
+    );
+    assert_eq!(st, 200);
+    assert_eq!(hits[0]["symbol"], name, "{hits}");
+    // The old versions' snapshots are gone once nothing uses them.
+    let snapshots = std::fs::read_dir(w.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".live.bundle.serve-")
+        })
+        .flat_map(|e| std::fs::read_dir(e.path()).unwrap().flatten())
+        .count();
+    assert_eq!(snapshots, 1, "one snapshot left, the one served");
+
+    // A version that fails verification is not switched to: the old one keeps serving and
+    // /health says why.
+    let generation = h["generation"].as_u64().unwrap();
+    let bad = w.path().join("bad.bundle");
+    copy_dir(&b, &bad);
+    let table = table_file(&bad, "chunks");
+    let mut bytes = std::fs::read(&table).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&table, bytes).unwrap();
+    // A new manifest (so the server sees a change) over the damaged table.
+    let mut m = manifest(&bad);
+    m["created_at"] = serde_json::json!("2001-01-01T00:00:00Z");
+    std::fs::write(
+        bad.join("manifest.json"),
+        serde_json::to_string_pretty(&m).unwrap(),
+    )
+    .unwrap();
+    let aside = w.path().join("live.bundle.old");
+    std::fs::rename(&b, &aside).unwrap();
+    std::fs::rename(&bad, &b).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let h = loop {
+        let (_, h) = s.json("GET", "/health", None);
+        if h["status"] == "degraded" || Instant::now() > deadline {
+            break h;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(h["status"], "degraded", "{h}\n{}", s.log());
+    let error = h["bundles"][0]["error"]["message"].as_str().unwrap();
+    assert!(error.contains("sha256"), "{error}");
+    assert_eq!(h["generation"].as_u64().unwrap(), generation);
+    let (st, hits) = s.json(
+        "POST",
+        "/query",
+        Some(&format!(r#"{{"query": "{name}", "mode": "bm25", "k": 1}}"#)),
+    );
+    assert_eq!(st, 200, "the old version still answers");
+    assert_eq!(hits[0]["symbol"], name, "{hits}");
+    assert!(s.log().contains("still serving the old one"), "{}", s.log());
+
+    // The good version back: health is ok again (nothing to switch: it is the one served).
+    std::fs::remove_dir_all(&b).unwrap();
+    std::fs::rename(&aside, &b).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, h) = s.json("GET", "/health", None);
+        if h["status"] == "ok" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{h}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn serve_runs_the_research_loop_at_ask_when_a_model_server_is_configured() {
+    use crate::agents::{ChatServer, answer, tool_call};
+    let w = tempfile::tempdir().unwrap();
+    let r = sample_repo();
+    let b = w.path().join("s.bundle");
+    index(r.path(), &b, &[]);
+    let chat = ChatServer::start(|n, _| match n {
+        0 => (
+            200,
+            tool_call(n, "search_code", serde_json::json!({"query": "session"})),
+        ),
+        _ => (
+            200,
+            answer("Charges are made in billing/billing.py:1 and nowhere.py:3."),
+        ),
+    });
+    let s = Server::start(
+        &[
+            b.to_str().unwrap(),
+            "--ask-url",
+            &chat.url,
+            "--ask-model",
+            "m1",
+        ],
+        &[],
+    );
+    let (st, v) = s.json(
+        "POST",
+        "/ask",
+        Some(r#"{"question": "where are sessions made?", "max_steps": 3}"#),
+    );
+    assert_eq!(st, 200, "{v}\n{}", s.log());
+    assert_eq!(v["model"], "m1");
+    assert_eq!(v["steps"][0]["tool"], "search_code", "{v}");
+    assert_eq!(v["steps"][0]["ok"], true, "{v}");
+    let cites = v["citations"].as_array().unwrap();
+    assert_eq!(cites.len(), 2, "{v}");
+    assert_eq!(cites[1]["valid"], false, "{v}");
+    // The model saw the tools and the question.
+    let reqs = chat.requests();
+    assert!(reqs[0].0["tools"].as_array().is_some_and(|t| t.len() == 5));
+    assert!(reqs[0].0.to_string().contains("where are sessions made?"));
+    // Bad input is a 400, an unknown bundle a 404.
+    let (st, _) = s.json("POST", "/ask", Some(r#"{"question": " "}"#));
+    assert_eq!(st, 400);
+    let (st, v) = s.json(
+        "POST",
+        "/ask",
+        Some(r#"{"question": "x", "bundles": ["nope"]}"#),
+    );
+    assert_eq!(st, 404, "{v}");
+}
