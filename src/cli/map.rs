@@ -356,14 +356,16 @@ fn map_tree(b: &Bundle, path: Option<&str>) -> anyhow::Result<Option<Node>> {
     Ok(MapFiles::load(b, path)?.tree(&b.manifest.source.repo, path))
 }
 
-/// The map of bundle `b` under `path` as `trove map --format json` prints it, folders expanded
-/// `depth` levels (all when none); `None` when no indexed file is under the path.
+/// The map under `path` of the bundle whose rows are `files` (its repository named `repo`) as
+/// `trove map --format json` prints it, folders expanded `depth` levels (all when none); `None`
+/// when no indexed file is under the path.
 pub fn map_json(
-    b: &Bundle,
+    files: &MapFiles,
+    repo: &str,
     path: Option<&str>,
     depth: Option<usize>,
 ) -> anyhow::Result<Option<serde_json::Value>> {
-    let Some(root) = map_tree(b, path)? else {
+    let Some(root) = files.tree(repo, path) else {
         return Ok(None);
     };
     let mut v = serde_json::to_value(&root)?;

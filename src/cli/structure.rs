@@ -52,17 +52,25 @@ pub fn symbols_sql(name: &str, kinds: &[String], k: usize) -> String {
         let list: Vec<String> = kinds.iter().map(|k| lit(k)).collect();
         format!("AND s.kind IN ({})", list.join(", "))
     };
+    let (n, p) = (lit(name), lit(&path));
+    let order = |t: &str| {
+        format!(
+            "{t}.name = {n} DESC, {t}.symbol_path = {p} DESC, coalesce({t}.exported, false) DESC, \
+             {t}.path, {t}.start_line, {t}.symbol_id"
+        )
+    };
+    // The matches first, then their parents' paths: joining the parents of every definition
+    // before the filter cost a third of the time on a large bundle.
     format!(
-        "SELECT s.path, s.start_line, s.end_line, s.kind, s.name, s.symbol_path, s.signature, \
-                s.docs, p.symbol_path AS parent, s.exported, s.language, s.symbol_id, s.scip_symbol \
-         FROM symbols s LEFT JOIN symbols p ON p.symbol_id = s.parent_id \
-         WHERE (s.name = {n} OR lower(s.name) = lower({n}) OR s.symbol_path = {p} \
-                OR s.symbol_path LIKE '%> ' || {p}) {kinds} \
-         ORDER BY s.name = {n} DESC, s.symbol_path = {p} DESC, coalesce(s.exported, false) DESC, \
-                  s.path, s.start_line, s.symbol_id \
-         LIMIT {k}",
-        n = lit(name),
-        p = lit(&path),
+        "WITH m AS (SELECT * FROM symbols s \
+                    WHERE (s.name = {n} OR lower(s.name) = lower({n}) OR s.symbol_path = {p} \
+                           OR s.symbol_path LIKE '%> ' || {p}) {kinds} \
+                    ORDER BY {} LIMIT {k}) \
+         SELECT m.path, m.start_line, m.end_line, m.kind, m.name, m.symbol_path, m.signature, \
+                m.docs, p.symbol_path AS parent, m.exported, m.language, m.symbol_id, m.scip_symbol \
+         FROM m LEFT JOIN symbols p ON p.symbol_id = m.parent_id ORDER BY {}",
+        order("s"),
+        order("m"),
         k = k.max(1),
     )
 }
@@ -176,7 +184,7 @@ pub fn refs_sql(name: &str, follow: Follow, k: usize) -> String {
     let cols = "r.path, r.line, r.kind, r.target, f.symbol_path AS in_symbol, \
                 t.path AS target_path, t.start_line AS target_line, t.symbol_path AS target_symbol, \
                 r.resolution, r.scip_symbol";
-    let joins = "FROM refs r LEFT JOIN symbols f ON f.symbol_id = r.from_symbol_id \
+    let joins = "FROM r LEFT JOIN symbols f ON f.symbol_id = r.from_symbol_id \
                  LEFT JOIN symbols t ON t.symbol_id = r.target_symbol_id";
     let filter = match follow {
         Follow::Uses => format!("r.kind = 'references' AND r.target = {n}"),
@@ -190,8 +198,12 @@ pub fn refs_sql(name: &str, follow: Follow, k: usize) -> String {
             format!("(r.target = {n} OR (r.kind = 'import' AND contains(r.target, {n})))")
         }
     };
+    // The references first (ordered and cut), then their definitions joined: joining every
+    // reference before the filter cost a third of the time on a large bundle.
+    let order = "r.path, r.line, r.kind, r.target";
     format!(
-        "SELECT {cols} {joins} WHERE {filter} ORDER BY r.path, r.line, r.kind, r.target LIMIT {}",
+        "WITH r AS (SELECT * FROM refs r WHERE {filter} ORDER BY {order} LIMIT {}) \
+         SELECT {cols} {joins} ORDER BY {order}",
         k.max(1)
     )
 }

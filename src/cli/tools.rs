@@ -253,6 +253,15 @@ impl Tools {
         Tools { bundles, maps }
     }
 
+    /// The rows of bundle `i`'s map, loaded on first use and kept.
+    pub fn map_files(&self, i: usize) -> anyhow::Result<&MapFiles> {
+        if let Some(f) = self.maps[i].get() {
+            return Ok(f);
+        }
+        let f = MapFiles::load(&self.bundles[i], None)?;
+        Ok(self.maps[i].get_or_init(|| f))
+    }
+
     /// The open bundles.
     pub fn bundles(&self) -> &[Bundle] {
         &self.bundles
@@ -323,13 +332,7 @@ impl Tools {
                 entries: 10,
                 lines: 60,
             };
-            let files = match self.maps[i].get() {
-                Some(f) => f,
-                None => {
-                    let f = MapFiles::load(b, None)?;
-                    self.maps[i].get_or_init(|| f)
-                }
-            };
+            let files = self.map_files(i)?;
             if let Some(lines) = files.lines(&b.manifest.source.repo, &view) {
                 if chosen.len() > 1 {
                     out.push(format!("# bundle {}", b.label));

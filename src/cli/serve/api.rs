@@ -467,12 +467,21 @@ pub async fn map(State(app): State<Shared>, q: QueryParams) -> ApiResult {
     let name = p.get("bundle");
     on_bundles(&app, move |lease| {
         let b = one_bundle(lease, name.as_deref(), "/map")?;
-        super::super::map::map_json(b, path.as_deref(), depth)?.ok_or_else(|| {
-            not_found_error(format!(
-                "/map: no indexed file under {}",
-                path.as_deref().unwrap_or("the root")
-            ))
-        })
+        // The map's rows are kept by the handle (as for the MCP read_map): loaded once per version.
+        let i = lease
+            .tools()
+            .bundles()
+            .iter()
+            .position(|x| std::ptr::eq(x, b))
+            .expect("the bundle is the handle's");
+        let files = lease.tools().map_files(i)?;
+        super::super::map::map_json(files, &b.manifest.source.repo, path.as_deref(), depth)?
+            .ok_or_else(|| {
+                not_found_error(format!(
+                    "/map: no indexed file under {}",
+                    path.as_deref().unwrap_or("the root")
+                ))
+            })
     })
     .await
 }

@@ -410,12 +410,13 @@ async fn observe(State(app): State<Shared>, req: Request, next: Next) -> Respons
     let secs = started.elapsed().as_secs_f64();
     app.metrics.observe(&route, &method, status.as_u16(), secs);
     if app.access_log {
-        let bytes = resp
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("-")
-            .to_string();
+        let bytes = {
+            use axum::body::HttpBody;
+            resp.body()
+                .size_hint()
+                .exact()
+                .map_or_else(|| "-".to_string(), |n| n.to_string())
+        };
         eprintln!(
             "{} {peer} {method} {target} {} {bytes} {:.1}ms",
             state::now_rfc3339(),
