@@ -14,7 +14,7 @@ use trove::query::{Bundle, Fusion, Mode, QueryOptions, lit, search_all};
 use super::super::structure::{Follow, refs_sql, symbols_sql};
 use super::super::tools::ToolError;
 use super::Shared;
-use super::state::Lease;
+use super::state::{Lane, Lease};
 
 /// A JSON error: `{"error": {"status", "code", "message"}}`.
 #[derive(Debug)]
@@ -81,13 +81,13 @@ fn answer(v: &Value, generation: u64) -> Response {
     r
 }
 
-/// Runs `f` on a handle of the current generation, on a blocking thread; its JSON, with the
-/// generation that answered.
-async fn on_bundles<F>(app: &Shared, f: F) -> ApiResult
+/// Runs `f` on a handle of the current generation in `lane`, on a blocking thread; its JSON, with
+/// the generation that answered.
+async fn on_bundles<F>(app: &Shared, lane: Lane, f: F) -> ApiResult
 where
     F: FnOnce(&Lease) -> Result<Value, ApiError> + Send + 'static,
 {
-    let lease = app.served.lease().await;
+    let lease = app.served.lease(lane).await;
     let out = tokio::task::spawn_blocking(move || {
         test_delay();
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&lease)));
@@ -277,7 +277,7 @@ pub async fn query(
         },
     };
     let names = q.bundles;
-    on_bundles(&app, move |lease| {
+    on_bundles(&app, Lane::Search, move |lease| {
         let bundles = chosen(lease, names.as_deref())?;
         super::super::query::check_filters(bundles.iter().copied(), &opts)
             .map_err(|e| bad(format!("{e:#}")))?;
@@ -374,7 +374,7 @@ pub async fn symbols(State(app): State<Shared>, q: QueryParams) -> ApiResult {
     let k = p.int("k", 1, MAX_K, 20)?;
     let sql = symbols_sql(&name, &p.all("kind"), k);
     let names = p.bundle();
-    on_bundles(&app, move |lease| {
+    on_bundles(&app, Lane::Lookup, move |lease| {
         rows_of(&chosen(lease, names.as_deref())?, &sql)
     })
     .await
@@ -400,7 +400,7 @@ pub async fn refs(State(app): State<Shared>, q: QueryParams) -> ApiResult {
     let k = p.int("k", 1, 10_000, 100)?;
     let sql = refs_sql(&name, follow, k);
     let names = p.bundle();
-    on_bundles(&app, move |lease| {
+    on_bundles(&app, Lane::Lookup, move |lease| {
         rows_of(&chosen(lease, names.as_deref())?, &sql)
     })
     .await
@@ -430,7 +430,7 @@ pub async fn deps(State(app): State<Shared>, q: QueryParams) -> ApiResult {
         filters.join(" AND ")
     );
     let names = p.bundle();
-    on_bundles(&app, move |lease| {
+    on_bundles(&app, Lane::Lookup, move |lease| {
         rows_of(&chosen(lease, names.as_deref())?, &sql)
     })
     .await
@@ -465,7 +465,7 @@ pub async fn map(State(app): State<Shared>, q: QueryParams) -> ApiResult {
         Some(_) => Some(p.int("depth", 1, 64, 1)?),
     };
     let name = p.get("bundle");
-    on_bundles(&app, move |lease| {
+    on_bundles(&app, Lane::Lookup, move |lease| {
         let b = one_bundle(lease, name.as_deref(), "/map")?;
         // The map's rows are kept by the handle (as for the MCP read_map): loaded once per version.
         let i = lease
@@ -529,7 +529,7 @@ pub async fn file(
         return Err(bad("/files: end comes before start"));
     }
     let names = p.bundle();
-    on_bundles(&app, move |lease| {
+    on_bundles(&app, Lane::Search, move |lease| {
         let bundles = chosen(lease, names.as_deref())?;
         for b in &bundles {
             if let Some(text) = b.file_text(&path)? {
@@ -721,7 +721,7 @@ pub async fn ask(
         return Err(bad("max_steps must be from 1 to 50"));
     }
     let app2 = app.clone();
-    on_bundles(&app, move |lease| {
+    on_bundles(&app, Lane::Lookup, move |lease| {
         let cfg = app2.ask.as_ref().expect("checked above");
         let names = b.bundles;
         let all = lease.tools();
@@ -773,7 +773,12 @@ pub struct ServedTools(pub Shared);
 
 impl super::super::mcp::ToolHost for ServedTools {
     async fn run(&self, name: String, args: Value) -> Result<Result<String, ToolError>, String> {
-        let lease = self.0.served.lease().await;
+        let lane = if name == "search_code" || name == "read_file" {
+            Lane::Search
+        } else {
+            Lane::Lookup
+        };
+        let lease = self.0.served.lease(lane).await;
         tokio::task::spawn_blocking(move || {
             test_delay();
             super::super::mcp::call_caught(lease.tools(), &name, &args)

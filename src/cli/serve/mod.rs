@@ -72,7 +72,9 @@ pub struct ServeArgs {
     /// Requests handled at once; more are answered 503 with Retry-After.
     #[arg(long, default_value_t = 64, value_name = "N")]
     pub max_in_flight: usize,
-    /// Open handles per bundle (searches run in parallel up to this) [default: the CPU count].
+    /// Open handles per bundle for searches and file reads, and as many for look-ups (symbols,
+    /// refs, deps, maps, /ask): each lane runs this many requests at once [default: the CPU
+    /// count].
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
     /// Seconds between checks of the bundles' manifests for a new version (0: never reload).
@@ -165,7 +167,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     let served = Served::open(&a.bundles, workers)?;
     let names: Vec<String> = served.slots.iter().map(|s| s.name.clone()).collect();
     eprintln!(
-        "trove serve: {} ready in {:.1} s ({workers} handles each)",
+        "trove serve: {} ready in {:.1} s ({workers} handles per lane: searches, look-ups)",
         names.join(", "),
         started.elapsed().as_secs_f64()
     );

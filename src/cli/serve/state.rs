@@ -1,8 +1,9 @@
 //! What `trove serve` serves: for each bundle named on the command line a [`Slot`], the version of
 //! it being served (a [`Snapshot`]: hard links to one manifest's files, so a publisher replacing the
-//! bundle cannot change what a request in flight reads), and a [`Generation`]: a pool of open
-//! handles over the current snapshots. A reload builds, verifies and warms a new generation beside
-//! the old one and swaps it in; requests in flight hold the old one until they finish.
+//! bundle cannot change what a request in flight reads), and a [`Generation`]: pools of open
+//! handles over the current snapshots, one per [`Lane`]. A reload builds, verifies and warms a new
+//! generation beside the old one and swaps it in; requests in flight hold the old one until they
+//! finish.
 use sha2::Digest;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,8 +78,8 @@ impl Drop for Snapshot {
 pub struct Generation {
     /// Counts up from 1 with each switch.
     pub id: u64,
-    /// Dropped before the snapshots (closes DuckDB before the files go).
-    pool: Pool,
+    /// Per [`Lane`], dropped before the snapshots (closes DuckDB before the files go).
+    pools: [Pool; 2],
     /// Per slot, in slot order.
     pub snapshots: Vec<Arc<Snapshot>>,
     /// Per slot, the manifest (for `/bundles` without taking a handle).
@@ -90,9 +91,30 @@ struct Pool {
     permits: Arc<tokio::sync::Semaphore>,
 }
 
+impl Pool {
+    fn new(free: Vec<Tools>) -> Self {
+        Pool {
+            permits: Arc::new(tokio::sync::Semaphore::new(free.len())),
+            free: Mutex::new(free),
+        }
+    }
+}
+
+/// Which handles a request takes: searches and file reads (milliseconds) have their own, so a
+/// queue of slower look-ups (SQL over the definitions and references, maps, the research loop)
+/// never holds them up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    /// `POST /query`, `GET /files`, the MCP `search_code` and `read_file`.
+    Search = 0,
+    /// Everything else that reads the bundles.
+    Lookup = 1,
+}
+
 /// A handle of a generation, held by one request; given back when dropped.
 pub struct Lease {
     tools: Option<Tools>,
+    lane: Lane,
     /// The generation it belongs to (kept alive while the lease is held).
     pub generation: Arc<Generation>,
     _permit: tokio::sync::OwnedSemaphorePermit,
@@ -111,8 +133,7 @@ impl Drop for Lease {
     fn drop(&mut self) {
         // Back to the pool before the permit is released (the fields drop after this).
         if let Some(t) = self.tools.take() {
-            self.generation
-                .pool
+            self.generation.pools[self.lane as usize]
                 .free
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -126,7 +147,7 @@ pub struct Served {
     /// The bundles named, in order.
     pub slots: Vec<Slot>,
     current: RwLock<Arc<Generation>>,
-    /// Handles per generation.
+    /// Handles per lane and generation.
     workers: usize,
     /// The last generation id handed out.
     last_id: AtomicU64,
@@ -186,10 +207,7 @@ impl Served {
             slots,
             current: RwLock::new(Arc::new(Generation {
                 id: 0,
-                pool: Pool {
-                    free: Mutex::default(),
-                    permits: Arc::new(tokio::sync::Semaphore::new(0)),
-                },
+                pools: [Pool::new(Vec::new()), Pool::new(Vec::new())],
                 snapshots: Vec::new(),
                 manifests: Vec::new(),
             })),
@@ -216,24 +234,20 @@ impl Served {
             .clone()
     }
 
-    /// A handle of the current generation (waits while all are busy).
-    pub async fn lease(&self) -> Lease {
+    /// A handle of the current generation for `lane` (waits while all are busy).
+    pub async fn lease(&self, lane: Lane) -> Lease {
         let generation = self.current();
-        let permit = generation
-            .pool
+        let pool = &generation.pools[lane as usize];
+        let permit = pool
             .permits
             .clone()
             .acquire_owned()
             .await
             .expect("the pool's semaphore is never closed");
-        let tools = generation
-            .pool
-            .free
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pop();
+        let tools = pool.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
         Lease {
             tools: Some(tools.expect("a permit means a free handle")),
+            lane,
             generation,
             _permit: permit,
         }
@@ -359,12 +373,12 @@ impl Served {
         Ok(snap)
     }
 
-    /// Opens `workers` handles over the snapshots and warms each (DuckDB opened, caches loaded,
-    /// one search run), as the next generation.
+    /// Opens `workers` handles per lane over the snapshots and warms each (DuckDB opened, caches
+    /// loaded, one search run), as the next generation.
     fn open_generation(&self, snapshots: Vec<Arc<Snapshot>>) -> anyhow::Result<Generation> {
-        let mut free = Vec::with_capacity(self.workers);
+        let mut free = Vec::with_capacity(2 * self.workers);
         let mut manifests = Vec::new();
-        for w in 0..self.workers {
+        for w in 0..2 * self.workers {
             let mut bundles = Vec::with_capacity(snapshots.len());
             for (s, slot) in snapshots.iter().zip(&self.slots) {
                 let mut b = Bundle::open(&s.dir)
@@ -387,10 +401,7 @@ impl Served {
         let id = self.last_id.fetch_add(1, Ordering::Relaxed) + 1;
         Ok(Generation {
             id,
-            pool: Pool {
-                free: Mutex::new(free),
-                permits: Arc::new(tokio::sync::Semaphore::new(self.workers)),
-            },
+            pools: [Pool::new(free.split_off(self.workers)), Pool::new(free)],
             snapshots,
             manifests,
         })
