@@ -77,10 +77,10 @@ impl Server {
     ) -> Answer {
         let mut s = std::net::TcpStream::connect(&self.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        let mut req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
-            self.addr
-        );
+        let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            req.push_str(&format!("Host: {}\r\n", self.addr));
+        }
         for (k, v) in headers {
             req.push_str(&format!("{k}: {v}\r\n"));
         }
@@ -348,6 +348,24 @@ fn serve_needs_a_token_off_loopback_and_answers_503_and_504_under_pressure() {
     std::thread::sleep(Duration::from_millis(1600));
     let (st, _, body) = s.http("GET", "/bundles", None, &[]);
     assert_eq!(st, 200, "{body}");
+
+    // Without a token, only loopback names and no other web page's requests: a page that
+    // rebinds its name to 127.0.0.1, or posts across sites, is refused.
+    for (k, v) in [
+        ("Host", "evil.example:7878"),
+        ("Origin", "http://evil.example"),
+    ] {
+        let (st, _, body) = s.http("GET", "/bundles", None, &[(k, v)]);
+        assert_eq!(st, 403, "{k}: {body}");
+        assert!(body.contains("\"forbidden\""), "{body}");
+    }
+    let (st, _, body) = s.http(
+        "GET",
+        "/bundles",
+        None,
+        &[("Host", "localhost"), ("Origin", "http://localhost:3000")],
+    );
+    assert_eq!(st, 200, "{body}");
 }
 
 #[test]
@@ -431,6 +449,7 @@ fn serve_reloads_under_load_without_failing_a_request_and_keeps_the_old_version_
                 .starts_with(".live.bundle.serve-")
         })
         .flat_map(|e| std::fs::read_dir(e.path()).unwrap().flatten())
+        .filter(|e| e.file_type().unwrap().is_dir())
         .count();
     assert_eq!(snapshots, 1, "one snapshot left, the one served");
 

@@ -487,6 +487,14 @@ impl Bundle {
         Ok(self.embedder.get_or_init(|| model).clone())
     }
 
+    /// Uses the embedder `other` has built (a bundle opened again, e.g. one handle per thread of
+    /// a server: a local model is loaded once, not per handle). Nothing when `other` has none.
+    pub fn share_embedder(&self, other: &Bundle) {
+        if let Some(e) = other.embedder.get() {
+            let _ = self.embedder.set(e.clone());
+        }
+    }
+
     /// `WHERE` conditions on `chunks` (alias `c`) for the filters.
     fn filter_sql(o: &QueryOptions) -> String {
         let mut conds = vec!["TRUE".to_string()];

@@ -691,6 +691,7 @@ const OPENAPI: &str = include_str!("openapi.json");
 /// The body of `POST /ask`.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(not(feature = "openai"), allow(dead_code))]
 struct AskBody {
     question: String,
     #[serde(default)]
@@ -699,17 +700,24 @@ struct AskBody {
     max_steps: Option<usize>,
 }
 
-/// `POST /ask`: the research loop (`trove ask --format json`) over the bundles.
+fn not_configured() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_IMPLEMENTED,
+        "not_configured",
+        "no model server is configured: start trove serve with --ask-url (and --ask-model)",
+    )
+}
+
+/// `POST /ask`: the research loop (`trove ask --format json`) over the bundles. It opens bundle
+/// handles of its own over the current version (it holds them for minutes of model calls: the
+/// pools stay free), at most `--workers` loops at once.
+#[cfg(feature = "openai")]
 pub async fn ask(
     State(app): State<Shared>,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> ApiResult {
     if app.ask.is_none() {
-        return Err(ApiError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "not_configured",
-            "no model server is configured: start trove serve with --ask-url (and --ask-model)",
-        ));
+        return Err(not_configured());
     }
     let b: AskBody = parse_body(body)?;
     let question = b.question.trim().to_string();
@@ -720,34 +728,75 @@ pub async fn ask(
     if !(1..=50).contains(&steps) {
         return Err(bad("max_steps must be from 1 to 50"));
     }
+    let generation = app.served.current();
+    let names: Vec<String> = app.served.slots.iter().map(|s| s.name.clone()).collect();
+    let picked: Vec<usize> = match &b.bundles {
+        None => (0..names.len()).collect(),
+        Some(want) if want.is_empty() => {
+            return Err(bad(
+                "bundles is empty: name at least one, or leave it out for all",
+            ));
+        }
+        Some(want) => {
+            let mut v = Vec::new();
+            for w in want {
+                match names.iter().position(|n| n == w) {
+                    Some(i) => v.push(i),
+                    None => {
+                        return Err(ApiError::new(
+                            StatusCode::NOT_FOUND,
+                            "unknown_bundle",
+                            format!(
+                                "no bundle named {w:?} is served (GET /bundles lists them: {})",
+                                names.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+            v
+        }
+    };
+    let permit = app
+        .ask_permits
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
     let app2 = app.clone();
-    on_bundles(&app, Lane::Lookup, move |lease| {
-        let cfg = app2.ask.as_ref().expect("checked above");
-        let names = b.bundles;
-        let all = lease.tools();
-        // A subset of the bundles gets tools of its own (the others stay in the pool's handle).
-        let picked = chosen(lease, names.as_deref())?;
-        let sub;
-        let tools = if picked.len() == all.bundles().len() {
-            all
-        } else {
+    let g = generation.id;
+    let out = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        test_delay();
+        let run = || -> Result<Value, ApiError> {
+            let cfg = app2.ask.as_ref().expect("checked above");
             let opened = picked
                 .iter()
-                .map(|b| {
-                    let mut o = Bundle::open(&b.dir)?;
-                    o.label = b.label.clone();
+                .map(|&i| {
+                    let mut o = Bundle::open(&generation.snapshots[i].dir)?;
+                    o.label = names[i].clone();
                     Ok(o)
                 })
                 .collect::<trove::Result<Vec<_>>>()?;
-            sub = super::super::tools::Tools::from_bundles(opened);
-            &sub
+            let tools = super::super::tools::Tools::from_bundles(opened);
+            let r =
+                super::super::ask::research(&tools, cfg, &question, steps, false).map_err(|e| {
+                    ApiError::new(StatusCode::BAD_GATEWAY, "model_failed", format!("{e:#}"))
+                })?;
+            Ok(r.to_json(&question, &cfg.model))
         };
-        let r = super::super::ask::research(tools, cfg, &question, steps, false).map_err(|e| {
-            ApiError::new(StatusCode::BAD_GATEWAY, "model_failed", format!("{e:#}"))
-        })?;
-        Ok(r.to_json(&question, &cfg.model))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+            .unwrap_or_else(|_| Err(ApiError::internal("the research loop failed inside trove")))
     })
     .await
+    .map_err(|e| ApiError::internal(format!("the request's task failed: {e}")))?;
+    out.map(|v| answer(&v, g))
+}
+
+/// `POST /ask` in a build without the `openai` feature: no model client.
+#[cfg(not(feature = "openai"))]
+pub async fn ask(State(_app): State<Shared>) -> ApiError {
+    not_configured()
 }
 
 /// Unknown route.
@@ -772,18 +821,35 @@ pub async fn method_not_allowed() -> ApiError {
 pub struct ServedTools(pub Shared);
 
 impl super::super::mcp::ToolHost for ServedTools {
+    /// Bounded as HTTP requests are (rmcp runs tool calls inside its sessions, past the HTTP
+    /// layers): at most `--max-in-flight` at once, each within `--timeout`.
     async fn run(&self, name: String, args: Value) -> Result<Result<String, ToolError>, String> {
+        let Ok(_permit) = self.0.mcp_permits.clone().try_acquire_owned() else {
+            return Ok(Err(ToolError::Failed(
+                "the server is handling as many tool calls as it may: retry shortly".into(),
+            )));
+        };
         let lane = if name == "search_code" || name == "read_file" {
             Lane::Search
         } else {
             Lane::Lookup
         };
-        let lease = self.0.served.lease(lane).await;
-        tokio::task::spawn_blocking(move || {
-            test_delay();
-            super::super::mcp::call_caught(lease.tools(), &name, &args)
-        })
-        .await
-        .map_err(|e| format!("tool task failed: {e}"))?
+        let app = self.0.clone();
+        let work = async move {
+            let lease = app.served.lease(lane).await;
+            tokio::task::spawn_blocking(move || {
+                test_delay();
+                super::super::mcp::call_caught(lease.tools(), &name, &args)
+            })
+            .await
+            .map_err(|e| format!("tool task failed: {e}"))?
+        };
+        match tokio::time::timeout(self.0.timeout, work).await {
+            Ok(r) => r,
+            Err(_) => Ok(Err(ToolError::Failed(format!(
+                "the call took longer than the server allows ({:.0} s): narrow it (a path, a kind, fewer results)",
+                self.0.timeout.as_secs_f64()
+            )))),
+        }
     }
 }

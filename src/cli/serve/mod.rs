@@ -22,6 +22,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tower::ServiceBuilder;
 
+#[cfg(feature = "openai")]
 use super::ask::AskConfig;
 pub use api::ApiError;
 use metrics::Metrics;
@@ -109,9 +110,18 @@ pub struct App {
     served: Served,
     metrics: Metrics,
     started: Instant,
+    #[cfg(feature = "openai")]
     ask: Option<AskConfig>,
+    /// `/ask` requests at once (each holds its own bundle handles for minutes).
+    ask_permits: Arc<tokio::sync::Semaphore>,
     access_log: bool,
     token: Option<String>,
+    /// Host names (without port) requests may name; empty: any (a token guards the server).
+    hosts: Vec<String>,
+    /// MCP tool calls at once (rmcp runs them in its sessions, past the HTTP layers' limits).
+    mcp_permits: Arc<tokio::sync::Semaphore>,
+    /// A request's deadline (MCP tool calls too).
+    timeout: Duration,
 }
 
 type Shared = Arc<App>;
@@ -147,14 +157,15 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
         .max(1);
-    let ask = match a
+    let ask_url = a
         .ask_url
         .clone()
         .or_else(|| std::env::var("TROVE_ASK_URL").ok())
-        .filter(|u| !u.trim().is_empty())
-    {
+        .filter(|u| !u.trim().is_empty());
+    #[cfg(feature = "openai")]
+    let ask = match &ask_url {
         Some(url) => Some(AskConfig::new(
-            Some(&url),
+            Some(url),
             a.ask_model.as_deref(),
             None,
             120,
@@ -162,6 +173,24 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             &a.ask_api_key_env,
         )?),
         None => None,
+    };
+    #[cfg(not(feature = "openai"))]
+    if ask_url.is_some() {
+        anyhow::bail!("--ask-url needs a trove built with the `openai` feature");
+    }
+    // Without a token, only loopback names: a web page that rebinds its own name to 127.0.0.1
+    // (DNS rebinding) is refused.
+    let hosts: Vec<String> = if !a.allow_hosts.is_empty() {
+        a.allow_hosts
+            .iter()
+            .map(|h| h.to_ascii_lowercase())
+            .collect()
+    } else if token.is_none() && a.listen.ip().is_loopback() {
+        ["localhost", "127.0.0.1", "[::1]", "::1"]
+            .map(String::from)
+            .to_vec()
+    } else {
+        Vec::new()
     };
     let started = Instant::now();
     let served = Served::open(&a.bundles, workers)?;
@@ -175,9 +204,14 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         served,
         metrics: Metrics::default(),
         started,
+        #[cfg(feature = "openai")]
         ask,
+        ask_permits: Arc::new(tokio::sync::Semaphore::new(workers)),
         access_log: !a.no_access_log,
         token,
+        hosts,
+        mcp_permits: Arc::new(tokio::sync::Semaphore::new(a.max_in_flight)),
+        timeout: Duration::from_secs_f64(a.timeout),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -196,11 +230,8 @@ async fn serve(a: ServeArgs, app: Shared) -> anyhow::Result<()> {
     let mut mcp_config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(a.max_body)
         .with_json_response(true);
-    if !a.allow_hosts.is_empty() {
-        mcp_config = mcp_config.with_allowed_hosts(a.allow_hosts.clone());
-    } else if app.token.is_some() || !a.listen.ip().is_loopback() {
-        mcp_config = mcp_config.disable_allowed_hosts();
-    }
+    // The Host header is checked for every route by `authorize` (the same rule).
+    mcp_config = mcp_config.disable_allowed_hosts();
     let mcp_server = super::mcp::Server::new(api::ServedTools(app.clone()), None);
     let mcp = StreamableHttpService::new(
         move || Ok(mcp_server.clone()),
@@ -319,8 +350,35 @@ async fn overloaded(err: tower::BoxError) -> Response {
     }
 }
 
-/// Refuses a request without the bearer token, when one is set.
+/// Refuses a request without the bearer token, when one is set; and, for a server without one,
+/// a request naming a host that is not loopback (DNS rebinding) or sent by a web page of another
+/// origin (a browser's cross-site POST).
 async fn authorize(State(app): State<Shared>, req: Request, next: Next) -> Response {
+    if !app.hosts.is_empty() {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .map(host_name)
+            .unwrap_or_default();
+        let origin = req
+            .headers()
+            .get(header::ORIGIN)
+            .and_then(|v| v.to_str().ok())
+            .map(|o| host_name(o.split("://").nth(1).unwrap_or(o)));
+        let refused = if !app.hosts.contains(&host) {
+            Some(format!(
+                "host {host:?} is not one this server answers (--allow-host adds names)"
+            ))
+        } else {
+            origin.filter(|o| !app.hosts.contains(o)).map(|o| {
+                format!("requests from pages of {o:?} are refused (--allow-host adds names)")
+            })
+        };
+        if let Some(why) = refused {
+            return ApiError::new(StatusCode::FORBIDDEN, "forbidden", why).into_response();
+        }
+    }
     if let Some(token) = &app.token {
         let given = req
             .headers()
@@ -350,6 +408,17 @@ async fn authorize(State(app): State<Shared>, req: Request, next: Next) -> Respo
     next.run(req).await
 }
 
+/// `Host`/authority without its port, lower-cased (`[::1]:7878` → `[::1]`).
+fn host_name(authority: &str) -> String {
+    let a = authority.trim().trim_end_matches('/').to_ascii_lowercase();
+    if a.starts_with('[') {
+        return a.split_inclusive(']').next().unwrap_or("").to_string();
+    }
+    a.rsplit_once(':')
+        .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
+        .map_or(a.clone(), |(h, _)| h.to_string())
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
@@ -361,7 +430,11 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// plain text (413, 504, 405...).
 async fn observe(State(app): State<Shared>, req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = req.method().to_string();
+    // Only the methods HTTP defines are labels (a client cannot grow the metrics).
+    let method = match req.method().as_str() {
+        m @ ("GET" | "POST" | "PUT" | "DELETE" | "PATCH" | "HEAD" | "OPTIONS") => m.to_string(),
+        _ => "other".to_string(),
+    };
     let route = req
         .extensions()
         .get::<MatchedPath>()
@@ -373,9 +446,11 @@ async fn observe(State(app): State<Shared>, req: Request, next: Next) -> Respons
         .get::<axum::extract::ConnectInfo<SocketAddr>>()
         .map(|c| c.0.to_string())
         .unwrap_or_else(|| "-".into());
-    app.metrics.in_flight.fetch_add(1, Ordering::Relaxed);
-    let mut resp = next.run(req).await;
-    app.metrics.in_flight.fetch_sub(1, Ordering::Relaxed);
+    let mut resp = {
+        // Counted down when the request ends, answered or not (a client that hangs up drops it).
+        let _in_flight = InFlight::enter(&app.metrics);
+        next.run(req).await
+    };
     let status = resp.status();
     if (status.is_client_error() || status.is_server_error()) && !is_json(&resp) {
         let (code, message) = match status {
@@ -391,12 +466,22 @@ async fn observe(State(app): State<Shared>, req: Request, next: Next) -> Respons
                 "method_not_allowed",
                 "this endpoint does not take that method",
             ),
-            StatusCode::NOT_FOUND => ("not_found", "no such endpoint"),
+            StatusCode::NOT_FOUND => ("not_found", "not found"),
             s if s.is_server_error() => ("internal", "the server failed to answer"),
             _ => ("bad_request", "the request was refused"),
         };
-        let text = message.to_string();
         let headers = resp.headers().clone();
+        // A layer's or rmcp's own words, when short text, say more than the generic message.
+        let own = axum::body::to_bytes(std::mem::take(resp.body_mut()), 2048)
+            .await
+            .ok()
+            .and_then(|b| String::from_utf8(b.to_vec()).ok())
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty() && !t.contains('<'));
+        let text = match own {
+            Some(t) => format!("{message}: {t}"),
+            None => message.to_string(),
+        };
         let mut fresh = ApiError::new(status, code, text).into_response();
         for (k, v) in headers.iter() {
             if k != header::CONTENT_TYPE && k != header::CONTENT_LENGTH {
@@ -427,6 +512,22 @@ async fn observe(State(app): State<Shared>, req: Request, next: Next) -> Respons
         );
     }
     resp
+}
+
+/// One request in flight, for the gauge.
+struct InFlight<'a>(&'a Metrics);
+
+impl<'a> InFlight<'a> {
+    fn enter(m: &'a Metrics) -> Self {
+        m.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(m)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 fn is_json(r: &Response) -> bool {

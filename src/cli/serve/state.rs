@@ -39,8 +39,11 @@ pub struct SlotStatus {
 /// A version that could not be served.
 #[derive(Clone)]
 pub struct Failure {
-    /// Its fingerprint (not tried again until the bundle changes again).
+    /// Its fingerprint (not tried again before `retry_at`, unless the bundle changes again).
     pub fingerprint: String,
+    /// When the same version is tried again (a failure may have been passing: out of file
+    /// handles, disk or memory).
+    retry_at: std::time::Instant,
     /// Why.
     pub message: String,
     /// When (RFC 3339).
@@ -153,8 +156,9 @@ pub struct Served {
     last_id: AtomicU64,
     /// Names snapshot folders apart.
     serial: AtomicU64,
-    /// Where this process keeps its snapshots, per slot (removed at exit).
-    roots: Vec<Option<PathBuf>>,
+    /// Where this process keeps its snapshots, per slot (removed at exit), and the locked file
+    /// that tells other servers the folder is in use.
+    roots: Vec<Option<(PathBuf, std::fs::File)>>,
     /// Whether the "cannot link" warning was printed, per slot.
     warned: Mutex<Vec<bool>>,
 }
@@ -200,7 +204,7 @@ impl Served {
         let roots = slots
             .iter()
             .enumerate()
-            .map(|(i, s)| snapshot_root(s, i))
+            .map(|(i, s)| claim_root(s, i))
             .collect();
         let mut served = Served {
             warned: Mutex::new(vec![false; slots.len()]),
@@ -276,6 +280,12 @@ impl Served {
             .map_err(|e| anyhow::anyhow!("verification failed: {e}"))?;
         // Hashed once: the handles' own checks find the sums remembered.
         trove::bundle::pack::remember_bundle(&snap.dir, &report.manifest);
+        // It must open and answer a search before it is switched to.
+        let b = Bundle::open(&snap.dir).map_err(|e| anyhow::anyhow!("cannot open: {e}"))?;
+        b.conn()
+            .map_err(|e| anyhow::anyhow!("cannot open DuckDB: {e}"))?;
+        search_all([&b], "main", &QueryOptions::unfiltered(Mode::Bm25, 1))
+            .map_err(|e| anyhow::anyhow!("a test search failed: {e}"))?;
         snap.loaded_at = now_rfc3339();
         snap.load_secs = started.elapsed().as_secs_f64();
         let fp = snap.fingerprint.clone();
@@ -322,12 +332,11 @@ impl Served {
                 load_secs: 0.0,
             }
         };
-        let Some(root) = &self.roots[i] else {
-            return Ok(in_place("no folder for snapshots beside it".into()));
+        let Some((root, _)) = &self.roots[i] else {
+            return Ok(in_place(
+                "no folder for snapshots can be made beside it".into(),
+            ));
         };
-        if let Err(e) = std::fs::create_dir_all(root) {
-            return Ok(in_place(format!("cannot create {}: {e}", root.display())));
-        }
         let serial = self.serial.fetch_add(1, Ordering::Relaxed) + 1;
         let dir = root.join(format!("{serial}-{}", &version[..8]));
         if dir.exists() {
@@ -376,14 +385,18 @@ impl Served {
     /// Opens `workers` handles per lane over the snapshots and warms each (DuckDB opened, caches
     /// loaded, one search run), as the next generation.
     fn open_generation(&self, snapshots: Vec<Arc<Snapshot>>) -> anyhow::Result<Generation> {
-        let mut free = Vec::with_capacity(2 * self.workers);
+        let mut free: Vec<Tools> = Vec::with_capacity(2 * self.workers);
         let mut manifests = Vec::new();
         for w in 0..2 * self.workers {
             let mut bundles = Vec::with_capacity(snapshots.len());
-            for (s, slot) in snapshots.iter().zip(&self.slots) {
+            for (j, (s, slot)) in snapshots.iter().zip(&self.slots).enumerate() {
                 let mut b = Bundle::open(&s.dir)
                     .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", slot.name))?;
                 b.label = slot.name.clone();
+                // One model per bundle, not per handle.
+                if let Some(first) = free.first() {
+                    b.share_embedder(&first.bundles()[j]);
+                }
                 b.conn()
                     .map_err(|e| anyhow::anyhow!("{}: cannot open DuckDB: {e}", slot.name))?;
                 search_all([&b], "main", &QueryOptions::unfiltered(Mode::Bm25, 1))
@@ -437,7 +450,7 @@ impl Served {
                     .unwrap_or_else(|p| p.into_inner())
                     .failed
                     .as_ref()
-                    .is_some_and(|f| f.fingerprint == fp);
+                    .is_some_and(|f| f.fingerprint == fp && std::time::Instant::now() < f.retry_at);
                 if failed_before {
                     break;
                 }
@@ -460,6 +473,7 @@ impl Served {
         if changed.is_empty() {
             return changed;
         }
+        let tried: Vec<String> = snaps.iter().map(|s| s.fingerprint.clone()).collect();
         match self.open_generation(snaps) {
             Ok(g) => {
                 let id = g.id;
@@ -478,8 +492,10 @@ impl Served {
                 changed
             }
             Err(e) => {
+                // Each version passed its own checks (`load`): this is the server's trouble (file
+                // handles, memory), so the versions tried are tried again after the pause.
                 for (i, _) in &changed {
-                    let fp = self.fingerprint(*i).unwrap_or_default();
+                    let fp = tried[*i].clone();
                     self.record_failure(*i, fp, format!("{e:#}"));
                 }
                 Vec::new()
@@ -499,6 +515,7 @@ impl Served {
             fingerprint,
             message,
             at: now_rfc3339(),
+            retry_at: std::time::Instant::now() + RETRY_FAILED,
         });
     }
 
@@ -516,7 +533,7 @@ impl Served {
 
     /// Removes this process's snapshot folders (at exit, after the last generation is gone).
     pub fn cleanup(&self) {
-        for r in self.roots.iter().flatten() {
+        for (r, _) in self.roots.iter().flatten() {
             let _ = std::fs::remove_dir_all(r);
         }
     }
@@ -535,9 +552,18 @@ fn packed_fingerprint(p: &Path) -> anyhow::Result<String> {
     ))
 }
 
-/// `<parent>/.<name>.serve-<pid>-<i>`: beside the bundle, so hard links stay on its file system;
-/// folders of processes no longer running are removed first.
-fn snapshot_root(slot: &Slot, i: usize) -> Option<PathBuf> {
+/// How long a version that failed waits before it is tried again (when the bundle has not changed
+/// meanwhile).
+const RETRY_FAILED: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The lock file inside a snapshot folder: held (locked) by the server using the folder.
+const LOCK: &str = ".lock";
+
+/// Makes `<parent>/.<name>.serve-<pid>-<nanos>-<i>`, beside the bundle so hard links stay on its
+/// file system, with a locked `.lock` inside (no other server, in this or another PID namespace,
+/// takes it for stale); first removes the folders of servers no longer running (whose lock can be
+/// taken). `None` when no folder can be made there (read-only): the bundle is served in place.
+fn claim_root(slot: &Slot, i: usize) -> Option<(PathBuf, std::fs::File)> {
     if slot.packed {
         return None;
     }
@@ -547,17 +573,35 @@ fn snapshot_root(slot: &Slot, i: usize) -> Option<PathBuf> {
     let prefix = format!(".{base}.serve-");
     if let Ok(entries) = std::fs::read_dir(parent) {
         for e in entries.flatten() {
-            let n = e.file_name().to_string_lossy().into_owned();
-            let Some(rest) = n.strip_prefix(&prefix) else {
+            if !e.file_name().to_string_lossy().starts_with(&prefix) {
                 continue;
+            }
+            let stale = match std::fs::File::open(e.path().join(LOCK)) {
+                Ok(f) => f.try_lock().is_ok(),
+                // No lock file: a folder being made right now, or one left half-made long ago.
+                Err(_) => e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > std::time::Duration::from_secs(3600)),
             };
-            let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
-            if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+            if stale {
                 let _ = std::fs::remove_dir_all(e.path());
             }
         }
     }
-    Some(parent.join(format!("{prefix}{}-{i}", std::process::id())))
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let root = parent.join(format!("{prefix}{}-{nanos}-{i}", std::process::id()));
+    std::fs::create_dir_all(&root).ok()?;
+    let lock = std::fs::File::create(root.join(LOCK)).ok()?;
+    if lock.lock().is_err() {
+        let _ = std::fs::remove_dir_all(&root);
+        return None;
+    }
+    Some((root, lock))
 }
 
 /// The whole file `name` in the directory `dir`.
