@@ -42,7 +42,8 @@ use state::Served;
 /// serving and /health shows the error.
 ///
 /// Safety: the server listens on loopback by default; any other address needs a bearer token
-/// (--token or $TROVE_TOKEN), or --insecure-no-auth. Request bodies are limited (--max-body),
+/// (--token or $TROVE_TOKEN), or --insecure-no-auth. Without a token only loopback host names are
+/// answered, and pages of other web origins are refused (403). Request bodies are limited (--max-body),
 /// every request has a deadline (--timeout, then 504), and at most --max-in-flight requests are
 /// handled at once: beyond that the answer is 503 with Retry-After. Nothing outside the bundles
 /// named is read. An access log line per request goes to stderr.
