@@ -26,6 +26,6 @@ pub mod record;
 pub mod resolve;
 pub mod source;
 pub mod summarize;
-pub(crate) mod util;
+pub mod util;
 
 pub use error::{Error, Result};

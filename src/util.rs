@@ -15,7 +15,7 @@ pub(crate) fn cache_dir() -> Option<PathBuf> {
 }
 
 /// Lower-case hex sha256 of `bytes`.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 

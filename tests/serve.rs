@@ -67,6 +67,16 @@ impl Server {
         self.log.lock().unwrap().clone()
     }
 
+    /// A client script's output and this server's log, for an assertion's message.
+    fn transcript(&self, out: &std::process::Output) -> String {
+        format!(
+            "{}\n{}\n--- server log ---\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            self.log()
+        )
+    }
+
     /// One request (HTTP/1.1, connection closed after): status, headers (lower-case names), body.
     fn http(
         &self,
@@ -189,12 +199,7 @@ fn serve_answers_every_endpoint_as_the_cli_does_and_refuses_bad_input() {
         ])
         .output()
         .expect("python3 runs");
-    let text = format!(
-        "{}\n{}\n--- server log ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        s.log()
-    );
+    let text = s.transcript(&out);
     assert!(out.status.success(), "{text}");
 
     // POST /query answers what `trove query --format json` prints, in each mode, with filters.
@@ -412,13 +417,11 @@ fn serve_reloads_under_load_without_failing_a_request_and_keeps_the_old_version_
         )
         .output()
         .unwrap();
-    let text = format!(
-        "{}\n{}\n--- server log ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        s.log()
-    );
+    let text = s.transcript(&out);
     assert!(out.status.success(), "{text}");
+    let load: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(load["errors"], 0, "{text}");
+    assert_eq!(load["reloads"].as_array().map(Vec::len), Some(5), "{text}");
     let (_, h) = s.json("GET", "/health", None);
     assert_eq!(h["status"], "ok", "{h}\n{text}");
     assert!(

@@ -56,19 +56,23 @@ pub(crate) trait ToolHost: Clone + Send + Sync + 'static {
     ) -> impl std::future::Future<Output = Result<Result<String, ToolError>, String>> + Send;
 }
 
+/// What a caught panic said (its message, when it has one).
+pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| p.downcast_ref::<&str>().copied())
+        .unwrap_or("panic")
+        .to_string()
+}
+
 /// Runs a tool call, a panic caught and told as text.
 pub(crate) fn call_caught(
     tools: &Tools,
     name: &str,
     args: &serde_json::Value,
 ) -> Result<Result<String, ToolError>, String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tools.call(name, args))).map_err(|p| {
-        p.downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| p.downcast_ref::<&str>().copied())
-            .unwrap_or("panic")
-            .to_string()
-    })
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tools.call(name, args)))
+        .map_err(|p| panic_text(p.as_ref()))
 }
 
 /// One set of tools, one call at a time on a blocking thread (`trove mcp`).

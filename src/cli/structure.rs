@@ -285,27 +285,33 @@ pub struct DepsArgs {
     pub format: OutFormat,
 }
 
-/// Runs `trove deps`.
-pub fn run_deps(a: DepsArgs) -> anyhow::Result<i32> {
-    let b = Bundle::open(&a.bundle)?;
+/// The SQL of `trove deps`: the dependencies of these ecosystems and scopes (all when empty)
+/// whose name contains `name`.
+pub fn deps_sql(ecosystems: &[String], scopes: &[String], name: Option<&str>) -> String {
     let mut filters = vec!["true".to_string()];
     let any_of = |col: &str, vals: &[String]| {
         let list: Vec<String> = vals.iter().map(|v| lit(v)).collect();
         format!("{col} IN ({})", list.join(", "))
     };
-    if !a.ecosystems.is_empty() {
-        filters.push(any_of("ecosystem", &a.ecosystems));
+    if !ecosystems.is_empty() {
+        filters.push(any_of("ecosystem", ecosystems));
     }
-    if !a.scopes.is_empty() {
-        filters.push(any_of("scope", &a.scopes));
+    if !scopes.is_empty() {
+        filters.push(any_of("scope", scopes));
     }
-    if let Some(n) = &a.name {
+    if let Some(n) = name {
         filters.push(format!("contains(lower(name), lower({}))", lit(n)));
     }
-    let sql = format!(
+    format!(
         "SELECT path, ecosystem, name, version, scope FROM deps WHERE {} ORDER BY path, ecosystem, scope, name, version",
         filters.join(" AND ")
-    );
+    )
+}
+
+/// Runs `trove deps`.
+pub fn run_deps(a: DepsArgs) -> anyhow::Result<i32> {
+    let b = Bundle::open(&a.bundle)?;
+    let sql = deps_sql(&a.ecosystems, &a.scopes, a.name.as_deref());
     let (names, rows) = b.run_sql(&sql)?;
     let mut out = std::io::stdout().lock();
     let mut last = String::new();

@@ -9,12 +9,12 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use trove::query::sql::to_json;
-use trove::query::{Bundle, Fusion, Mode, QueryOptions, lit, search_all};
+use trove::query::{Bundle, Fusion, Mode, QueryOptions, search_all};
 
-use super::super::structure::{Follow, refs_sql, symbols_sql};
+use super::super::structure::{Follow, deps_sql, refs_sql, symbols_sql};
 use super::super::tools::ToolError;
 use super::Shared;
-use super::state::{Lane, Lease};
+use super::state::{Generation, Lane, Lease};
 
 /// A JSON error: `{"error": {"status", "code", "message"}}`.
 #[derive(Debug)]
@@ -102,10 +102,7 @@ where
         (Ok(Err(e)), _) => Err(e),
         (Err(p), _) => Err(ApiError::internal(format!(
             "failed inside trove: {}",
-            p.downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| p.downcast_ref::<&str>().copied())
-                .unwrap_or("panic")
+            super::super::mcp::panic_text(p.as_ref())
         ))),
     }
 }
@@ -122,37 +119,39 @@ fn test_delay() {
     }
 }
 
-/// The bundles of `lease` a request names (`None`: all); an unknown name is 404.
-fn chosen<'a>(lease: &'a Lease, names: Option<&[String]>) -> Result<Vec<&'a Bundle>, ApiError> {
-    let all = lease.tools().bundles();
+/// The indexes in `served` (the served names, in order) of the bundles a request names (`None`:
+/// all); an unknown name is 404, an empty list 400.
+fn pick(served: &[&str], names: Option<&[String]>) -> Result<Vec<usize>, ApiError> {
     let Some(names) = names else {
-        return Ok(all.iter().collect());
+        return Ok((0..served.len()).collect());
     };
-    let mut out = Vec::new();
-    for n in names {
-        match all.iter().find(|b| &b.label == n) {
-            Some(b) => out.push(b),
-            None => {
-                return Err(ApiError::new(
-                    StatusCode::NOT_FOUND,
-                    "unknown_bundle",
-                    format!(
-                        "no bundle named {n:?} is served (GET /bundles lists them: {})",
-                        all.iter()
-                            .map(|b| b.label.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ));
-            }
-        }
-    }
-    if out.is_empty() {
+    if names.is_empty() {
         return Err(bad(
             "bundles is empty: name at least one, or leave it out for all",
         ));
     }
-    Ok(out)
+    names
+        .iter()
+        .map(|n| {
+            served.iter().position(|s| s == n).ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "unknown_bundle",
+                    format!(
+                        "no bundle named {n:?} is served (GET /bundles lists them: {})",
+                        served.join(", ")
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The bundles of `lease` a request names (`None`: all), as [`pick`] chooses them.
+fn chosen<'a>(lease: &'a Lease, names: Option<&[String]>) -> Result<Vec<&'a Bundle>, ApiError> {
+    let all = lease.tools().bundles();
+    let labels: Vec<&str> = all.iter().map(|b| b.label.as_str()).collect();
+    Ok(pick(&labels, names)?.into_iter().map(|i| &all[i]).collect())
 }
 
 /// A string or a list of strings.
@@ -409,25 +408,10 @@ pub async fn refs(State(app): State<Shared>, q: QueryParams) -> ApiResult {
 /// `GET /deps`: declared dependencies, as `trove deps --format json`.
 pub async fn deps(State(app): State<Shared>, q: QueryParams) -> ApiResult {
     let p = Params::new("/deps", q, &["ecosystem", "scope", "name", "bundle"])?;
-    let mut filters = vec!["true".to_string()];
-    let any_of = |col: &str, vals: &[String]| {
-        let list: Vec<String> = vals.iter().map(|v| lit(v)).collect();
-        format!("{col} IN ({})", list.join(", "))
-    };
-    let (eco, scope) = (p.all("ecosystem"), p.all("scope"));
-    if !eco.is_empty() {
-        filters.push(any_of("ecosystem", &eco));
-    }
-    if !scope.is_empty() {
-        filters.push(any_of("scope", &scope));
-    }
-    if let Some(n) = p.get("name") {
-        filters.push(format!("contains(lower(name), lower({}))", lit(&n)));
-    }
-    let sql = format!(
-        "SELECT path, ecosystem, name, version, scope FROM deps WHERE {} \
-         ORDER BY path, ecosystem, scope, name, version",
-        filters.join(" AND ")
+    let sql = deps_sql(
+        &p.all("ecosystem"),
+        &p.all("scope"),
+        p.get("name").as_deref(),
     );
     let names = p.bundle();
     on_bundles(&app, Lane::Lookup, move |lease| {
@@ -436,22 +420,21 @@ pub async fn deps(State(app): State<Shared>, q: QueryParams) -> ApiResult {
     .await
 }
 
-/// The one bundle a request is about: the one named, or the only one served.
-fn one_bundle<'a>(
-    lease: &'a Lease,
-    name: Option<&str>,
-    route: &str,
-) -> Result<&'a Bundle, ApiError> {
-    let all = lease.tools().bundles();
+/// The index in `lease` of the one bundle a request is about: the one named, or the only one
+/// served.
+fn one_bundle(lease: &Lease, name: Option<String>, route: &str) -> Result<usize, ApiError> {
+    let labels: Vec<&str> = lease
+        .tools()
+        .bundles()
+        .iter()
+        .map(|b| b.label.as_str())
+        .collect();
     match name {
-        Some(n) => Ok(chosen(lease, Some(std::slice::from_ref(&n.to_string())))?[0]),
-        None if all.len() == 1 => Ok(&all[0]),
+        Some(n) => Ok(pick(&labels, Some(std::slice::from_ref(&n)))?[0]),
+        None if labels.len() == 1 => Ok(0),
         None => Err(bad(format!(
             "{route}: several bundles are served: name one with ?bundle= ({})",
-            all.iter()
-                .map(|b| b.label.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            labels.join(", ")
         ))),
     }
 }
@@ -466,14 +449,9 @@ pub async fn map(State(app): State<Shared>, q: QueryParams) -> ApiResult {
     };
     let name = p.get("bundle");
     on_bundles(&app, Lane::Lookup, move |lease| {
-        let b = one_bundle(lease, name.as_deref(), "/map")?;
+        let i = one_bundle(lease, name, "/map")?;
+        let b = &lease.tools().bundles()[i];
         // The map's rows are kept by the handle (as for the MCP read_map): loaded once per version.
-        let i = lease
-            .tools()
-            .bundles()
-            .iter()
-            .position(|x| std::ptr::eq(x, b))
-            .expect("the bundle is the handle's");
         let files = lease.tools().map_files(i)?;
         super::super::map::map_json(files, &b.manifest.source.repo, path.as_deref(), depth)?
             .ok_or_else(|| {
@@ -558,9 +536,8 @@ pub async fn file_missing() -> ApiError {
     bad("/files/{path}: name a file, e.g. /files/src/main.rs")
 }
 
-/// One bundle's line in `/bundles`.
-fn bundle_info(app: &Shared, i: usize) -> Value {
-    let g = app.served.current();
+/// One bundle's line in `/bundles`, as generation `g` serves it.
+fn bundle_info(app: &Shared, g: &Generation, i: usize) -> Value {
     let slot = &app.served.slots[i];
     let (s, m) = (&g.snapshots[i], &g.manifests[i]);
     let mut langs: Vec<(&String, u64)> = m.languages.iter().map(|(k, v)| (k, v.files)).collect();
@@ -586,11 +563,12 @@ fn bundle_info(app: &Shared, i: usize) -> Value {
 
 /// `GET /bundles`.
 pub async fn bundles(State(app): State<Shared>) -> Response {
-    let g = app.served.current().id;
+    // One generation for the whole list (a reload may swap in another meanwhile).
+    let g = app.served.current();
     let list: Vec<Value> = (0..app.served.slots.len())
-        .map(|i| bundle_info(&app, i))
+        .map(|i| bundle_info(&app, &g, i))
         .collect();
-    answer(&Value::Array(list), g)
+    answer(&Value::Array(list), g.id)
 }
 
 /// `GET /health`: ok, or degraded while a bundle's new version could not be switched to.
@@ -603,11 +581,7 @@ pub async fn health(State(app): State<Shared>) -> Response {
         .iter()
         .enumerate()
         .map(|(i, slot)| {
-            let st = slot
-                .status
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
+            let st = slot.status().clone();
             degraded |= st.failed.is_some();
             json!({
                 "name": slot.name,
@@ -633,12 +607,16 @@ pub async fn health(State(app): State<Shared>) -> Response {
 
 /// `GET /metrics`.
 pub async fn metrics(State(app): State<Shared>) -> Response {
-    use super::metrics::esc;
+    use super::metrics::{esc, family};
     use std::fmt::Write;
     let g = app.served.current();
     let mut extra = String::new();
-    extra.push_str("# HELP trove_bundle_info The version of each bundle being served.\n");
-    extra.push_str("# TYPE trove_bundle_info gauge\n");
+    family(
+        &mut extra,
+        "trove_bundle_info",
+        "gauge",
+        "The version of each bundle being served.",
+    );
     for (i, slot) in app.served.slots.iter().enumerate() {
         let m = &g.manifests[i];
         let _ = writeln!(
@@ -649,17 +627,21 @@ pub async fn metrics(State(app): State<Shared>) -> Response {
             esc(m.source.commit.as_deref().unwrap_or(""))
         );
     }
-    extra.push_str("# HELP trove_generation Reload generation serving now.\n");
-    extra.push_str("# TYPE trove_generation gauge\n");
+    family(
+        &mut extra,
+        "trove_generation",
+        "gauge",
+        "Reload generation serving now.",
+    );
     let _ = writeln!(extra, "trove_generation {}", g.id);
-    extra.push_str("# HELP trove_reloads_total Reloads of a bundle, by result.\n");
-    extra.push_str("# TYPE trove_reloads_total counter\n");
+    family(
+        &mut extra,
+        "trove_reloads_total",
+        "counter",
+        "Reloads of a bundle, by result.",
+    );
     for slot in &app.served.slots {
-        let st = slot
-            .status
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let st = slot.status().clone();
         for (result, n) in [("ok", st.reloads_ok), ("failed", st.reloads_failed)] {
             let _ = writeln!(
                 extra,
@@ -730,33 +712,10 @@ pub async fn ask(
     }
     let generation = app.served.current();
     let names: Vec<String> = app.served.slots.iter().map(|s| s.name.clone()).collect();
-    let picked: Vec<usize> = match &b.bundles {
-        None => (0..names.len()).collect(),
-        Some(want) if want.is_empty() => {
-            return Err(bad(
-                "bundles is empty: name at least one, or leave it out for all",
-            ));
-        }
-        Some(want) => {
-            let mut v = Vec::new();
-            for w in want {
-                match names.iter().position(|n| n == w) {
-                    Some(i) => v.push(i),
-                    None => {
-                        return Err(ApiError::new(
-                            StatusCode::NOT_FOUND,
-                            "unknown_bundle",
-                            format!(
-                                "no bundle named {w:?} is served (GET /bundles lists them: {})",
-                                names.join(", ")
-                            ),
-                        ));
-                    }
-                }
-            }
-            v
-        }
-    };
+    let picked = pick(
+        &names.iter().map(String::as_str).collect::<Vec<_>>(),
+        b.bundles.as_deref(),
+    )?;
     let permit = app
         .ask_permits
         .clone()

@@ -57,8 +57,12 @@ impl Metrics {
     /// The metrics as Prometheus text, with the bundle lines `extra` appended.
     pub fn render(&self, extra: &str) -> String {
         let mut out = String::new();
-        out.push_str("# HELP trove_http_requests_total HTTP requests answered, by route, method and status.\n");
-        out.push_str("# TYPE trove_http_requests_total counter\n");
+        family(
+            &mut out,
+            "trove_http_requests_total",
+            "counter",
+            "HTTP requests answered, by route, method and status.",
+        );
         for ((route, method, status), n) in self
             .requests
             .lock()
@@ -72,10 +76,12 @@ impl Metrics {
                 esc(method)
             );
         }
-        out.push_str(
-            "# HELP trove_http_request_duration_seconds Time to answer a request, by route.\n",
+        family(
+            &mut out,
+            "trove_http_request_duration_seconds",
+            "histogram",
+            "Time to answer a request, by route.",
         );
-        out.push_str("# TYPE trove_http_request_duration_seconds histogram\n");
         for (route, h) in self
             .latency
             .lock()
@@ -107,15 +113,23 @@ impl Metrics {
                 h.n
             );
         }
-        out.push_str("# HELP trove_http_in_flight Requests being handled.\n");
-        out.push_str("# TYPE trove_http_in_flight gauge\n");
+        family(
+            &mut out,
+            "trove_http_in_flight",
+            "gauge",
+            "Requests being handled.",
+        );
         let _ = writeln!(
             out,
             "trove_http_in_flight {}",
             self.in_flight.load(Ordering::Relaxed)
         );
-        out.push_str("# HELP trove_http_rejected_total Requests refused with 503 (saturated).\n");
-        out.push_str("# TYPE trove_http_rejected_total counter\n");
+        family(
+            &mut out,
+            "trove_http_rejected_total",
+            "counter",
+            "Requests refused with 503 (saturated).",
+        );
         let _ = writeln!(
             out,
             "trove_http_rejected_total {}",
@@ -124,6 +138,12 @@ impl Metrics {
         out.push_str(extra);
         out
     }
+}
+
+/// The `# HELP` and `# TYPE` lines that open a metric family.
+pub fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
 /// A label value escaped for the text format.

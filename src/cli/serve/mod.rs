@@ -228,11 +228,11 @@ async fn serve(a: ServeArgs, app: Shared) -> anyhow::Result<()> {
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
-    let mut mcp_config = StreamableHttpServerConfig::default()
-        .with_max_request_body_bytes(a.max_body)
-        .with_json_response(true);
     // The Host header is checked for every route by `authorize` (the same rule).
-    mcp_config = mcp_config.disable_allowed_hosts();
+    let mcp_config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(a.max_body)
+        .with_json_response(true)
+        .disable_allowed_hosts();
     let mcp_server = super::mcp::Server::new(api::ServedTools(app.clone()), None);
     let mcp = StreamableHttpService::new(
         move || Ok(mcp_server.clone()),

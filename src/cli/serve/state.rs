@@ -4,7 +4,6 @@
 //! handles over the current snapshots, one per [`Lane`]. A reload builds, verifies and warms a new
 //! generation beside the old one and swaps it in; requests in flight hold the old one until they
 //! finish.
-use sha2::Digest;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -21,8 +20,15 @@ pub struct Slot {
     pub path: PathBuf,
     /// Whether it is a packed `.trove` file.
     packed: bool,
-    /// What its last reload attempts came to.
-    pub status: Mutex<SlotStatus>,
+    /// What its last reload attempts came to ([`Slot::status`]).
+    status: Mutex<SlotStatus>,
+}
+
+impl Slot {
+    /// Its reload history, locked.
+    pub fn status(&self) -> std::sync::MutexGuard<'_, SlotStatus> {
+        self.status.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// A slot's reload history.
@@ -168,11 +174,6 @@ pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    let d = sha2::Sha256::digest(bytes);
-    d.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl Served {
     /// Loads, verifies and opens every bundle (`workers` handles over them); fails on the first
     /// that cannot be served.
@@ -222,8 +223,7 @@ impl Served {
         };
         let mut snaps = Vec::new();
         for i in 0..served.slots.len() {
-            let (s, _) = served.load(i)?;
-            snaps.push(Arc::new(s));
+            snaps.push(Arc::new(served.load(i)?));
         }
         let g = served.open_generation(snaps)?;
         served.current = RwLock::new(Arc::new(g));
@@ -257,8 +257,8 @@ impl Served {
         }
     }
 
-    /// Slot `i`'s current version on disk, snapshotted and verified (its fingerprint too).
-    fn load(&self, i: usize) -> anyhow::Result<(Snapshot, String)> {
+    /// Slot `i`'s current version on disk, snapshotted, verified and tried.
+    fn load(&self, i: usize) -> anyhow::Result<Snapshot> {
         let slot = &self.slots[i];
         let started = std::time::Instant::now();
         let mut snap = if slot.packed {
@@ -269,7 +269,7 @@ impl Served {
                 dir,
                 owned: false,
                 fingerprint,
-                version: sha256_hex(&bytes)[..16].to_string(),
+                version: trove::util::sha256_hex(&bytes)[..16].to_string(),
                 loaded_at: String::new(),
                 load_secs: 0.0,
             }
@@ -288,8 +288,7 @@ impl Served {
             .map_err(|e| anyhow::anyhow!("a test search failed: {e}"))?;
         snap.loaded_at = now_rfc3339();
         snap.load_secs = started.elapsed().as_secs_f64();
-        let fp = snap.fingerprint.clone();
-        Ok((snap, fp))
+        Ok(snap)
     }
 
     /// Hard-links the files of slot `i`'s manifest, as read through one open handle of its
@@ -312,7 +311,7 @@ impl Served {
                 trove::bundle::MANIFEST
             )
         })?;
-        let fingerprint = sha256_hex(&bytes);
+        let fingerprint = trove::util::sha256_hex(&bytes);
         let version = fingerprint[..16].to_string();
         let in_place = |why: String| {
             let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
@@ -356,12 +355,8 @@ impl Served {
         let manifest = trove::bundle::read_manifest(&dir)?;
         for f in &manifest.files {
             let name = f.name.as_str();
-            let safe = !name.is_empty()
-                && !name.starts_with('/')
-                && name
-                    .split('/')
-                    .all(|c| !c.is_empty() && c != "." && c != "..");
-            if !safe {
+            // The same rule `trove verify` and `trove sync` read manifests by.
+            if !trove::bundle::is_bundle_file(name) || name == trove::bundle::MANIFEST {
                 anyhow::bail!(
                     "{}: its manifest names a file {name:?}",
                     slot.path.display()
@@ -421,9 +416,9 @@ impl Served {
     }
 
     /// Looks at every slot's bundle on disk; those that changed (and did not fail before in the
-    /// same version) are loaded and verified, and a new generation over them swapped in. What
-    /// switched, as `(slot, version)`; failures are recorded in the slots' status.
-    pub fn poll(&self) -> Vec<(usize, String)> {
+    /// same version) are loaded and verified, and a new generation over them swapped in; failures
+    /// are recorded in the slots' status.
+    pub fn poll(&self) {
         let current = self.current();
         let mut snaps = current.snapshots.clone();
         let mut changed = Vec::new();
@@ -439,23 +434,19 @@ impl Served {
                     }
                 };
                 if fp == snaps[i].fingerprint {
-                    let mut st = slot.status.lock().unwrap_or_else(|p| p.into_inner());
                     // Back to the version served: nothing is wrong any more.
-                    st.failed = None;
+                    slot.status().failed = None;
                     break;
                 }
-                let failed_before = slot
-                    .status
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .failed
-                    .as_ref()
-                    .is_some_and(|f| f.fingerprint == fp && std::time::Instant::now() < f.retry_at);
+                let failed_before =
+                    slot.status().failed.as_ref().is_some_and(|f| {
+                        f.fingerprint == fp && std::time::Instant::now() < f.retry_at
+                    });
                 if failed_before {
                     break;
                 }
                 match self.load(i) {
-                    Ok((s, _)) => {
+                    Ok(s) => {
                         changed.push((i, s.version.clone()));
                         snaps[i] = Arc::new(s);
                         break;
@@ -471,7 +462,7 @@ impl Served {
             }
         }
         if changed.is_empty() {
-            return changed;
+            return;
         }
         let tried: Vec<String> = snaps.iter().map(|s| s.fingerprint.clone()).collect();
         match self.open_generation(snaps) {
@@ -479,7 +470,7 @@ impl Served {
                 let id = g.id;
                 for (i, v) in &changed {
                     let slot = &self.slots[*i];
-                    let mut st = slot.status.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut st = slot.status();
                     st.failed = None;
                     st.reloads_ok += 1;
                     let secs = g.snapshots[*i].load_secs;
@@ -489,7 +480,6 @@ impl Served {
                     );
                 }
                 *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(g);
-                changed
             }
             Err(e) => {
                 // Each version passed its own checks (`load`): this is the server's trouble (file
@@ -498,7 +488,6 @@ impl Served {
                     let fp = tried[*i].clone();
                     self.record_failure(*i, fp, format!("{e:#}"));
                 }
-                Vec::new()
             }
         }
     }
@@ -509,7 +498,7 @@ impl Served {
             "trove serve: {}: not switched to the new version, still serving the old one: {message}",
             slot.name
         );
-        let mut st = slot.status.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = slot.status();
         st.reloads_failed += 1;
         st.failed = Some(Failure {
             fingerprint,
@@ -528,7 +517,7 @@ impl Served {
         let p = slot.path.join(trove::bundle::MANIFEST);
         let bytes =
             std::fs::read(&p).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?;
-        Ok(sha256_hex(&bytes))
+        Ok(trove::util::sha256_hex(&bytes))
     }
 
     /// Removes this process's snapshot folders (at exit, after the last generation is gone).
