@@ -42,6 +42,13 @@ const MIN_COSINE: f32 = 0.12;
 /// Multipliers that push tests and docs below code with the same text score.
 const TEST_WEIGHT: f64 = 0.7;
 const DOC_WEIGHT: f64 = 0.85;
+/// Share of a chunk's final score that is its file's evidence, the best score of any chunk of the
+/// same file among the candidates (see [`file_context`]).
+pub const FILE_CONTEXT: f64 = 0.25;
+/// A piece of a split function or method stands for the whole definition in the results when the
+/// definition is at most this many bytes (four times the default chunk budget of 1,800
+/// non-whitespace characters: a function cut into two or three pieces, shown whole).
+pub const WHOLE_FUNCTION_BYTES: i64 = 7200;
 /// Question words dropped from the query (not from the index): they match comments everywhere.
 const STOPWORDS: &[&str] = &[
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
@@ -813,6 +820,11 @@ impl Bundle {
                 Fusion::Convex => convex(&bm25, &vector, wv),
             },
         };
+        // Passage evidence joined with its file's: the pieces of the file the query is about rank
+        // together, above stray pieces of files that match one word.
+        let fused = file_context(fused, FILE_CONTEXT, |id| {
+            rows.get(&id).map(|h| h.path.as_str())
+        });
         // A query that is a name (`processPayment`, `UserService.processPayment`) puts the chunks
         // defining it first: the symbols table knows where it is defined, whatever the text says.
         let defs = self.definition_chunks(query)?;
@@ -842,17 +854,100 @@ impl Bundle {
             out.extend(fused.into_iter().filter(|(id, _)| !promoted.contains(id)));
             out
         };
-        let mut hits = Vec::new();
-        for (id, score) in fused.into_iter().take(o.k) {
-            if let Some(mut h) = rows.remove(&id) {
-                h.score = score;
-                hits.push(h);
-            }
-        }
+        let ranked = fused.into_iter().filter_map(|(id, score)| {
+            let mut h = rows.remove(&id)?;
+            h.score = score;
+            Some(h)
+        });
+        let (mut hits, widened) = self.whole_functions(ranked, o)?;
         if o.content {
             self.fill_content(&mut hits)?;
+            for k in widened {
+                let h = &mut hits[k];
+                if let Some(text) = self.file_text(&h.path)? {
+                    h.content = Some(line_range(&text, h.start_line, h.end_line));
+                }
+            }
         }
         Ok(hits)
+    }
+
+    /// The best `k` of `ranked` (best first), each piece of a split function standing for the
+    /// whole function: its lines, name and kind become the function's when the function is at most
+    /// [`WHOLE_FUNCTION_BYTES`] long, and a later hit inside a range already listed is dropped
+    /// (the pieces of one function, or a function and a piece of it, are one result). Also returns
+    /// the positions of the hits that were widened (their content is the function's text, not the
+    /// chunk's). With `--kind`, a hit is widened only to a definition of a kind asked for.
+    fn whole_functions(
+        &self,
+        ranked: impl Iterator<Item = Hit>,
+        o: &QueryOptions,
+    ) -> Result<(Vec<Hit>, Vec<usize>)> {
+        let k = o.k;
+        let mut out: Vec<Hit> = Vec::with_capacity(k);
+        let mut widened = Vec::new();
+        let mut callables: FxHashMap<String, Vec<lookup::Callable>> = FxHashMap::default();
+        let mut ranked = ranked.peekable();
+        while out.len() < k && ranked.peek().is_some() {
+            // A window of candidates at a time: the functions of their files are read once.
+            let window: Vec<Hit> = ranked.by_ref().take(k.max(10)).collect();
+            let mut by_seg: FxHashMap<usize, Vec<&str>> = FxHashMap::default();
+            for h in &window {
+                if !callables.contains_key(&h.path)
+                    && let Some((i, _)) = self.locate(h.chunk_id)?
+                {
+                    let paths = by_seg.entry(i).or_default();
+                    if !paths.contains(&h.path.as_str()) {
+                        paths.push(&h.path);
+                    }
+                }
+            }
+            for (i, paths) in by_seg {
+                let file = self.dir.join(self.segments[i].info.file("symbols"));
+                for p in &paths {
+                    callables.entry(p.to_string()).or_default();
+                }
+                for c in lookup::callables(&file, &paths)? {
+                    callables.get_mut(&c.path).map(|v| v.push(c));
+                }
+            }
+            for mut h in window {
+                let whole = callables.get(&h.path).and_then(|cs| {
+                    cs.iter()
+                        .filter(|c| {
+                            c.bytes <= WHOLE_FUNCTION_BYTES
+                                && (o.kinds.is_empty() || o.kinds.contains(&c.kind))
+                                && h.end_line <= c.end_line
+                                && h.end_line >= c.start_line
+                                && (c.start_line < h.start_line || c.end_line > h.end_line)
+                        })
+                        .min_by_key(|c| (c.end_line - c.start_line, c.start_line))
+                });
+                let mut was_widened = false;
+                if let Some(c) = whole {
+                    h.start_line = h.start_line.min(c.start_line);
+                    h.end_line = c.end_line;
+                    h.symbol = Some(c.name.clone());
+                    h.symbol_path = Some(c.symbol_path.clone());
+                    h.kind = c.kind.clone();
+                    was_widened = true;
+                }
+                let inside = out.iter().any(|o| {
+                    o.path == h.path && o.start_line <= h.start_line && h.end_line <= o.end_line
+                });
+                if inside {
+                    continue;
+                }
+                if was_widened {
+                    widened.push(out.len());
+                }
+                out.push(h);
+                if out.len() == k {
+                    break;
+                }
+            }
+        }
+        Ok((out, widened))
     }
 }
 
@@ -1100,6 +1195,46 @@ pub fn convex(bm25: &[(i64, f64)], vector: &[(i64, f64)], w: f64) -> Vec<(i64, f
     v
 }
 
+/// Each chunk's score joined with its file's: (1 − γ)·s + γ·F, where F is the best score of any
+/// candidate from the same file (the passage-plus-document evidence of passage retrieval, Callan
+/// 1994). A chunk of a file that matches the query well as a whole moves up past a chunk that is
+/// the one match of its file; the file's best chunk keeps its score, so at γ = 0 it is the input.
+/// Linear in the scores, so it keeps the order of any rescaled list (several bundles merge by
+/// score). `path_of` gives a candidate's file (`None`: left alone).
+pub fn file_context<'a>(
+    list: Vec<(i64, f64)>,
+    gamma: f64,
+    path_of: impl Fn(i64) -> Option<&'a str>,
+) -> Vec<(i64, f64)> {
+    if gamma <= 0.0 {
+        return list;
+    }
+    let mut best: FxHashMap<&str, f64> = FxHashMap::default();
+    for (id, s) in &list {
+        if let Some(p) = path_of(*id) {
+            let b = best.entry(p).or_insert(*s);
+            *b = b.max(*s);
+        }
+    }
+    let mut v: Vec<(i64, f64)> = list
+        .into_iter()
+        .map(|(id, s)| {
+            let f = path_of(id).and_then(|p| best.get(p)).copied().unwrap_or(s);
+            (id, (1.0 - gamma) * s + gamma * f)
+        })
+        .collect();
+    v.sort_by(best_first);
+    v
+}
+
+/// Lines `start..=end` (1-based) of `text`, without the last line's newline.
+fn line_range(text: &str, start: i64, end: i64) -> String {
+    let from = usize::try_from(start.max(1) - 1).unwrap_or(0);
+    let n = usize::try_from(end - start.max(1) + 1).unwrap_or(0);
+    let s: String = text.split_inclusive('\n').skip(from).take(n).collect();
+    s.strip_suffix('\n').map(str::to_string).unwrap_or(s)
+}
+
 /// Order of a ranked (chunk id, score) list: best score first, ties by id (deterministic).
 pub(crate) fn best_first(a: &(i64, f64), b: &(i64, f64)) -> std::cmp::Ordering {
     b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
@@ -1169,6 +1304,25 @@ mod tests {
         assert_eq!(f[0].0, 2);
         assert_eq!(ids(f.clone()).len(), 4);
         assert!(f.iter().all(|(_, s)| (0.0..=1.0).contains(s)));
+    }
+
+    #[test]
+    fn file_context_lifts_a_files_other_chunks_and_keeps_its_best() {
+        let paths: FxHashMap<i64, &str> = [(1, "a.rs"), (2, "b.rs"), (3, "a.rs"), (4, "c.rs")]
+            .into_iter()
+            .collect();
+        let list = vec![(1, 10.0), (2, 8.0), (3, 6.0), (4, 7.0)];
+        let out = file_context(list.clone(), 0.25, |id| paths.get(&id).copied());
+        // a.rs's best keeps 10; its second chunk gets 0.75·6 + 0.25·10 = 7, past c.rs's 7 only on
+        // the id tie-break, and b.rs and c.rs, alone in their files, keep theirs.
+        assert_eq!(out, vec![(1, 10.0), (2, 8.0), (3, 7.0), (4, 7.0)]);
+        let out = file_context(list.clone(), 0.5, |id| paths.get(&id).copied());
+        assert_eq!(out, vec![(1, 10.0), (2, 8.0), (3, 8.0), (4, 7.0)]);
+        // γ = 0 is the input; a chunk of no known file keeps its score.
+        assert_eq!(file_context(list.clone(), 0.0, |_| None), list);
+        let mut sorted = list.clone();
+        sorted.sort_by(best_first);
+        assert_eq!(file_context(list, 0.5, |_| None), sorted);
     }
 
     #[test]
