@@ -1,7 +1,7 @@
 //! `trove query` end to end: ranking on identifier queries, filters, formats, exit codes.
 use std::path::Path;
 
-use crate::util::{index, query_jsonl, sample_repo, trove, write};
+use crate::util::{index, query_jsonl, sample_repo, sql_json, trove, write};
 
 fn jsonl(bundle: &Path, args: &[&str]) -> Vec<serde_json::Value> {
     let mut all: Vec<&std::ffi::OsStr> = vec![bundle.as_os_str()];
@@ -319,4 +319,85 @@ fn text_output_highlights_code_only_when_colour_is_on() {
         .unwrap()
         .replace_all(&painted, "");
     assert_eq!(stripped, plain);
+}
+
+/// A Python file with a function the chunker splits in pieces (small enough to be shown whole) and
+/// one too long to be shown whole; each mentions its own rare words in its last lines only.
+fn split_functions_repo() -> (tempfile::TempDir, String) {
+    let mut src = String::from("import ledger\n\n\n");
+    let mut body = |name: &str, lines: usize, tail: &str| {
+        src.push_str(&format!("def {name}(book, rate):\n"));
+        for i in 0..lines {
+            src.push_str(&format!(
+                "    total_{i} = ledger.amount(book, {i}) * rate + ledger.fee({i})  # step {i}\n"
+            ));
+        }
+        src.push_str(&format!("    return ledger.{tail}(book)\n\n\n"));
+    };
+    body("settle_ledger", 60, "quarantine_overdraft");
+    body("replay_journal", 160, "reconcile_backlog");
+    let repo = tempfile::tempdir().unwrap();
+    write(repo.path(), "books/settle.py", src.as_bytes());
+    (repo, src)
+}
+
+#[test]
+fn a_piece_of_a_split_function_stands_for_the_whole_function() {
+    let (repo, src) = split_functions_repo();
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    index(repo.path(), &b, &[]);
+    let lines: Vec<&str> = src.lines().collect();
+    let line_of = |s: &str| lines.iter().position(|l| l.contains(s)).unwrap() as i64 + 1;
+    let (start, end) = (
+        line_of("def settle_ledger"),
+        line_of("quarantine_overdraft"),
+    );
+    // The function is cut in pieces: no chunk holds all of it.
+    let chunks = sql_json(
+        &b,
+        &format!(
+            "SELECT start_line, end_line FROM chunks WHERE start_line >= {start} AND end_line <= {end}"
+        ),
+    );
+    assert!(chunks.len() >= 2, "{chunks:?}");
+    for mode in ["bm25", "hybrid"] {
+        let hits = jsonl(&b, &["quarantine overdraft", "--mode", mode, "--content"]);
+        let h = &hits[0];
+        assert_eq!(
+            (h["start_line"].as_i64(), h["end_line"].as_i64()),
+            (Some(start), Some(end)),
+            "{mode}: {hits:#?}"
+        );
+        assert_eq!(h["symbol"], "settle_ledger");
+        assert_eq!(h["kind"], "function");
+        let text = lines[start as usize - 1..end as usize].join("\n");
+        assert_eq!(h["content"].as_str(), Some(text.as_str()));
+        // Its other pieces are not listed again.
+        assert!(
+            hits[1..]
+                .iter()
+                .all(|o| o["end_line"].as_i64() < Some(start)
+                    || o["start_line"].as_i64() > Some(end)),
+            "{hits:#?}"
+        );
+    }
+    // A function past the size bound stays in pieces.
+    let (start, end) = (line_of("def replay_journal"), line_of("reconcile_backlog"));
+    let hits = jsonl(&b, &["reconcile backlog", "--mode", "bm25"]);
+    let h = &hits[0];
+    assert_eq!(h["end_line"].as_i64(), Some(end), "{hits:#?}");
+    assert!(h["start_line"].as_i64() > Some(start), "{hits:#?}");
+    // The text output shows the function from its first line.
+    trove()
+        .args(["query"])
+        .arg(&b)
+        .args(["quarantine overdraft", "-k", "1", "--color", "never"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(format!(
+            "books/settle.py:{}-{}",
+            line_of("def settle_ledger"),
+            line_of("quarantine_overdraft")
+        )));
 }

@@ -1,7 +1,7 @@
 //! `trove sql`: views, macros, stdin, formats; and BM25 checked against an independent computation.
 use std::collections::HashMap;
 
-use crate::util::{index, manifest, query_jsonl, trove, write};
+use crate::util::{index, manifest, query_jsonl, sql_json, trove, write};
 
 fn tiny_bundle() -> (tempfile::TempDir, std::path::PathBuf) {
     let t = tempfile::tempdir().unwrap();
@@ -13,21 +13,6 @@ fn tiny_bundle() -> (tempfile::TempDir, std::path::PathBuf) {
     let b = t.path().join("b");
     index(&root, &b, &[]);
     (t, b)
-}
-
-fn sql_json(bundle: &std::path::Path, sql: &str) -> Vec<serde_json::Value> {
-    let out = trove()
-        .arg("sql")
-        .arg(bundle)
-        .arg(sql)
-        .args(["--format", "json"])
-        .assert()
-        .success();
-    serde_json::from_slice::<serde_json::Value>(&out.get_output().stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
 }
 
 #[test]

@@ -403,3 +403,19 @@ pub fn serve_dir(root: &Path, delay: std::time::Duration) -> FileServer {
     });
     FileServer { url, served }
 }
+
+/// The rows of `trove sql BUNDLE SQL --format json`.
+pub fn sql_json(bundle: &Path, sql: &str) -> Vec<serde_json::Value> {
+    let out = trove()
+        .arg("sql")
+        .arg(bundle)
+        .arg(sql)
+        .args(["--format", "json"])
+        .assert()
+        .success();
+    serde_json::from_slice::<serde_json::Value>(&out.get_output().stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}

@@ -2,7 +2,7 @@
 //! few terms (`terms.parquet`, sorted by term) and the content of a few chunks (`chunks.parquet`,
 //! sorted by path). Each reads only the row groups whose min/max statistics can hold a key, and only
 //! the columns it needs — a query reads kilobytes, not tables.
-use arrow::array::{Array, Int32Array, Int64Array, StringArray};
+use arrow::array::{Array, Int64Array, StringArray};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::metadata::ParquetMetaData;
@@ -151,67 +151,4 @@ pub fn file_text(chunks: &Path, files: &Path, path: &str) -> Result<Option<Strin
     let mut text: String = pieces.into_iter().map(|(_, s)| s).collect();
     text.push_str(&tail);
     Ok(Some(text))
-}
-
-/// A function or method as `symbols.parquet` holds it: where a piece of it may be widened to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Callable {
-    /// Repo-relative path.
-    pub path: String,
-    /// function or method.
-    pub kind: String,
-    /// Its own name.
-    pub name: String,
-    /// Enclosing names and its own, joined by ` > `.
-    pub symbol_path: String,
-    /// First line of the definition (attached doc comments excluded).
-    pub start_line: i64,
-    /// Last line of the definition.
-    pub end_line: i64,
-    /// Its size in bytes.
-    pub bytes: i64,
-}
-
-/// The functions and methods defined in the files `paths`, from one segment's `symbols.parquet`.
-pub fn callables(path: &Path, paths: &[&str]) -> Result<Vec<Callable>> {
-    let wanted: FxHashSet<&str> = paths.iter().copied().collect();
-    let mut out = Vec::new();
-    if wanted.is_empty() {
-        return Ok(out);
-    }
-    let cols = [
-        "path",
-        "kind",
-        "name",
-        "symbol_path",
-        "start_line",
-        "end_line",
-        "start_byte",
-        "end_byte",
-    ];
-    for batch in reader(path, "path", paths, &cols)? {
-        let batch = batch.map_err(|e| Error::bundle(path, format!("unreadable ({e})")))?;
-        let p = column::<StringArray>(&batch, "path", path)?;
-        let kind = column::<StringArray>(&batch, "kind", path)?;
-        let name = column::<StringArray>(&batch, "name", path)?;
-        let sp = column::<StringArray>(&batch, "symbol_path", path)?;
-        let sl = column::<Int32Array>(&batch, "start_line", path)?;
-        let el = column::<Int32Array>(&batch, "end_line", path)?;
-        let sb = column::<Int64Array>(&batch, "start_byte", path)?;
-        let eb = column::<Int64Array>(&batch, "end_byte", path)?;
-        for r in 0..batch.num_rows() {
-            if wanted.contains(p.value(r)) && matches!(kind.value(r), "function" | "method") {
-                out.push(Callable {
-                    path: p.value(r).to_string(),
-                    kind: kind.value(r).to_string(),
-                    name: name.value(r).to_string(),
-                    symbol_path: sp.value(r).to_string(),
-                    start_line: i64::from(sl.value(r)),
-                    end_line: i64::from(el.value(r)),
-                    bytes: eb.value(r) - sb.value(r),
-                });
-            }
-        }
-    }
-    Ok(out)
 }

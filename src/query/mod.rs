@@ -865,87 +865,52 @@ impl Bundle {
             for k in widened {
                 let h = &mut hits[k];
                 if let Some(text) = self.file_text(&h.path)? {
-                    h.content = Some(line_range(&text, h.start_line, h.end_line));
+                    // From the first line's code on, as a chunk's content starts.
+                    let lines = line_range(&text, h.start_line, h.end_line);
+                    h.content = Some(lines.trim_start_matches([' ', '\t']).to_string());
                 }
             }
         }
         Ok(hits)
     }
 
-    /// The best `k` of `ranked` (best first), each piece of a split function standing for the
-    /// whole function: its lines, name and kind become the function's when the function is at most
-    /// [`WHOLE_FUNCTION_BYTES`] long, and a later hit inside a range already listed is dropped
-    /// (the pieces of one function, or a function and a piece of it, are one result). Also returns
-    /// the positions of the hits that were widened (their content is the function's text, not the
-    /// chunk's). With `--kind`, a hit is widened only to a definition of a kind asked for.
+    /// The best `o.k` of `ranked` (best first), each piece of a split function standing for the
+    /// whole function: its lines, name and kind become the function's when the function is at
+    /// most [`WHOLE_FUNCTION_BYTES`] long (the row cache knows which, see [`rows`]), and a later
+    /// hit inside a range already listed is dropped (the pieces of one function, or a function
+    /// and a piece of it, are one result). Also returns the positions of the hits that were
+    /// widened (their content is the function's text, not the chunk's). With `--kind`, a hit is
+    /// widened only to a definition of a kind asked for.
     fn whole_functions(
         &self,
         ranked: impl Iterator<Item = Hit>,
         o: &QueryOptions,
     ) -> Result<(Vec<Hit>, Vec<usize>)> {
-        let k = o.k;
-        let mut out: Vec<Hit> = Vec::with_capacity(k);
+        let mut out: Vec<Hit> = Vec::with_capacity(o.k);
         let mut widened = Vec::new();
-        let mut callables: FxHashMap<String, Vec<lookup::Callable>> = FxHashMap::default();
-        let mut ranked = ranked.peekable();
-        while out.len() < k && ranked.peek().is_some() {
-            // A window of candidates at a time: the functions of their files are read once.
-            let window: Vec<Hit> = ranked.by_ref().take(k.max(10)).collect();
-            let mut by_seg: FxHashMap<usize, Vec<&str>> = FxHashMap::default();
-            for h in &window {
-                if !callables.contains_key(&h.path)
-                    && let Some((i, _)) = self.locate(h.chunk_id)?
-                {
-                    let paths = by_seg.entry(i).or_default();
-                    if !paths.contains(&h.path.as_str()) {
-                        paths.push(&h.path);
-                    }
-                }
+        for mut h in ranked {
+            if out.len() == o.k {
+                break;
             }
-            for (i, paths) in by_seg {
-                let file = self.dir.join(self.segments[i].info.file("symbols"));
-                for p in &paths {
-                    callables.entry(p.to_string()).or_default();
-                }
-                for c in lookup::callables(&file, &paths)? {
-                    callables.get_mut(&c.path).map(|v| v.push(c));
-                }
+            let whole = self.locate(h.chunk_id)?.and_then(|(_, r)| r.whole);
+            let whole = whole.filter(|w| o.kinds.is_empty() || o.kinds.iter().any(|k| k == w.kind));
+            if let Some(w) = whole {
+                h.start_line = w.start_line;
+                h.end_line = w.end_line;
+                h.symbol = Some(w.name.to_string());
+                h.symbol_path = Some(w.symbol_path.to_string());
+                h.kind = w.kind.to_string();
             }
-            for mut h in window {
-                let whole = callables.get(&h.path).and_then(|cs| {
-                    cs.iter()
-                        .filter(|c| {
-                            c.bytes <= WHOLE_FUNCTION_BYTES
-                                && (o.kinds.is_empty() || o.kinds.contains(&c.kind))
-                                && h.end_line <= c.end_line
-                                && h.end_line >= c.start_line
-                                && (c.start_line < h.start_line || c.end_line > h.end_line)
-                        })
-                        .min_by_key(|c| (c.end_line - c.start_line, c.start_line))
-                });
-                let mut was_widened = false;
-                if let Some(c) = whole {
-                    h.start_line = h.start_line.min(c.start_line);
-                    h.end_line = c.end_line;
-                    h.symbol = Some(c.name.clone());
-                    h.symbol_path = Some(c.symbol_path.clone());
-                    h.kind = c.kind.clone();
-                    was_widened = true;
-                }
-                let inside = out.iter().any(|o| {
-                    o.path == h.path && o.start_line <= h.start_line && h.end_line <= o.end_line
-                });
-                if inside {
-                    continue;
-                }
-                if was_widened {
-                    widened.push(out.len());
-                }
-                out.push(h);
-                if out.len() == k {
-                    break;
-                }
+            let inside = out.iter().any(|o| {
+                o.path == h.path && o.start_line <= h.start_line && h.end_line <= o.end_line
+            });
+            if inside {
+                continue;
             }
+            if whole.is_some() {
+                widened.push(out.len());
+            }
+            out.push(h);
         }
         Ok((out, widened))
     }

@@ -6,9 +6,14 @@
 //! are read once into a cache file (keyed by `chunks.parquet`'s sha256, see [`super::cache`]) laid
 //! out for lookup: ids sorted, fixed-width rows, each distinct string stored once.
 //!
+//! Each row also names the function or method the chunk is a piece of, when the chunker split one
+//! no longer than [`super::WHOLE_FUNCTION_BYTES`] (from `symbols.parquet`, read once with the
+//! chunks): a query shows that function whole in place of the piece.
+//!
 //! Layout (little endian): magic, n (u64), strings (u64), heap bytes (u64); n sorted ids (i64);
-//! n row numbers (u32, the row of the i-th sorted id); n rows of [`FIELDS`] u32 (line numbers, then
-//! string numbers, `u32::MAX` = NULL); strings + 1 heap offsets (u64); the heap.
+//! n row numbers (u32, the row of the i-th sorted id); n rows of [`FIELDS`] u32 (line numbers, the
+//! whole function's lines, then string numbers, `u32::MAX` = NULL); strings + 1 heap offsets (u64);
+//! the heap.
 use arrow::array::{Array, Int32Array, Int64Array, StringArray};
 use rustc_hash::FxHashMap;
 use std::path::Path;
@@ -18,7 +23,7 @@ use crate::bundle::reader::column;
 use crate::bundle::{Manifest, SegmentInfo};
 use crate::{Error, Result};
 
-const MAGIC: &[u8; 8] = b"TRVROW01";
+const MAGIC: &[u8; 8] = b"TRVROW02";
 const HEADER: usize = 8 + 8 + 8 + 8;
 /// The string columns, in row order after the two line numbers.
 const STRING_COLUMNS: [&str; 7] = [
@@ -30,8 +35,12 @@ const STRING_COLUMNS: [&str; 7] = [
     "source_type",
     "signature",
 ];
-/// u32 fields per row: start_line, end_line, then one per string column.
-const FIELDS: usize = 2 + STRING_COLUMNS.len();
+/// Line fields per row: start_line, end_line, and the whole function's first and last line.
+const LINES: usize = 4;
+/// String fields of the whole function, after the string columns: name, symbol path, kind.
+const WHOLE_STRINGS: usize = 3;
+/// u32 fields per row.
+const FIELDS: usize = LINES + STRING_COLUMNS.len() + WHOLE_STRINGS;
 const NULL: u32 = u32::MAX;
 
 /// One chunk's row, borrowed from the cache.
@@ -55,6 +64,23 @@ pub struct Row<'a> {
     pub source_type: &'a str,
     /// Signature.
     pub signature: Option<&'a str>,
+    /// The function or method this chunk is a piece of, when it is to be shown whole.
+    pub whole: Option<Whole<'a>>,
+}
+
+/// A split function or method, as a query shows it in place of one of its pieces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Whole<'a> {
+    /// First line: the definition's, or the piece's when that starts earlier (its doc comment).
+    pub start_line: i64,
+    /// Last line of the definition.
+    pub end_line: i64,
+    /// Its name.
+    pub name: &'a str,
+    /// Its symbol path.
+    pub symbol_path: &'a str,
+    /// function or method.
+    pub kind: &'a str,
 }
 
 /// The rows of one bundle.
@@ -70,10 +96,16 @@ impl Rows {
     pub fn load(bundle: &Path, manifest: &Manifest, seg: &SegmentInfo) -> Result<Self> {
         let sha = cache::file_sha(bundle, manifest, seg, "chunks")?;
         let path = bundle.join(seg.file("chunks"));
+        // A segment written without a symbols table (none has been) gives no whole functions.
+        let symbols = cache::file_sha(bundle, manifest, seg, "symbols").ok();
+        let sym_key = symbols
+            .as_deref()
+            .map_or("none", |s| s.get(..16).unwrap_or(s));
+        let symbols_path = symbols.as_ref().map(|_| bundle.join(seg.file("symbols")));
         let bytes = cache::load(
-            &format!("rows-{sha}.bin"),
+            &format!("rows-{sha}-{sym_key}.bin"),
             |b| Self::check(b).is_some(),
-            || build(&path),
+            || build(&path, symbols_path.as_deref()),
         )?;
         let (n, strings) = Self::check(&bytes)
             .ok_or_else(|| Error::bundle(bundle, "chunk rows failed a check"))?;
@@ -141,7 +173,17 @@ impl Rows {
                 std::cmp::Ordering::Equal => {
                     let row = u32_at(&self.bytes, order + mid * 4) as usize;
                     let f = |i: usize| u32_at(&self.bytes, rows + (row * FIELDS + i) * 4);
-                    let s = |i: usize| self.string(f(2 + i));
+                    let s = |i: usize| self.string(f(LINES + i));
+                    let whole = (f(2) != NULL).then(|| -> Option<Whole<'_>> {
+                        let w = STRING_COLUMNS.len();
+                        Some(Whole {
+                            start_line: i64::from(f(2)),
+                            end_line: i64::from(f(3)),
+                            name: s(w)?,
+                            symbol_path: s(w + 1)?,
+                            kind: s(w + 2)?,
+                        })
+                    });
                     return Some((
                         row,
                         Row {
@@ -154,6 +196,7 @@ impl Rows {
                             language: s(4),
                             source_type: s(5)?,
                             signature: s(6),
+                            whole: whole.flatten(),
                         },
                     ));
                 }
@@ -163,8 +206,74 @@ impl Rows {
     }
 }
 
-/// Reads the row columns of `chunks.parquet` (never `content` or `docs`) into the cache layout.
-fn build(path: &Path) -> Result<Vec<u8>> {
+/// A function or method of `symbols.parquet` short enough to be shown whole.
+struct Def {
+    start_line: i64,
+    end_line: i64,
+    name: String,
+    symbol_path: String,
+    kind: String,
+}
+
+/// The functions and methods of at most [`super::WHOLE_FUNCTION_BYTES`] in `symbols.parquet`, by
+/// path.
+fn callables(path: &Path) -> Result<FxHashMap<String, Vec<Def>>> {
+    let cols = [
+        "path",
+        "kind",
+        "name",
+        "symbol_path",
+        "start_line",
+        "end_line",
+        "start_byte",
+        "end_byte",
+    ];
+    let mut out: FxHashMap<String, Vec<Def>> = FxHashMap::default();
+    for batch in super::lookup::projected(path, &cols, None)? {
+        let batch = batch?;
+        let p = column::<StringArray>(&batch, "path", path)?;
+        let kind = column::<StringArray>(&batch, "kind", path)?;
+        let name = column::<StringArray>(&batch, "name", path)?;
+        let sp = column::<StringArray>(&batch, "symbol_path", path)?;
+        let sl = column::<Int32Array>(&batch, "start_line", path)?;
+        let el = column::<Int32Array>(&batch, "end_line", path)?;
+        let sb = column::<Int64Array>(&batch, "start_byte", path)?;
+        let eb = column::<Int64Array>(&batch, "end_byte", path)?;
+        for r in 0..batch.num_rows() {
+            if matches!(kind.value(r), "function" | "method")
+                && eb.value(r) - sb.value(r) <= super::WHOLE_FUNCTION_BYTES
+            {
+                out.entry(p.value(r).to_string()).or_default().push(Def {
+                    start_line: i64::from(sl.value(r)),
+                    end_line: i64::from(el.value(r)),
+                    name: name.value(r).to_string(),
+                    symbol_path: sp.value(r).to_string(),
+                    kind: kind.value(r).to_string(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The smallest of `defs` that the chunk of lines `start..=end` is a piece of: the chunk ends
+/// inside the definition and the definition reaches past the chunk (a chunk that is the whole
+/// definition, doc comment included, is no piece).
+fn piece_of(defs: &[Def], start: i64, end: i64) -> Option<&Def> {
+    defs.iter()
+        .filter(|d| {
+            end <= d.end_line && end >= d.start_line && (d.start_line < start || d.end_line > end)
+        })
+        .min_by_key(|d| (d.end_line - d.start_line, d.start_line))
+}
+
+/// Reads the row columns of `chunks.parquet` (never `content` or `docs`), and the functions of
+/// `symbols` its chunks are pieces of, into the cache layout.
+fn build(path: &Path, symbols: Option<&Path>) -> Result<Vec<u8>> {
+    let defs = match symbols {
+        Some(s) => callables(s)?,
+        None => FxHashMap::default(),
+    };
     let wanted: Vec<&str> = ["chunk_id", "start_line", "end_line"]
         .into_iter()
         .chain(STRING_COLUMNS)
@@ -175,6 +284,20 @@ fn build(path: &Path) -> Result<Vec<u8>> {
     let mut interned: FxHashMap<String, u32> = FxHashMap::default();
     let mut heap: Vec<u8> = Vec::new();
     let mut offsets: Vec<u64> = vec![0];
+    let mut intern = |v: &str| -> Result<u32> {
+        if let Some(k) = interned.get(v) {
+            return Ok(*k);
+        }
+        let k = u32::try_from(offsets.len() - 1)
+            .ok()
+            .filter(|k| *k != NULL)
+            .ok_or_else(|| Error::bundle(path, "too many distinct strings"))?;
+        heap.extend_from_slice(v.as_bytes());
+        offsets.push(heap.len() as u64);
+        interned.insert(v.to_string(), k);
+        Ok(k)
+    };
+    let line = |v: i64| u32::try_from(v).unwrap_or(0);
     for batch in reader {
         let batch = batch?;
         let id = column::<Int64Array>(&batch, "chunk_id", path)?;
@@ -185,29 +308,32 @@ fn build(path: &Path) -> Result<Vec<u8>> {
             .map(|c| column::<StringArray>(&batch, c, path))
             .collect::<Result<Vec<_>>>()?;
         for r in 0..batch.num_rows() {
+            let (s, e) = (i64::from(start.value(r)), i64::from(end.value(r)));
             ids.push(id.value(r));
-            rows.push(u32::try_from(start.value(r)).unwrap_or(0));
-            rows.push(u32::try_from(end.value(r)).unwrap_or(0));
-            for s in &strs {
-                if s.is_null(r) {
-                    rows.push(NULL);
-                    continue;
+            rows.push(line(s));
+            rows.push(line(e));
+            let whole = defs.get(strs[0].value(r)).and_then(|d| piece_of(d, s, e));
+            match whole {
+                Some(d) => {
+                    rows.push(line(s.min(d.start_line)));
+                    rows.push(line(d.end_line));
                 }
-                let v = s.value(r);
-                let k = match interned.get(v) {
-                    Some(k) => *k,
-                    None => {
-                        let k = u32::try_from(offsets.len() - 1)
-                            .ok()
-                            .filter(|k| *k != NULL)
-                            .ok_or_else(|| Error::bundle(path, "too many distinct strings"))?;
-                        heap.extend_from_slice(v.as_bytes());
-                        offsets.push(heap.len() as u64);
-                        interned.insert(v.to_string(), k);
-                        k
+                None => rows.extend([NULL, NULL]),
+            }
+            for col in &strs {
+                rows.push(if col.is_null(r) {
+                    NULL
+                } else {
+                    intern(col.value(r))?
+                });
+            }
+            match whole {
+                Some(d) => {
+                    for v in [&d.name, &d.symbol_path, &d.kind] {
+                        rows.push(intern(v)?);
                     }
-                };
-                rows.push(k);
+                }
+                None => rows.extend([NULL; WHOLE_STRINGS]),
             }
         }
     }
@@ -234,4 +360,34 @@ fn build(path: &Path) -> Result<Vec<u8>> {
         .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
     out.extend_from_slice(&heap);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunk_is_a_piece_of_the_smallest_definition_reaching_past_it() {
+        let def = |start_line, end_line, name: &str| Def {
+            start_line,
+            end_line,
+            name: name.into(),
+            symbol_path: name.into(),
+            kind: "function".into(),
+        };
+        let defs = [def(10, 80, "outer"), def(30, 50, "inner")];
+        let of = |s, e| piece_of(&defs, s, e).map(|d| d.name.as_str());
+        // The whole definition, doc comment included, is no piece.
+        assert_eq!(of(8, 80), None);
+        // Its head (from the doc comment), a nested function's chunk, its tail: pieces of outer.
+        assert_eq!(of(8, 29), Some("outer"));
+        assert_eq!(of(30, 50), Some("outer"));
+        assert_eq!(of(51, 80), Some("outer"));
+        // A piece of the nested function is the nested function's.
+        assert_eq!(of(30, 40), Some("inner"));
+        // Past the end, or outside: none.
+        assert_eq!(of(70, 85), None);
+        assert_eq!(of(81, 90), None);
+        assert_eq!(of(1, 5), None);
+    }
 }
