@@ -5,7 +5,13 @@ use std::path::PathBuf;
 
 use trove::query::{Bundle, Hit, Mode, QueryOptions, search_all};
 
-/// Search one or more bundles: BM25 and vector arms fused by Reciprocal Rank Fusion.
+/// Search one or more bundles: BM25 and vector arms fused by a convex combination of their
+/// normalized scores (--fusion rrf: Reciprocal Rank Fusion).
+///
+/// Each chunk's score is joined with its file's (the best score of the file's candidates, a
+/// quarter of the weight), and a hit that is a piece of a split function or method is shown as the
+/// whole definition (up to 7,200 bytes): its lines, name and text; the function's other pieces are
+/// not listed again.
 ///
 /// Exit codes: 0 results, 1 no results, 2 bad input (missing or corrupt bundle, bad flag).
 #[derive(Debug, Args)]

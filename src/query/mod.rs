@@ -4,8 +4,10 @@
 //! query terms' postings from a cached inverted index of `postings.parquet` ([`inverted`]), with the
 //! ranking of the `bm25_search` SQL macro that any Parquet engine can run; the vector arm embeds the
 //! query with the bundle's own embedder and scans a cached int8 matrix ([`vectors`]); each arm keeps
-//! its own top N and Reciprocal Rank Fusion (k = 60) joins them. DuckDB is opened only for filters
-//! and for name lookups in `symbols`.
+//! its own top N and a convex combination of their normalized scores joins them (or Reciprocal
+//! Rank Fusion, k = 60); each chunk's score is then joined with its file's ([`file_context`]), and a
+//! piece of a split function stands for the whole function ([`rows::Whole`]). DuckDB is opened only
+//! for filters and for name lookups in `symbols`.
 //! Invariants: the query is tokenized by the same code as the index; a bundle made with another
 //! embedder than this build can reproduce is refused.
 pub mod cache;
@@ -59,7 +61,7 @@ const STOPWORDS: &[&str] = &[
 /// Which arms run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 pub enum Mode {
-    /// BM25 and vector, fused (see [`Fusion`] and [`default_vector_weight`]).
+    /// BM25 and vector, fused (--fusion, --vector-weight).
     Hybrid,
     /// BM25 only.
     Bm25,
