@@ -326,7 +326,9 @@ fn text_output_highlights_code_only_when_colour_is_on() {
 fn split_functions_repo() -> (tempfile::TempDir, String) {
     let mut src = String::from("import ledger\n\n\n");
     let mut body = |name: &str, lines: usize, tail: &str| {
-        src.push_str(&format!("def {name}(book, rate):\n"));
+        // A decorator: the first piece starts above the line the definition's own range does.
+        src.push_str(&format!("@ledger.audited\ndef {name}(book, rate):\n"));
+        src.push_str("    \"\"\"Walks the book once, posting each entry at the rate.\"\"\"\n");
         for i in 0..lines {
             src.push_str(&format!(
                 "    total_{i} = ledger.amount(book, {i}) * rate + ledger.fee({i})  # step {i}\n"
@@ -350,7 +352,7 @@ fn a_piece_of_a_split_function_stands_for_the_whole_function() {
     let lines: Vec<&str> = src.lines().collect();
     let line_of = |s: &str| lines.iter().position(|l| l.contains(s)).unwrap() as i64 + 1;
     let (start, end) = (
-        line_of("def settle_ledger"),
+        line_of("def settle_ledger") - 1,
         line_of("quarantine_overdraft"),
     );
     // The function is cut in pieces: no chunk holds all of it.
@@ -382,6 +384,20 @@ fn a_piece_of_a_split_function_stands_for_the_whole_function() {
             "{hits:#?}"
         );
     }
+    // A query that matches the first piece gets the same whole function, from the decorator on.
+    let hits = jsonl(&b, &["audited settle_ledger posting", "--mode", "bm25"]);
+    assert_eq!(
+        (hits[0]["start_line"].as_i64(), hits[0]["end_line"].as_i64()),
+        (Some(start), Some(end)),
+        "{hits:#?}"
+    );
+    // So does the function's name.
+    let hits = jsonl(&b, &["settle_ledger"]);
+    assert_eq!(
+        (hits[0]["start_line"].as_i64(), hits[0]["end_line"].as_i64()),
+        (Some(start), Some(end)),
+        "{hits:#?}"
+    );
     // A function past the size bound stays in pieces.
     let (start, end) = (line_of("def replay_journal"), line_of("reconcile_backlog"));
     let hits = jsonl(&b, &["reconcile backlog", "--mode", "bm25"]);
@@ -397,7 +413,7 @@ fn a_piece_of_a_split_function_stands_for_the_whole_function() {
         .success()
         .stdout(predicates::str::contains(format!(
             "books/settle.py:{}-{}",
-            line_of("def settle_ledger"),
+            line_of("def settle_ledger") - 1,
             line_of("quarantine_overdraft")
         )));
 }

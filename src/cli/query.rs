@@ -51,7 +51,7 @@ pub struct QueryArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutFormat::Text)]
     pub format: OutFormat,
-    /// Include each chunk's content in json/jsonl output.
+    /// Include each hit's content in json/jsonl output (a hit shown as a whole function: its text).
     #[arg(long)]
     pub content: bool,
     /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never.

@@ -830,6 +830,9 @@ impl Bundle {
         // A query that is a name (`processPayment`, `UserService.processPayment`) puts the chunks
         // defining it first: the symbols table knows where it is defined, whatever the text says.
         let defs = self.definition_chunks(query)?;
+        // The chunks defining the name asked for are widened only to their own definition (a piece
+        // of it), never to a function around them.
+        let named: FxHashSet<i64> = defs.iter().copied().collect();
         let fused = if defs.is_empty() {
             fused
         } else {
@@ -861,15 +864,24 @@ impl Bundle {
             h.score = score;
             Some(h)
         });
-        let (mut hits, widened) = self.whole_functions(ranked, o)?;
+        let (mut hits, widened) = self.whole_functions(ranked, o, &named)?;
         if o.content {
             self.fill_content(&mut hits)?;
+            // The function's text, read once per file; where it cannot be had the piece's stays.
+            let mut texts: FxHashMap<String, Option<String>> = FxHashMap::default();
             for k in widened {
                 let h = &mut hits[k];
-                if let Some(text) = self.file_text(&h.path)? {
-                    // From the first line's code on, as a chunk's content starts.
-                    let lines = line_range(&text, h.start_line, h.end_line);
-                    h.content = Some(lines.trim_start_matches([' ', '\t']).to_string());
+                if !texts.contains_key(&h.path) {
+                    texts.insert(h.path.clone(), self.file_text(&h.path)?);
+                }
+                let Some(Some(text)) = texts.get(&h.path) else {
+                    continue;
+                };
+                // From the first line's code on, as a chunk's content starts.
+                let lines = line_range(text, h.start_line, h.end_line);
+                let lines = lines.trim_start_matches([' ', '\t']);
+                if !lines.is_empty() {
+                    h.content = Some(lines.to_string());
                 }
             }
         }
@@ -879,32 +891,43 @@ impl Bundle {
     /// The best `o.k` of `ranked` (best first), each piece of a split function standing for the
     /// whole function: its lines, name and kind become the function's when the function is at
     /// most [`WHOLE_FUNCTION_BYTES`] long (the row cache knows which, see [`rows`]), and a later
-    /// hit inside a range already listed is dropped (the pieces of one function, or a function
-    /// and a piece of it, are one result). Also returns the positions of the hits that were
-    /// widened (their content is the function's text, not the chunk's). With `--kind`, a hit is
-    /// widened only to a definition of a kind asked for.
+    /// hit inside a function already listed is dropped (the pieces of one function are one
+    /// result). Also returns the positions of the hits that were widened (their content is the
+    /// function's text, not the chunk's). With `--kind`, a hit is widened only to a definition of
+    /// a kind asked for; a chunk in `named` (the definition of a name the query is) only to its own
+    /// definition, never to a function around it.
     fn whole_functions(
         &self,
         ranked: impl Iterator<Item = Hit>,
         o: &QueryOptions,
+        named: &FxHashSet<i64>,
     ) -> Result<(Vec<Hit>, Vec<usize>)> {
         let mut out: Vec<Hit> = Vec::with_capacity(o.k);
-        let mut widened = Vec::new();
+        let mut widened: Vec<usize> = Vec::new();
         for mut h in ranked {
             if out.len() == o.k {
                 break;
             }
             let whole = self.locate(h.chunk_id)?.and_then(|(_, r)| r.whole);
-            let whole = whole.filter(|w| o.kinds.is_empty() || o.kinds.iter().any(|k| k == w.kind));
+            let whole = whole.filter(|w| {
+                (o.kinds.is_empty() || o.kinds.iter().any(|k| k == w.kind))
+                    && (!named.contains(&h.chunk_id)
+                        || h.symbol_path.as_deref() == Some(w.symbol_path))
+            });
             if let Some(w) = whole {
+                // The piece's signature is the function's only when the piece is of it.
+                if h.symbol_path.as_deref() != Some(w.symbol_path) {
+                    h.signature = None;
+                }
                 h.start_line = w.start_line;
                 h.end_line = w.end_line;
                 h.symbol = Some(w.name.to_string());
                 h.symbol_path = Some(w.symbol_path.to_string());
                 h.kind = w.kind.to_string();
             }
-            let inside = out.iter().any(|o| {
-                o.path == h.path && o.start_line <= h.start_line && h.end_line <= o.end_line
+            let inside = widened.iter().any(|&k| {
+                let f = &out[k];
+                f.path == h.path && f.start_line <= h.start_line && h.end_line <= f.end_line
             });
             if inside {
                 continue;
@@ -1199,7 +1222,8 @@ fn line_range(text: &str, start: i64, end: i64) -> String {
     let from = usize::try_from(start.max(1) - 1).unwrap_or(0);
     let n = usize::try_from(end - start.max(1) + 1).unwrap_or(0);
     let s: String = text.split_inclusive('\n').skip(from).take(n).collect();
-    s.strip_suffix('\n').map(str::to_string).unwrap_or(s)
+    let s = s.strip_suffix('\n').unwrap_or(&s);
+    s.strip_suffix('\r').unwrap_or(s).to_string()
 }
 
 /// Order of a ranked (chunk id, score) list: best score first, ties by id (deterministic).

@@ -23,7 +23,7 @@ use crate::bundle::reader::column;
 use crate::bundle::{Manifest, SegmentInfo};
 use crate::{Error, Result};
 
-const MAGIC: &[u8; 8] = b"TRVROW02";
+const MAGIC: &[u8; 8] = b"TRVROW03";
 const HEADER: usize = 8 + 8 + 8 + 8;
 /// The string columns, in row order after the two line numbers.
 const STRING_COLUMNS: [&str; 7] = [
@@ -103,7 +103,7 @@ impl Rows {
             .map_or("none", |s| s.get(..16).unwrap_or(s));
         let symbols_path = symbols.as_ref().map(|_| bundle.join(seg.file("symbols")));
         let bytes = cache::load(
-            &format!("rows-{sha}-{sym_key}.bin"),
+            &format!("rows-{sha}-{sym_key}-w{}.bin", super::WHOLE_FUNCTION_BYTES),
             |b| Self::check(b).is_some(),
             || build(&path, symbols_path.as_deref()),
         )?;
@@ -208,6 +208,8 @@ impl Rows {
 
 /// A function or method of `symbols.parquet` short enough to be shown whole.
 struct Def {
+    start_byte: i64,
+    end_byte: i64,
     start_line: i64,
     end_line: i64,
     name: String,
@@ -216,7 +218,7 @@ struct Def {
 }
 
 /// The functions and methods of at most [`super::WHOLE_FUNCTION_BYTES`] in `symbols.parquet`, by
-/// path.
+/// path, each file's by start (an enclosing definition before the ones it holds).
 fn callables(path: &Path) -> Result<FxHashMap<String, Vec<Def>>> {
     let cols = [
         "path",
@@ -244,6 +246,8 @@ fn callables(path: &Path) -> Result<FxHashMap<String, Vec<Def>>> {
                 && eb.value(r) - sb.value(r) <= super::WHOLE_FUNCTION_BYTES
             {
                 out.entry(p.value(r).to_string()).or_default().push(Def {
+                    start_byte: sb.value(r),
+                    end_byte: eb.value(r),
                     start_line: i64::from(sl.value(r)),
                     end_line: i64::from(el.value(r)),
                     name: name.value(r).to_string(),
@@ -253,18 +257,44 @@ fn callables(path: &Path) -> Result<FxHashMap<String, Vec<Def>>> {
             }
         }
     }
+    for defs in out.values_mut() {
+        defs.sort_by_key(|d| (d.start_byte, std::cmp::Reverse(d.end_byte)));
+    }
     Ok(out)
 }
 
-/// The smallest of `defs` that the chunk of lines `start..=end` is a piece of: the chunk ends
-/// inside the definition and the definition reaches past the chunk (a chunk that is the whole
-/// definition, doc comment included, is no piece).
-fn piece_of(defs: &[Def], start: i64, end: i64) -> Option<&Def> {
-    defs.iter()
-        .filter(|d| {
-            end <= d.end_line && end >= d.start_line && (d.start_line < start || d.end_line > end)
-        })
-        .min_by_key(|d| (d.end_line - d.start_line, d.start_line))
+/// For the chunks of one file, as (start byte, end byte) in source order, the index in `defs`
+/// (sorted as [`callables`] sorts them) of the smallest definition each chunk is a piece of: the
+/// chunk ends inside the definition — past its first byte, not past its last — and is not all of
+/// it (it starts after the definition does, or ends before it does: a chunk that is the whole
+/// definition with its doc comment is no piece). One sweep with a stack of the definitions open
+/// at the chunk's end (definitions nest), so a file of thousands of functions costs no more than
+/// its size.
+fn pieces(defs: &[Def], chunks: &[(i64, i64)]) -> Vec<Option<usize>> {
+    let mut out = Vec::with_capacity(chunks.len());
+    let mut open: Vec<usize> = Vec::new();
+    let mut next = 0;
+    for &(cs, ce) in chunks {
+        while next < defs.len() && defs[next].start_byte < ce {
+            while open
+                .last()
+                .is_some_and(|&t| defs[t].end_byte < defs[next].start_byte)
+            {
+                open.pop();
+            }
+            open.push(next);
+            next += 1;
+        }
+        while open.last().is_some_and(|&t| defs[t].end_byte < ce) {
+            open.pop();
+        }
+        // Every open definition holds the chunk's end; the innermost the chunk is not all of.
+        out.push(open.iter().rev().copied().find(|&t| {
+            let d = &defs[t];
+            cs > d.start_byte || ce < d.end_byte
+        }));
+    }
+    out
 }
 
 /// Reads the row columns of `chunks.parquet` (never `content` or `docs`), and the functions of
@@ -274,10 +304,16 @@ fn build(path: &Path, symbols: Option<&Path>) -> Result<Vec<u8>> {
         Some(s) => callables(s)?,
         None => FxHashMap::default(),
     };
-    let wanted: Vec<&str> = ["chunk_id", "start_line", "end_line"]
-        .into_iter()
-        .chain(STRING_COLUMNS)
-        .collect();
+    let wanted: Vec<&str> = [
+        "chunk_id",
+        "start_line",
+        "end_line",
+        "start_byte",
+        "end_byte",
+    ]
+    .into_iter()
+    .chain(STRING_COLUMNS)
+    .collect();
     let reader = super::lookup::projected(path, &wanted, None)?;
     let mut ids: Vec<i64> = Vec::new();
     let mut rows: Vec<u32> = Vec::new();
@@ -298,28 +334,31 @@ fn build(path: &Path, symbols: Option<&Path>) -> Result<Vec<u8>> {
         Ok(k)
     };
     let line = |v: i64| u32::try_from(v).unwrap_or(0);
+    // Per file with definitions: its chunks as (start byte, end byte, row).
+    let mut files: FxHashMap<&str, Vec<(i64, i64, usize)>> = FxHashMap::default();
     for batch in reader {
         let batch = batch?;
         let id = column::<Int64Array>(&batch, "chunk_id", path)?;
         let start = column::<Int32Array>(&batch, "start_line", path)?;
         let end = column::<Int32Array>(&batch, "end_line", path)?;
+        let sb = column::<Int64Array>(&batch, "start_byte", path)?;
+        let eb = column::<Int64Array>(&batch, "end_byte", path)?;
         let strs = STRING_COLUMNS
             .iter()
             .map(|c| column::<StringArray>(&batch, c, path))
             .collect::<Result<Vec<_>>>()?;
         for r in 0..batch.num_rows() {
-            let (s, e) = (i64::from(start.value(r)), i64::from(end.value(r)));
-            ids.push(id.value(r));
-            rows.push(line(s));
-            rows.push(line(e));
-            let whole = defs.get(strs[0].value(r)).and_then(|d| piece_of(d, s, e));
-            match whole {
-                Some(d) => {
-                    rows.push(line(s.min(d.start_line)));
-                    rows.push(line(d.end_line));
-                }
-                None => rows.extend([NULL, NULL]),
+            if let Some((p, _)) = defs.get_key_value(strs[0].value(r)) {
+                files
+                    .entry(p.as_str())
+                    .or_default()
+                    .push((sb.value(r), eb.value(r), ids.len()));
             }
+            ids.push(id.value(r));
+            rows.push(line(i64::from(start.value(r))));
+            rows.push(line(i64::from(end.value(r))));
+            // The whole function's lines and strings: filled in below.
+            rows.extend([NULL, NULL]);
             for col in &strs {
                 rows.push(if col.is_null(r) {
                     NULL
@@ -327,13 +366,38 @@ fn build(path: &Path, symbols: Option<&Path>) -> Result<Vec<u8>> {
                     intern(col.value(r))?
                 });
             }
-            match whole {
-                Some(d) => {
-                    for v in [&d.name, &d.symbol_path, &d.kind] {
-                        rows.push(intern(v)?);
-                    }
-                }
-                None => rows.extend([NULL; WHOLE_STRINGS]),
+            rows.extend([NULL; WHOLE_STRINGS]);
+        }
+    }
+    for (p, mut chunks) in files {
+        let file_defs = &defs[p];
+        chunks.sort_unstable();
+        let spans: Vec<(i64, i64)> = chunks.iter().map(|&(s, e, _)| (s, e)).collect();
+        // Each definition's pieces, and its first line: the earliest of theirs (the first piece
+        // starts at the doc comment, which the definition's own range leaves out).
+        let mut of: FxHashMap<usize, (u32, Vec<usize>)> = FxHashMap::default();
+        for (&(_, _, row), d) in chunks.iter().zip(pieces(file_defs, &spans)) {
+            if let Some(d) = d {
+                let first = rows[row * FIELDS];
+                let e = of
+                    .entry(d)
+                    .or_insert_with(|| (line(file_defs[d].start_line), Vec::new()));
+                e.0 = e.0.min(first);
+                e.1.push(row);
+            }
+        }
+        for (d, (first, at)) in of {
+            let def = &file_defs[d];
+            let strings = [
+                intern(&def.name)?,
+                intern(&def.symbol_path)?,
+                intern(&def.kind)?,
+            ];
+            for row in at {
+                let f = &mut rows[row * FIELDS..(row + 1) * FIELDS];
+                f[2] = first;
+                f[3] = line(def.end_line);
+                f[LINES + STRING_COLUMNS.len()..].copy_from_slice(&strings);
             }
         }
     }
@@ -368,26 +432,42 @@ mod tests {
 
     #[test]
     fn a_chunk_is_a_piece_of_the_smallest_definition_reaching_past_it() {
-        let def = |start_line, end_line, name: &str| Def {
-            start_line,
-            end_line,
+        let def = |start_byte, end_byte, name: &str| Def {
+            start_byte,
+            end_byte,
+            start_line: 0,
+            end_line: 0,
             name: name.into(),
             symbol_path: name.into(),
             kind: "function".into(),
         };
-        let defs = [def(10, 80, "outer"), def(30, 50, "inner")];
-        let of = |s, e| piece_of(&defs, s, e).map(|d| d.name.as_str());
-        // The whole definition, doc comment included, is no piece.
-        assert_eq!(of(8, 80), None);
-        // Its head (from the doc comment), a nested function's chunk, its tail: pieces of outer.
-        assert_eq!(of(8, 29), Some("outer"));
-        assert_eq!(of(30, 50), Some("outer"));
-        assert_eq!(of(51, 80), Some("outer"));
-        // A piece of the nested function is the nested function's.
-        assert_eq!(of(30, 40), Some("inner"));
-        // Past the end, or outside: none.
-        assert_eq!(of(70, 85), None);
-        assert_eq!(of(81, 90), None);
-        assert_eq!(of(1, 5), None);
+        // outer [100, 800) holds inner [300, 500); then two one-line functions side by side.
+        let defs = [
+            def(100, 800, "outer"),
+            def(300, 500, "inner"),
+            def(900, 950, "f"),
+            def(960, 990, "g"),
+        ];
+        let of = |chunks: &[(i64, i64)]| -> Vec<Option<&str>> {
+            pieces(&defs, chunks)
+                .into_iter()
+                .map(|d| d.map(|d| defs[d].name.as_str()))
+                .collect()
+        };
+        // The whole definition with its doc comment is no piece; a whole nested function, the
+        // head (from the doc comment), the tail are pieces of outer; a piece of the nested
+        // function is the nested function's.
+        assert_eq!(of(&[(80, 800)]), [None]);
+        assert_eq!(
+            of(&[(80, 299), (300, 400), (401, 500), (501, 800)]),
+            [Some("outer"), Some("inner"), Some("inner"), Some("outer")]
+        );
+        assert_eq!(of(&[(80, 299), (300, 500), (501, 800)])[1], Some("outer"));
+        // Code that ends where a definition starts, a whole function beside another, and code
+        // after everything: no piece.
+        assert_eq!(
+            of(&[(0, 100), (900, 950), (960, 990), (995, 999)]),
+            [None; 4]
+        );
     }
 }
