@@ -206,15 +206,14 @@ impl Rows {
     }
 }
 
-/// A function or method of `symbols.parquet` short enough to be shown whole.
+/// A function or method of `symbols.parquet` short enough to be shown whole: where it is, and its
+/// row (its strings are read only for the definitions some chunk is a piece of).
 struct Def {
     start_byte: i64,
     end_byte: i64,
     start_line: i64,
     end_line: i64,
-    name: String,
-    symbol_path: String,
-    kind: String,
+    row: usize,
 }
 
 /// The functions and methods of at most [`super::WHOLE_FUNCTION_BYTES`] in `symbols.parquet`, by
@@ -223,20 +222,17 @@ fn callables(path: &Path) -> Result<FxHashMap<String, Vec<Def>>> {
     let cols = [
         "path",
         "kind",
-        "name",
-        "symbol_path",
         "start_line",
         "end_line",
         "start_byte",
         "end_byte",
     ];
     let mut out: FxHashMap<String, Vec<Def>> = FxHashMap::default();
+    let mut row = 0;
     for batch in super::lookup::projected(path, &cols, None)? {
         let batch = batch?;
         let p = column::<StringArray>(&batch, "path", path)?;
         let kind = column::<StringArray>(&batch, "kind", path)?;
-        let name = column::<StringArray>(&batch, "name", path)?;
-        let sp = column::<StringArray>(&batch, "symbol_path", path)?;
         let sl = column::<Int32Array>(&batch, "start_line", path)?;
         let el = column::<Int32Array>(&batch, "end_line", path)?;
         let sb = column::<Int64Array>(&batch, "start_byte", path)?;
@@ -245,20 +241,52 @@ fn callables(path: &Path) -> Result<FxHashMap<String, Vec<Def>>> {
             if matches!(kind.value(r), "function" | "method")
                 && eb.value(r) - sb.value(r) <= super::WHOLE_FUNCTION_BYTES
             {
-                out.entry(p.value(r).to_string()).or_default().push(Def {
+                let def = Def {
                     start_byte: sb.value(r),
                     end_byte: eb.value(r),
                     start_line: i64::from(sl.value(r)),
                     end_line: i64::from(el.value(r)),
-                    name: name.value(r).to_string(),
-                    symbol_path: sp.value(r).to_string(),
-                    kind: kind.value(r).to_string(),
-                });
+                    row: row + r,
+                };
+                match out.get_mut(p.value(r)) {
+                    Some(v) => v.push(def),
+                    None => {
+                        out.insert(p.value(r).to_string(), vec![def]);
+                    }
+                }
             }
         }
+        row += batch.num_rows();
     }
     for defs in out.values_mut() {
         defs.sort_by_key(|d| (d.start_byte, std::cmp::Reverse(d.end_byte)));
+    }
+    Ok(out)
+}
+
+/// (name, symbol path, kind) of the rows `wanted` (ascending) of `symbols.parquet`.
+fn def_strings(path: &Path, wanted: &[usize]) -> Result<FxHashMap<usize, [String; 3]>> {
+    let mut out = FxHashMap::default();
+    if wanted.is_empty() {
+        return Ok(out);
+    }
+    let (mut row, mut next) = (0, 0);
+    for batch in super::lookup::projected(path, &["name", "symbol_path", "kind"], None)? {
+        let batch = batch?;
+        let n = batch.num_rows();
+        let name = column::<StringArray>(&batch, "name", path)?;
+        let sp = column::<StringArray>(&batch, "symbol_path", path)?;
+        let kind = column::<StringArray>(&batch, "kind", path)?;
+        while next < wanted.len() && wanted[next] < row + n {
+            let r = wanted[next] - row;
+            let v = |a: &StringArray| a.value(r).to_string();
+            out.insert(wanted[next], [v(name), v(sp), v(kind)]);
+            next += 1;
+        }
+        row += n;
+        if next == wanted.len() {
+            break;
+        }
     }
     Ok(out)
 }
@@ -369,36 +397,40 @@ fn build(path: &Path, symbols: Option<&Path>) -> Result<Vec<u8>> {
             rows.extend([NULL; WHOLE_STRINGS]);
         }
     }
+    // Each definition some chunk is a piece of: its first line (the earliest of its pieces': the
+    // first piece starts at the doc comment, which the definition's own range leaves out), its
+    // last, and its pieces' rows.
+    let mut used: FxHashMap<usize, (u32, u32, Vec<usize>)> = FxHashMap::default();
     for (p, mut chunks) in files {
         let file_defs = &defs[p];
         chunks.sort_unstable();
         let spans: Vec<(i64, i64)> = chunks.iter().map(|&(s, e, _)| (s, e)).collect();
-        // Each definition's pieces, and its first line: the earliest of theirs (the first piece
-        // starts at the doc comment, which the definition's own range leaves out).
-        let mut of: FxHashMap<usize, (u32, Vec<usize>)> = FxHashMap::default();
-        for (&(_, _, row), d) in chunks.iter().zip(pieces(file_defs, &spans)) {
-            if let Some(d) = d {
-                let first = rows[row * FIELDS];
-                let e = of
-                    .entry(d)
-                    .or_insert_with(|| (line(file_defs[d].start_line), Vec::new()));
-                e.0 = e.0.min(first);
-                e.1.push(row);
+        for (&(_, _, at), d) in chunks.iter().zip(pieces(file_defs, &spans)) {
+            if let Some(d) = d.map(|d| &file_defs[d]) {
+                let e = used
+                    .entry(d.row)
+                    .or_insert_with(|| (line(d.start_line), line(d.end_line), Vec::new()));
+                e.0 = e.0.min(rows[at * FIELDS]);
+                e.2.push(at);
             }
         }
-        for (d, (first, at)) in of {
-            let def = &file_defs[d];
-            let strings = [
-                intern(&def.name)?,
-                intern(&def.symbol_path)?,
-                intern(&def.kind)?,
-            ];
-            for row in at {
-                let f = &mut rows[row * FIELDS..(row + 1) * FIELDS];
-                f[2] = first;
-                f[3] = line(def.end_line);
-                f[LINES + STRING_COLUMNS.len()..].copy_from_slice(&strings);
-            }
+    }
+    let mut wanted: Vec<usize> = used.keys().copied().collect();
+    wanted.sort_unstable();
+    let strings = match symbols {
+        Some(s) => def_strings(s, &wanted)?,
+        None => FxHashMap::default(),
+    };
+    for (d, (first, last, at)) in used {
+        let Some([name, sp, kind]) = strings.get(&d) else {
+            continue;
+        };
+        let k = [intern(name)?, intern(sp)?, intern(kind)?];
+        for row in at {
+            let f = &mut rows[row * FIELDS..(row + 1) * FIELDS];
+            f[2] = first;
+            f[3] = last;
+            f[LINES + STRING_COLUMNS.len()..].copy_from_slice(&k);
         }
     }
     let n = ids.len();
@@ -432,26 +464,25 @@ mod tests {
 
     #[test]
     fn a_chunk_is_a_piece_of_the_smallest_definition_reaching_past_it() {
-        let def = |start_byte, end_byte, name: &str| Def {
+        let def = |start_byte, end_byte, row| Def {
             start_byte,
             end_byte,
             start_line: 0,
             end_line: 0,
-            name: name.into(),
-            symbol_path: name.into(),
-            kind: "function".into(),
+            row,
         };
         // outer [100, 800) holds inner [300, 500); then two one-line functions side by side.
+        let names = ["outer", "inner", "f", "g"];
         let defs = [
-            def(100, 800, "outer"),
-            def(300, 500, "inner"),
-            def(900, 950, "f"),
-            def(960, 990, "g"),
+            def(100, 800, 0),
+            def(300, 500, 1),
+            def(900, 950, 2),
+            def(960, 990, 3),
         ];
         let of = |chunks: &[(i64, i64)]| -> Vec<Option<&str>> {
             pieces(&defs, chunks)
                 .into_iter()
-                .map(|d| d.map(|d| defs[d].name.as_str()))
+                .map(|d| d.map(|d| names[defs[d].row]))
                 .collect()
         };
         // The whole definition with its doc comment is no piece; a whole nested function, the
