@@ -669,8 +669,8 @@ impl Bundle {
             .collect())
     }
 
-    /// Reads the content of `hits`, from only the row groups of `chunks.parquet` (sorted by path)
-    /// that can hold their paths: content is most of the file.
+    /// Reads the content of the `hits` that have none yet, from only the row groups of
+    /// `chunks.parquet` (sorted by path) that can hold their paths: content is most of the file.
     fn fill_content(&self, hits: &mut [Hit]) -> Result<()> {
         if hits.is_empty() {
             return Ok(());
@@ -678,6 +678,9 @@ impl Bundle {
         // By segment: each hit's content is in the segment where its chunk is live.
         let mut by_seg: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
         for (k, h) in hits.iter().enumerate() {
+            if h.content.is_some() {
+                continue;
+            }
             if let Some((i, _)) = self.locate(h.chunk_id)? {
                 by_seg.entry(i).or_default().push(k);
             }
@@ -866,8 +869,8 @@ impl Bundle {
         });
         let (mut hits, widened) = self.whole_functions(ranked, o, &named)?;
         if o.content {
-            self.fill_content(&mut hits)?;
-            // The function's text, read once per file; where it cannot be had the piece's stays.
+            // A widened hit's text is its function's, read once per file (where it cannot be had,
+            // `fill_content` below gives it the piece's); the other hits' is their chunk's.
             let mut texts: FxHashMap<String, Option<String>> = FxHashMap::default();
             for k in widened {
                 let h = &mut hits[k];
@@ -884,6 +887,7 @@ impl Bundle {
                     h.content = Some(lines.to_string());
                 }
             }
+            self.fill_content(&mut hits)?;
         }
         Ok(hits)
     }

@@ -71,7 +71,8 @@ pub struct Row<'a> {
 /// A split function or method, as a query shows it in place of one of its pieces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Whole<'a> {
-    /// First line: the definition's, or the piece's when that starts earlier (its doc comment).
+    /// First line: the earliest of the definition's and its pieces' (the first piece starts at
+    /// the doc comment or decorator, which the definition's own range leaves out).
     pub start_line: i64,
     /// Last line of the definition.
     pub end_line: i64,
