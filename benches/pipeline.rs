@@ -94,6 +94,7 @@ fn bench(c: &mut Criterion) {
                         token_len: terms.iter().map(|t| t.1).sum(),
                         terms,
                         embedding: e.embed_one(&ch.content),
+                        windows: Vec::new(),
                         summary: None,
                     }
                 })

@@ -85,9 +85,12 @@ fn report(what: &str, ms: &[f64]) {
 
 fn load_f32(path: &Path, dim: usize) -> (Vec<f32>, Vec<i64>) {
     let (mut rows, mut ids) = (Vec::new(), Vec::new());
-    trove::query::vectors::for_each_embedding(path, dim, |id, v| {
-        ids.push(id);
-        rows.extend_from_slice(v);
+    // Every vector of a chunk (its first, then its windows'), each row with the chunk's id.
+    trove::query::vectors::for_each_embedding(path, dim, |id, v, windows| {
+        for w in v.chunks_exact(dim).chain(windows.chunks_exact(dim)) {
+            ids.push(id);
+            rows.extend_from_slice(w);
+        }
     })
     .expect("embeddings.parquet");
     (rows, ids)
@@ -99,6 +102,9 @@ fn brute_force_top(rows: &[f32], ids: &[i64], dim: usize, q: &[f32], k: usize) -
         .zip(ids)
         .map(|(r, id)| (*id, r.iter().zip(q).map(|(a, b)| a * b).sum::<f32>()))
         .collect();
+    // A chunk scores its best row (MaxP), as the matrix does.
+    scored.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    scored.dedup_by_key(|x| x.0);
     let k = k.min(scored.len());
     if k > 0 {
         scored.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reads every table of a trove bundle (each segment's Parquet files, as manifest.json lists them)
 with pyarrow (a Parquet client trove did not write) and checks row counts against manifest.json and
-the embedding column's shape.
+the shapes of the embedding and windows columns.
 
 usage: check_bundle.py BUNDLE
 """
@@ -29,6 +29,10 @@ def main():
                 lens = set(len(v) for v in table.column("embedding").to_pylist())
                 if lens != {dim}:
                     sys.exit(f"embeddings: vectors of sizes {lens}, expected {dim}")
+            w = table.schema.field("windows").type
+            if not (pa.types.is_list(w) and pa.types.is_fixed_size_list(w.value_type)
+                    and w.value_type.list_size == dim):
+                sys.exit(f"embeddings: windows is {w}, expected a list of {dim}-float vectors")
         if name == "chunks.parquet":
             for p in table.column("path").to_pylist():
                 if p.startswith("/") or ".." in p.split("/"):

@@ -220,6 +220,15 @@ pub struct EmbedConfig {
     /// Keep model vectors in the embedding cache, keyed by (model fingerprint, text hash).
     #[serde(default = "default_true")]
     pub cache: bool,
+    /// Most vectors per chunk for a model that reads only the start of a text (`local`: MiniLM
+    /// reads 256 word pieces): the rest of a longer chunk gets windows of its own, and a query
+    /// scores the chunk by its best window (MaxP). 1: the start only.
+    #[serde(default = "default_windows")]
+    pub windows: usize,
+}
+
+fn default_windows() -> usize {
+    4
 }
 
 fn default_runtime() -> crate::embed::LocalRuntime {
@@ -295,6 +304,9 @@ impl PipelineConfig {
         if !(0.0..=1.0).contains(&self.bundle.max_dead_ratio) {
             return bad("bundle.max_dead_ratio must be between 0 and 1");
         }
+        if !(1..=64).contains(&self.embed.windows) {
+            return bad("embed.windows must be between 1 and 64");
+        }
         if self.chunk.window_lines == 0 {
             return bad("chunk.window_lines must be at least 1");
         }
@@ -351,6 +363,8 @@ impl PipelineConfig {
         if let Some(o) = v.as_object_mut() {
             o.remove("embed");
             o.remove("bundle");
+            // How many vectors a chunk gets changes the embeddings table, not any one vector.
+            o.insert("embed_windows".into(), self.embed.windows.into());
             // What makes the summaries, not how the calls are driven.
             if let Some(sm) = o.get_mut("summary").and_then(|x| x.as_object_mut()) {
                 for k in [

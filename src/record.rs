@@ -64,8 +64,11 @@ pub struct ChunkRecord {
     pub token_len: u32,
     /// (term, term frequency), any order.
     pub terms: Vec<(String, u32)>,
-    /// The embedding.
+    /// The embedding (of the chunk's start, when the model reads only the start).
     pub embedding: Vec<f32>,
+    /// The embeddings of the chunk's further windows (`embed::window_texts`), one after another
+    /// (a multiple of the dimension; empty when the first one read it all).
+    pub windows: Vec<f32>,
     /// One-sentence summary (doc comment, else built from what it is and calls).
     pub summary: Option<String>,
 }

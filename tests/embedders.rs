@@ -445,6 +445,149 @@ fn local_minilm_on_onnx_runtime_int8_matches_the_reference_vectors_and_answers_q
     local_minilm_round_trip(&[], 0.98, "model.int8.onnx");
 }
 
+/// A function longer than the model reads (MiniLM: 256 word pieces) whose end is what a question
+/// asks about: with windows (the default) the chunk keeps a vector of its end, the vector arm and
+/// `vector_search` score it by its best window and rank it first; with `--embed-windows 1` it has
+/// one vector, of its start, and ranks below the imports. Incremental runs and compaction carry
+/// the windows over.
+#[test]
+fn local_minilm_windows_find_the_end_of_a_long_chunk() {
+    let (r, w, cache) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let mut report = String::from(
+        "import smtplib\nfrom email.message import EmailMessage\n\n\ndef nightly_report(rows, settings):\n    totals, counts = {}, {}\n    for row in rows:\n        key = (row.region, row.product)\n        totals[key] = totals.get(key, 0.0) + row.amount\n        counts[key] = counts.get(key, 0) + 1\n    ranked = sorted(totals.items(), key=lambda kv: kv[1], reverse=True)\n    width = max((len(str(k[0])) for k, _ in ranked), default=8)\n    lines = []\n    for (region, product), amount in ranked:\n        mean = amount / counts[(region, product)]\n        lines.append(f\"{region:<{width}} {product:<20} {amount:>12.2f} {mean:>10.2f}\")\n    values = [amount for _, amount in ranked]\n    median = values[len(values) // 2] if values else 0.0\n    spread = values[0] - values[-1] if values else 0.0\n    variance = sum((v - median) ** 2 for v in values) / max(len(values) - 1, 1)\n    quartiles = [values[int(len(values) * q)] for q in (0.25, 0.5, 0.75)] if values else []\n    lines.append(f\"median {median:.2f} spread {spread:.2f} variance {variance:.2f}\")\n    lines.append(\"quartiles \" + \" \".join(f\"{q:.2f}\" for q in quartiles))\n",
+    );
+    report.push_str(
+        "    message = EmailMessage()\n    message[\"Subject\"] = \"Nightly sales report\"\n    message[\"From\"] = settings.sender\n    message[\"To\"] = \", \".join(settings.administrators)\n    message.set_content(\"\\n\".join(lines))\n    with smtplib.SMTP(settings.mail_host, settings.mail_port) as server:\n        server.starttls()\n        server.login(settings.mail_user, settings.mail_password)\n        server.send_message(message)\n    return len(lines)\n",
+    );
+    write(r.path(), "src/report.py", report.as_bytes());
+    write(
+        r.path(),
+        "src/config.py",
+        b"def parse_config(path):\n    \"\"\"Reads the TOML config file at path.\"\"\"\n    with open(path) as f:\n        return toml.load(f)\n",
+    );
+    let model = model_dir();
+    let index = |b: &Path, extra: &[&str]| {
+        let mut c = index_cmd(
+            r.path(),
+            b,
+            &["--json", "--embedder", "local", "--model-dir"],
+        );
+        c.arg(&model)
+            .args(extra)
+            .env("TROVE_CACHE_DIR", cache.path());
+        summary(&c.assert().success())
+    };
+    let sql = |b: &Path, q: &str| {
+        let out = trove()
+            .env("TROVE_CACHE_DIR", cache.path())
+            .arg("sql")
+            .arg(b)
+            .arg(q)
+            .args(["--format", "json"])
+            .assert()
+            .success();
+        serde_json::from_slice::<Vec<serde_json::Value>>(&out.get_output().stdout).unwrap()
+    };
+    let q = "email the report to the administrators";
+    // (start line, score) of the vector arm's hits.
+    let arm = |b: &Path| -> Vec<(u64, f64)> {
+        let out = trove()
+            .env("TROVE_CACHE_DIR", cache.path())
+            .arg("query")
+            .arg(b)
+            .args([
+                q,
+                "--mode",
+                "vector",
+                "--format",
+                "jsonl",
+                "--path",
+                "src/report.py",
+            ])
+            .assert()
+            .success();
+        String::from_utf8_lossy(&out.get_output().stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .map(|h| {
+                (
+                    h["start_line"].as_u64().unwrap(),
+                    h["score"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let windows = |b: &Path| -> Vec<(i64, i64, String)> {
+        sql(b, "SELECT c.start_line AS l, len(e.windows) AS n, md5(e.windows::VARCHAR) AS h FROM chunks c JOIN embeddings e USING (chunk_id) WHERE c.path = 'src/report.py' ORDER BY l")
+            .iter()
+            .map(|r| (r["l"].as_i64().unwrap(), r["n"].as_i64().unwrap(), r["h"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    let (b, one) = (w.path().join("b"), w.path().join("one"));
+    let s = index(&b, &[]);
+    // Texts embedded: one a chunk, and the function's further windows.
+    let chunks = chunk_count(&b) as u64;
+    let got = windows(&b);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(
+        (got[0].0, got[0].1),
+        (1, 0),
+        "the imports fit in one window: {got:?}"
+    );
+    assert_eq!(got[1].0, 5);
+    assert!((1..=3).contains(&got[1].1), "{got:?}");
+    assert_eq!(
+        s["embed"]["texts"].as_u64().unwrap(),
+        chunks + got[1].1 as u64
+    );
+    let hits = arm(&b);
+    assert_eq!(hits[0].0, 5, "{hits:?}");
+    // `vector_search` scores the function by its best window, above its first window's cosine.
+    let v = sql(
+        &b,
+        &format!(
+            "SELECT s.similarity AS best, array_cosine_similarity(e.embedding::FLOAT[384], trove_embed('{q}')::FLOAT[384]) AS first FROM vector_search('{q}', 5) s JOIN embeddings e USING (chunk_id) WHERE s.start_line = 5"
+        ),
+    );
+    let (best, first) = (
+        v[0]["best"].as_f64().unwrap(),
+        v[0]["first"].as_f64().unwrap(),
+    );
+    assert!(best > first + 0.1, "{v:?}");
+    index(&one, &["--embed-windows", "1"]);
+    assert!(windows(&one).iter().all(|x| x.1 == 0));
+    let plain = arm(&one);
+    let at = |h: &[(u64, f64)]| h.iter().find(|x| x.0 == 5).map(|x| x.1).unwrap();
+    assert_eq!(
+        plain[0].0, 1,
+        "without windows the imports come first: {plain:?}"
+    );
+    assert!(at(&hits) > at(&plain) + 0.1, "{hits:?} vs {plain:?}");
+    // An incremental run carries the function with its windows; compaction keeps them.
+    write(
+        r.path(),
+        "src/config.py",
+        b"def parse_config(path):\n    return {}\n",
+    );
+    let again = index(&b, &["--no-compact"]);
+    assert_eq!(again["files_reused"], 1);
+    assert_eq!(windows(&b), got);
+    trove()
+        .env("TROVE_CACHE_DIR", cache.path())
+        .arg("compact")
+        .arg(&b)
+        .assert()
+        .success();
+    assert_eq!(manifest(&b)["segments"].as_array().unwrap().len(), 1);
+    assert_eq!(windows(&b), got);
+    assert_eq!(arm(&b), hits);
+    trove().arg("verify").arg(&b).assert().success();
+}
+
 /// Index with the local model on a runtime (`runtime_args`), then check the query vectors
 /// against the reference (`min_cosine`), semantic search, the model folder found again, another
 /// folder refused, byte-identical vectors across --threads, and an incremental run that embeds

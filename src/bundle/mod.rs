@@ -38,8 +38,10 @@ pub const FORMAT: &str = "trove-bundle";
 /// text of every file is in the bundle, once: each chunk's `lead` (the text between it and the
 /// chunk before) and each file's `tail`, joined with the chunks' content by the `file_text` view.
 /// 7: `symbols.scip_symbol` and `refs.scip_symbol`, the facts of SCIP indexes. 8: `refs.exports`,
-/// the names an import statement makes its file's, resolved through by importers of the file.)
-pub const FORMAT_VERSION: u32 = 8;
+/// the names an import statement makes its file's, resolved through by importers of the file.
+/// 9: `embeddings.windows`, the vectors of a long chunk's further windows for a model that reads
+/// only a text's start; the vector arm scores a chunk by its best window.)
+pub const FORMAT_VERSION: u32 = 9;
 /// The folder of the segments.
 pub const SEGMENTS: &str = "segments";
 /// The DuckDB views over the live rows of every table, with paths relative to the bundle.

@@ -3,7 +3,8 @@
 //! term at a time (in term order). Nothing is held beyond one record batch per table, so carrying
 //! a large bundle over costs no more memory than writing it.
 use arrow::array::{
-    Array, AsArray, BooleanArray, FixedSizeListArray, Int32Array, Int64Array, StringArray,
+    Array, AsArray, BooleanArray, FixedSizeListArray, Int32Array, Int64Array, ListArray,
+    StringArray,
 };
 use arrow::datatypes::Float32Type;
 use arrow::record_batch::RecordBatch;
@@ -542,6 +543,14 @@ impl ChunkStream {
         let embedding = c.embeddings.values().as_primitive::<Float32Type>().values()
             [at..at + self.dim]
             .to_vec();
+        // The windows' vectors: rows `offsets[i]..offsets[i + 1]` of the flat vector list.
+        let offsets = c.windows.value_offsets();
+        let (lo, hi) = (offsets[i] as usize, offsets[i + 1] as usize);
+        let flat = c.windows.values().as_fixed_size_list();
+        let base = flat.offset();
+        let windows = flat.values().as_primitive::<Float32Type>().values()
+            [(base + lo) * self.dim..(base + hi) * self.dim]
+            .to_vec();
         let ord = c.chunk_ord.value(i);
         let ord = u32::try_from(ord)
             .map_err(|_| Error::bundle(d, format!("chunk_ord {ord} is negative")))?;
@@ -566,6 +575,7 @@ impl ChunkStream {
             token_len: c.token_len.value(i).max(0) as u32,
             terms: Vec::new(),
             embedding,
+            windows,
             summary: opt_str(&c.summary, i),
         })
     }
@@ -594,6 +604,7 @@ struct ChunkCols {
     chunk_ord: Int32Array,
     embedding_id: Int64Array,
     embeddings: FixedSizeListArray,
+    windows: ListArray,
 }
 
 impl ChunkCols {
@@ -619,6 +630,16 @@ impl ChunkCols {
         {
             return Err(Error::bundle(d, "embeddings are not 32-bit floats"));
         }
+        let windows: ListArray = column::<ListArray>(e, "windows", d)?.clone();
+        if windows.data_type() != &super::schema::windows_type(dim) {
+            return Err(Error::bundle(
+                d,
+                format!(
+                    "embeddings.windows is {}, not lists of {dim} 32-bit floats",
+                    windows.data_type()
+                ),
+            ));
+        }
         Ok(ChunkCols {
             path: s("path")?,
             kind: s("kind")?,
@@ -640,6 +661,7 @@ impl ChunkCols {
             chunk_ord: i32c("chunk_ord")?,
             embedding_id: column::<Int64Array>(e, "chunk_id", d)?.clone(),
             embeddings,
+            windows,
         })
     }
 }

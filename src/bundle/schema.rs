@@ -19,6 +19,19 @@ fn utf8(name: &str, nullable: bool) -> Field {
     Field::new(name, DataType::Utf8, nullable)
 }
 
+/// The type of one vector: `dim` 32-bit floats.
+pub fn vector_type(dim: usize) -> DataType {
+    DataType::FixedSizeList(
+        Arc::new(Field::new("item", DataType::Float32, false)),
+        dim as i32,
+    )
+}
+
+/// The type of `embeddings.windows`: a list of vectors.
+pub fn windows_type(dim: usize) -> DataType {
+    DataType::List(Arc::new(Field::new("item", vector_type(dim), false)))
+}
+
 /// The schema of table `name` (`dim` sizes the embedding column).
 pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
     let i64f = |n: &str| Field::new(n, DataType::Int64, false);
@@ -73,14 +86,10 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
         ],
         "embeddings" => vec![
             i64f("chunk_id"),
-            Field::new(
-                "embedding",
-                DataType::FixedSizeList(
-                    Arc::new(Field::new("item", DataType::Float32, false)),
-                    dim as i32,
-                ),
-                false,
-            ),
+            Field::new("embedding", vector_type(dim), false),
+            // The vectors of the chunk's further windows, for a model that reads only a text's
+            // start (`embed.windows`); empty when one vector covers the chunk.
+            Field::new("windows", windows_type(dim), false),
         ],
         "terms" => vec![utf8("term", false), i64f("df")],
         "postings" => vec![utf8("term", false), i32f("chunk_ord"), i32f("tf")],

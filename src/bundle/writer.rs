@@ -3,9 +3,10 @@
 //! postings spill ([`super::postings`]), and counts every definition so the references left open
 //! in their files resolve against the whole bundle at the end ([`crate::resolve`]).
 use arrow::array::{
-    ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, ListBuilder,
-    StringBuilder,
+    Array, ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, ListArray,
+    ListBuilder, StringBuilder,
 };
+use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{DataType, Field};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -392,13 +393,42 @@ impl BundleWriter {
         }
         let item = Arc::new(Field::new("item", DataType::Float32, false));
         let list = FixedSizeListArray::try_new(
-            item,
+            item.clone(),
             self.dim as i32,
             Arc::new(Float32Array::from(values)),
             None,
         )?;
-        self.embeddings
-            .write(vec![i64s(r.iter().map(|x| x.rec.chunk_id)), Arc::new(list)])
+        if let Some(x) = r.iter().find(|x| x.rec.windows.len() % self.dim != 0) {
+            return Err(Error::Other(format!(
+                "chunk {} has window vectors of the wrong size (want multiples of {})",
+                x.rec.chunk_id, self.dim
+            )));
+        }
+        let windows: Vec<f32> = r
+            .iter()
+            .flat_map(|x| x.rec.windows.iter().copied())
+            .collect();
+        let n = windows.len() / self.dim;
+        let vectors = FixedSizeListArray::try_new(
+            item,
+            self.dim as i32,
+            Arc::new(Float32Array::from(windows)),
+            None,
+        )?;
+        let offsets: OffsetBuffer<i32> =
+            OffsetBuffer::from_lengths(r.iter().map(|x| x.rec.windows.len() / self.dim));
+        debug_assert_eq!(offsets.iter().last().copied(), Some(n as i32));
+        let windows = ListArray::try_new(
+            Arc::new(Field::new("item", vectors.data_type().clone(), false)),
+            offsets,
+            Arc::new(vectors),
+            None,
+        )?;
+        self.embeddings.write(vec![
+            i64s(r.iter().map(|x| x.rec.chunk_id)),
+            Arc::new(list),
+            Arc::new(windows),
+        ])
     }
 
     /// Sets the paths (sorted) this segment tombstones in the segments before it.

@@ -122,6 +122,11 @@ pub struct IndexArgs {
     /// when there, else model.onnx].
     #[arg(long, value_name = "FILE")]
     pub onnx_file: Option<String>,
+    /// local: most vectors per chunk [config default: 4]. The model reads only a text's start
+    /// (MiniLM: 256 word pieces); the rest of a longer chunk gets windows of its own, and a query
+    /// scores the chunk by its best window. 1: the start only.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub embed_windows: Option<u16>,
     /// Do not read or write the embedding cache (model vectors keyed by model and text).
     #[arg(long)]
     pub no_embed_cache: bool,
@@ -192,6 +197,9 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
     }
     if let Some(f) = &a.onnx_file {
         config.embed.onnx_file = f.clone();
+    }
+    if let Some(n) = a.embed_windows {
+        config.embed.windows = usize::from(n);
     }
     if a.no_redact {
         config.source.redact_secrets = false;
@@ -328,7 +336,7 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
     let e = &s.embed;
     if e.texts + e.cache_hits > 0 {
         let mut line = format!(
-            "embedding: {} chunks in {} calls, {} tokens, {:.1}s busy ({:.0} chunks/s, {:.0} tokens/s); {} cache hits",
+            "embedding: {} texts in {} calls, {} tokens, {:.1}s busy ({:.0} texts/s, {:.0} tokens/s); {} cache hits",
             e.texts,
             e.calls,
             e.tokens,

@@ -420,6 +420,14 @@ impl Embedder for LocalEmbedder {
     fn stamp(&self, cfg: &mut EmbedConfig) {
         (cfg.runtime, cfg.onnx_file) = self.stamp.clone();
     }
+    fn reads(&self, text: &str) -> Option<usize> {
+        // Truncated to the model's length: the word pieces kept end where the model stops.
+        let e = self.tokenizer.encode(text, true).ok()?;
+        if e.get_overflowing().is_empty() {
+            return None;
+        }
+        e.get_offsets().iter().map(|o| o.1).max()
+    }
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         self.run(texts)
             .map_err(|e| Error::Other(format!("local model {}: {e}", self.name)))

@@ -58,6 +58,11 @@ pub trait Embedder: Send + Sync {
     /// Writes into a bundle's stamped config what a query must do to get this embedder again
     /// (`local`: the runtime and ONNX file that ran, never `auto`).
     fn stamp(&self, _cfg: &mut EmbedConfig) {}
+    /// How many leading bytes of `text` the model reads, when that is less than all of it (a model
+    /// with a fixed window: MiniLM reads 256 word pieces); `None`: all of it, or not known.
+    fn reads(&self, _text: &str) -> Option<usize> {
+        None
+    }
     /// This backend as the built-in [`HashEmbedder`], if it is one: the pipeline then feeds it
     /// the token hashes it has already computed instead of text to tokenize again.
     fn as_hash(&self) -> Option<&HashEmbedder> {
@@ -278,6 +283,7 @@ fn default_embed_config() -> EmbedConfig {
             timeout_secs: 60,
             retries: 5,
             cache: true,
+            windows: 4,
         })
 }
 
@@ -412,9 +418,128 @@ pub fn embed_text(
     }
 }
 
+/// A window shorter than this (bytes of content) is not embedded on its own: the tail of a chunk
+/// that short adds little the window before did not say.
+const MIN_WINDOW_BYTES: usize = 96;
+
+/// The texts embedded for a chunk: [`embed_text`]'s first; then, while the model stops reading
+/// before the end of the content and fewer than `windows` texts are made, a window over the rest,
+/// headed by the path and symbol path (no summary), from the start of the line where the model
+/// stopped (a line cut in two is read whole by the next window). A query scores the chunk by its
+/// best window (MaxP), so what the model never read of a long chunk can still be found.
+pub fn window_texts(
+    e: &dyn Embedder,
+    windows: usize,
+    path: &str,
+    symbol_path: Option<&str>,
+    summary: Option<&str>,
+    content: &str,
+) -> Vec<String> {
+    let mut out = vec![embed_text(path, symbol_path, summary, content)];
+    // Where the last window's content starts, in `content` and in its text.
+    let (mut from, mut head) = (0, out[0].len() - content.len());
+    while out.len() < windows {
+        let Some(read) = e.reads(&out[out.len() - 1]) else {
+            break;
+        };
+        let mut stop = from + read.saturating_sub(head);
+        if stop <= from {
+            break; // the head alone fills the model's window
+        }
+        while !content.is_char_boundary(stop) {
+            stop += 1;
+        }
+        let line = content[..stop].rfind('\n').map_or(0, |i| i + 1);
+        let next = if line > from { line } else { stop };
+        if content.len().saturating_sub(next) < MIN_WINDOW_BYTES {
+            break;
+        }
+        let text = embed_text(path, symbol_path, None, &content[next..]);
+        head = text.len() - (content.len() - next);
+        from = next;
+        out.push(text);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reads the first `n` bytes of a text (any backend of a fixed window, in bytes).
+    struct Reads(usize);
+    impl Embedder for Reads {
+        fn backend(&self) -> &str {
+            "test"
+        }
+        fn model(&self) -> &str {
+            "test"
+        }
+        fn dim(&self) -> usize {
+            1
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+            Ok(texts.iter().map(|_| vec![1.0]).collect())
+        }
+        fn reads(&self, text: &str) -> Option<usize> {
+            (text.len() > self.0).then_some(self.0)
+        }
+    }
+
+    #[test]
+    fn windows_cover_what_the_model_did_not_read_from_the_line_it_stopped_in() {
+        let content: String = (0..40)
+            .map(|i| format!("let value_{i:02} = {i:02};\n"))
+            .collect();
+        let line = "let value_00 = 00;\n".len();
+        let e = Reads(200);
+        let t = window_texts(&e, 8, "src/a.rs", Some("f"), Some("Adds."), &content);
+        assert_eq!(
+            t[0],
+            embed_text("src/a.rs", Some("f"), Some("Adds."), &content)
+        );
+        // The first text's head is "src/a.rs f\nAdds.\n" (17 bytes): 183 bytes of content read,
+        // cut in the line at 171..190, so the second window starts there.
+        assert_eq!(t[1], format!("src/a.rs f\n{}", &content[9 * line..]));
+        // Each window after that starts at the start of the line its predecessor stopped in.
+        let head = "src/a.rs f\n";
+        let starts: Vec<usize> = t[1..]
+            .iter()
+            .map(|w| content.len() - w.strip_prefix(head).unwrap().len())
+            .collect();
+        for w in starts.windows(2) {
+            let stop = w[0] + 200 - head.len();
+            assert!(
+                w[0] < w[1] && w[1] <= stop && stop - w[1] < line,
+                "{starts:?}"
+            );
+            assert!(content[..w[1]].ends_with('\n'));
+        }
+        // Windows go on until what is left past the last one's end is short.
+        let last = content.len() - starts[starts.len() - 1];
+        assert!(t.len() < 8 && last < 200 - head.len() + line + MIN_WINDOW_BYTES);
+        assert_eq!(
+            window_texts(&e, 3, "src/a.rs", Some("f"), None, &content).len(),
+            3
+        );
+        // One window asked for, a text read whole, or a short tail: one text.
+        assert_eq!(window_texts(&e, 1, "p", None, None, &content).len(), 1);
+        assert_eq!(
+            window_texts(&Reads(10_000), 8, "p", None, None, &content).len(),
+            1
+        );
+        let short = &content[..200 + MIN_WINDOW_BYTES - 2 * line];
+        assert_eq!(window_texts(&e, 8, "p", None, None, short).len(), 1);
+        // A head that fills the window: nothing more is made.
+        assert_eq!(
+            window_texts(&Reads(3), 8, "path/long", None, None, &content).len(),
+            1
+        );
+        // One long line: the next window starts where the model stopped, on a char boundary.
+        let wide = "é".repeat(400);
+        let t = window_texts(&e, 8, "p", None, None, &wide);
+        assert!(t.len() > 1 && t[1].starts_with("p\né"));
+    }
 
     #[test]
     fn deterministic_normalised_and_similar_for_shared_words() {

@@ -32,7 +32,7 @@ use crate::bundle::reader::FileRow;
 use crate::bundle::{self, BundleWriter, Manifest, Shard};
 use crate::chunk::chunk_file;
 use crate::config::PipelineConfig;
-use crate::embed::{EmbedStage, EmbedStats, embed_text};
+use crate::embed::{EmbedStage, EmbedStats, window_texts};
 use crate::lang::Registry;
 use crate::record::{ChunkRecord, FileRecord, RefKind, SymbolRecord};
 use crate::resolve::{self, chunk_at};
@@ -428,7 +428,7 @@ fn embed_line(s: &EmbedStats) -> String {
         return String::new();
     }
     format!(
-        ", embedded {} chunks ({:.0} chunks/s, {:.0} tokens/s), {} cache hits",
+        ", embedded {} texts ({:.0} texts/s, {:.0} tokens/s), {} cache hits",
         s.texts,
         s.chunks_per_sec(),
         s.tokens_per_sec(),
@@ -975,27 +975,52 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         let lens = chunked.chunks.iter().map(|ch| {
             c.rel.len() + ch.symbol_path.as_ref().map_or(0, |s| 1 + s.len()) + 1 + ch.content.len()
         });
-        ctx.embedder.embed_inline(lens, || {
-            features.into_iter().map(|f| h.embed_counts(f)).collect()
-        })
+        ctx.embedder
+            .embed_inline(lens, || {
+                features.into_iter().map(|f| h.embed_counts(f)).collect()
+            })
+            .map(|v| v.into_iter().map(|x| (x, Vec::new())).collect())
     } else {
         term_counts.extend(chunked.chunks.iter().map(|ch| count_terms(ch, None)));
         // A model reads the start of its input (MiniLM: 256 tokens): the chunk's one-sentence
         // summary goes there, in words such a model knows. The hash embedder's text stays as it was.
+        // Such a model gets windows over the rest of a long chunk (`embed.windows`).
         let with_summary = ctx.embedder.backend().limits().is_some();
-        let texts: Vec<String> = chunked
+        let windows = if with_summary {
+            ctx.config.embed.windows
+        } else {
+            1
+        };
+        let texts: Vec<Vec<String>> = chunked
             .chunks
             .iter()
             .zip(&summaries)
             .map(|(ch, sm)| {
                 let sm = sm.as_deref().filter(|_| with_summary);
-                embed_text(&c.rel, ch.symbol_path.as_deref(), sm, &ch.content)
+                window_texts(
+                    ctx.embedder.backend(),
+                    windows,
+                    &c.rel,
+                    ch.symbol_path.as_deref(),
+                    sm,
+                    &ch.content,
+                )
             })
             .collect();
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        ctx.embedder.embed(&refs)
+        let refs: Vec<&str> = texts.iter().flatten().map(String::as_str).collect();
+        ctx.embedder.embed(&refs).map(|flat| {
+            let mut flat = flat.into_iter();
+            texts
+                .iter()
+                .map(|t| {
+                    let mut v = flat.by_ref().take(t.len());
+                    let first = v.next().unwrap_or_default();
+                    (first, v.flatten().collect())
+                })
+                .collect()
+        })
     };
-    let vectors = match vectors {
+    let vectors: Vec<(Vec<f32>, Vec<f32>)> = match vectors {
         Ok(v) => v,
         Err(e) => return FileResult::Failed(e.to_string()),
     };
@@ -1003,7 +1028,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     // Chunks are in source order and never overlap: what lies between them is each one's lead,
     // so the bundle holds the file's text once.
     let mut done = 0;
-    for (((ch, embedding), summary), terms) in chunked
+    for (((ch, (embedding, windows)), summary), terms) in chunked
         .chunks
         .into_iter()
         .zip(vectors)
@@ -1029,6 +1054,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
             token_len,
             terms,
             embedding,
+            windows,
             summary,
         });
     }

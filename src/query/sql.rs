@@ -3,8 +3,9 @@
 //! Macros: `trove_tokens(text)` (the index tokenizer, mirrored in SQL: identifiers whole and split
 //! on `_`/case, lower-cased), `bm25_search(query, k)` (a table: chunk_id, path, start_line,
 //! end_line, kind, symbol_path, score — BM25 with the manifest's k1, b, avgdl, n_docs) and
-//! `similar_chunks(chunk_id, k)` (cosine over the embeddings), and `vector_search(query, k)` (the
-//! same over the query's vector). The scalar function `trove_embed(text)` (Rust, registered on the
+//! `similar_chunks(chunk_id, k)` (cosine over the chunks' first vectors), and
+//! `vector_search(query, k)` (the cosine of the query's vector with each chunk's best window, as
+//! the vector arm scores). The scalar function `trove_embed(text)` (Rust, registered on the
 //! connection) turns text into that vector exactly as `trove query --mode vector` does.
 use std::sync::Arc;
 
@@ -113,8 +114,10 @@ impl Bundle {
                ORDER BY similarity DESC, c.chunk_id LIMIT k;
              CREATE MACRO vector_search(q, k := 10) AS TABLE
                WITH qv AS (SELECT trove_embed(q)::FLOAT[{dim}] AS v),
-                    e AS (SELECT chunk_id, embedding::FLOAT[{dim}] AS v FROM embeddings),
-                    s AS (SELECT e.chunk_id, array_cosine_similarity(e.v, qv.v) AS similarity
+                    e AS (SELECT chunk_id, embedding::FLOAT[{dim}] AS v, windows::FLOAT[{dim}][] AS w FROM embeddings),
+                    s AS (SELECT e.chunk_id,
+                                 greatest(array_cosine_similarity(e.v, qv.v),
+                                          list_max(list_transform(e.w, lambda x: array_cosine_similarity(x, qv.v)))) AS similarity
                           FROM e, qv WHERE qv.v IS NOT NULL)
                SELECT c.chunk_id, c.path, c.start_line, c.end_line, c.kind, c.symbol_path, s.similarity
                FROM s JOIN chunks c USING (chunk_id) WHERE s.similarity > 0
