@@ -49,11 +49,11 @@ fn main() {
 
     // The floor: every embedding as f32 in memory, scanned in full per query.
     let dim = b.manifest.embedder.dim;
-    let (rows, ids) = load_f32(&b.dir.join(b.manifest.segments[0].file("embeddings")), dim);
+    let rows = load_f32(&b.dir.join(b.manifest.segments[0].file("embeddings")), dim);
     let e = HashEmbedder::new(dim, b.manifest.bm25.max_token_len);
     let ms = time_each(&queries, |q| {
         let v = e.embed(&[q]).expect("embed").pop().unwrap_or_default();
-        std::hint::black_box(brute_force_top(&rows, &ids, dim, &v, 10));
+        std::hint::black_box(brute_force_top(&rows, dim, &v, 10));
     });
     report("vector-floor-f32", &ms);
 }
@@ -83,28 +83,46 @@ fn report(what: &str, ms: &[f64]) {
     );
 }
 
-fn load_f32(path: &Path, dim: usize) -> (Vec<f32>, Vec<i64>) {
-    let (mut rows, mut ids) = (Vec::new(), Vec::new());
-    // Every vector of a chunk (its first, then its windows'), each row with the chunk's id.
-    trove::query::vectors::for_each_embedding(path, dim, |id, v, windows| {
-        for w in v.chunks_exact(dim).chain(windows.chunks_exact(dim)) {
-            ids.push(id);
-            rows.extend_from_slice(w);
-        }
-    })
-    .expect("embeddings.parquet");
-    (rows, ids)
+/// Every chunk's vectors as f32: the chunks' first vectors and ids, then their further windows'
+/// vectors with each one's chunk (row).
+struct F32Rows {
+    rows: Vec<f32>,
+    ids: Vec<i64>,
+    windows: Vec<f32>,
+    owners: Vec<usize>,
 }
 
-fn brute_force_top(rows: &[f32], ids: &[i64], dim: usize, q: &[f32], k: usize) -> Vec<(i64, f32)> {
-    let mut scored: Vec<(i64, f32)> = rows
+fn load_f32(path: &Path, dim: usize) -> F32Rows {
+    let mut r = F32Rows {
+        rows: Vec::new(),
+        ids: Vec::new(),
+        windows: Vec::new(),
+        owners: Vec::new(),
+    };
+    trove::query::vectors::for_each_embedding(path, dim, |id, v, windows| {
+        for w in windows.chunks_exact(dim) {
+            r.owners.push(r.ids.len());
+            r.windows.extend_from_slice(w);
+        }
+        r.ids.push(id);
+        r.rows.extend_from_slice(v);
+    })
+    .expect("embeddings.parquet");
+    r
+}
+
+fn brute_force_top(r: &F32Rows, dim: usize, q: &[f32], k: usize) -> Vec<(i64, f32)> {
+    let dot = |v: &[f32]| v.iter().zip(q).map(|(a, b)| a * b).sum::<f32>();
+    let mut scored: Vec<(i64, f32)> = r
+        .rows
         .chunks_exact(dim)
-        .zip(ids)
-        .map(|(r, id)| (*id, r.iter().zip(q).map(|(a, b)| a * b).sum::<f32>()))
+        .zip(&r.ids)
+        .map(|(v, id)| (*id, dot(v)))
         .collect();
-    // A chunk scores its best row (MaxP), as the matrix does.
-    scored.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
-    scored.dedup_by_key(|x| x.0);
+    // A chunk scores its best window (MaxP), as the matrix does.
+    for (v, &o) in r.windows.chunks_exact(dim).zip(&r.owners) {
+        scored[o].1 = scored[o].1.max(dot(v));
+    }
     let k = k.min(scored.len());
     if k > 0 {
         scored.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
