@@ -363,8 +363,13 @@ impl PipelineConfig {
         if let Some(o) = v.as_object_mut() {
             o.remove("embed");
             o.remove("bundle");
-            // How many vectors a chunk gets changes the embeddings table, not any one vector.
-            o.insert("embed_windows".into(), self.embed.windows.into());
+            // How many vectors a chunk gets changes the embeddings table, not any one vector
+            // (only a `local` model is given windows).
+            let windows = match self.embed.backend {
+                crate::embed::EmbedBackend::Local => self.embed.windows,
+                _ => 1,
+            };
+            o.insert("embed_windows".into(), windows.into());
             // What makes the summaries, not how the calls are driven.
             if let Some(sm) = o.get_mut("summary").and_then(|x| x.as_object_mut()) {
                 for k in [

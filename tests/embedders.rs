@@ -544,6 +544,16 @@ fn local_minilm_windows_find_the_end_of_a_long_chunk() {
         s["embed"]["texts"].as_u64().unwrap(),
         chunks + got[1].1 as u64
     );
+    assert_eq!(s["chunks_embedded"].as_u64().unwrap(), chunks);
+    let beyond = |s: &serde_json::Value| {
+        s["embed"]["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w[0] == "beyond-windows")
+            .map_or(0, |w| w[1].as_u64().unwrap())
+    };
+    assert_eq!(beyond(&s), 0, "{s}");
     let hits = arm(&b);
     assert_eq!(hits[0].0, 5, "{hits:?}");
     // `vector_search` scores the function by its best window, above its first window's cosine.
@@ -558,6 +568,11 @@ fn local_minilm_windows_find_the_end_of_a_long_chunk() {
         v[0]["first"].as_f64().unwrap(),
     );
     assert!(best > first + 0.1, "{v:?}");
+    // Fewer windows than the function needs: its end is unread, and counted.
+    let (two, n) = (w.path().join("two"), got[1].1);
+    let s = index(&two, &["--embed-windows", &n.to_string()]);
+    assert_eq!(windows(&two)[1].1, n - 1);
+    assert_eq!(beyond(&s), 1, "{s}");
     index(&one, &["--embed-windows", "1"]);
     assert!(windows(&one).iter().all(|x| x.1 == 0));
     let plain = arm(&one);

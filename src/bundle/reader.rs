@@ -547,9 +547,8 @@ impl ChunkStream {
         let offsets = c.windows.value_offsets();
         let (lo, hi) = (offsets[i] as usize, offsets[i + 1] as usize);
         let flat = c.windows.values().as_fixed_size_list();
-        let base = flat.offset();
         let windows = flat.values().as_primitive::<Float32Type>().values()
-            [(base + lo) * self.dim..(base + hi) * self.dim]
+            [flat.value_offset_at(lo)..flat.value_offset_at(hi)]
             .to_vec();
         let ord = c.chunk_ord.value(i);
         let ord = u32::try_from(ord)

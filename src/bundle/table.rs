@@ -70,6 +70,7 @@ pub(super) fn props(table: &str) -> Result<WriterProperties> {
         "docs",
         "signature",
         "embedding.list.item",
+        "windows.list.item.list.item",
         "sha256",
         "summary",
     ]
@@ -267,6 +268,7 @@ mod tests {
         let p = props("embeddings").unwrap();
         // The floats sit three levels down; a one-part path would leave their dictionary on.
         assert!(!p.dictionary_enabled(&column("embedding.list.item")));
+        assert!(!p.dictionary_enabled(&column("windows.list.item.list.item")));
         assert!(!p.dictionary_enabled(&column("chunk_id")));
         let p = props("chunks").unwrap();
         assert!(!p.dictionary_enabled(&column("content")));

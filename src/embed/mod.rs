@@ -427,6 +427,8 @@ const MIN_WINDOW_BYTES: usize = 96;
 /// headed by the path and symbol path (no summary), from the start of the line where the model
 /// stopped (a line cut in two is read whole by the next window). A query scores the chunk by its
 /// best window (MaxP), so what the model never read of a long chunk can still be found.
+/// With more than one window allowed, also says whether the chunk's end was left unread (the
+/// windows ran out; with one, that is not looked at).
 pub fn window_texts(
     e: &dyn Embedder,
     windows: usize,
@@ -434,32 +436,39 @@ pub fn window_texts(
     symbol_path: Option<&str>,
     summary: Option<&str>,
     content: &str,
-) -> Vec<String> {
+) -> (Vec<String>, bool) {
     let mut out = vec![embed_text(path, symbol_path, summary, content)];
+    if windows <= 1 {
+        return (out, false);
+    }
     // Where the last window's content starts, in `content` and in its text.
     let (mut from, mut head) = (0, out[0].len() - content.len());
-    while out.len() < windows {
+    loop {
         let Some(read) = e.reads(&out[out.len() - 1]) else {
-            break;
+            return (out, false);
         };
-        let mut stop = from + read.saturating_sub(head);
-        if stop <= from {
-            break; // the head alone fills the model's window
+        // A backend's count past the text's end reads it all.
+        let mut stop = (from + read.saturating_sub(head)).min(content.len());
+        if stop <= from || stop >= content.len() {
+            // The head alone fills the model's window, or all is read.
+            return (out, stop <= from);
+        }
+        if out.len() >= windows {
+            return (out, true);
         }
         while !content.is_char_boundary(stop) {
             stop += 1;
         }
         let line = content[..stop].rfind('\n').map_or(0, |i| i + 1);
         let next = if line > from { line } else { stop };
-        if content.len().saturating_sub(next) < MIN_WINDOW_BYTES {
-            break;
+        if content.len() - next < MIN_WINDOW_BYTES {
+            return (out, false);
         }
         let text = embed_text(path, symbol_path, None, &content[next..]);
         head = text.len() - (content.len() - next);
         from = next;
         out.push(text);
     }
-    out
 }
 
 #[cfg(test)]
@@ -493,7 +502,8 @@ mod tests {
             .collect();
         let line = "let value_00 = 00;\n".len();
         let e = Reads(200);
-        let t = window_texts(&e, 8, "src/a.rs", Some("f"), Some("Adds."), &content);
+        let (t, unread) = window_texts(&e, 8, "src/a.rs", Some("f"), Some("Adds."), &content);
+        assert!(!unread);
         assert_eq!(
             t[0],
             embed_text("src/a.rs", Some("f"), Some("Adds."), &content)
@@ -518,26 +528,45 @@ mod tests {
         // Windows go on until what is left past the last one's end is short.
         let last = content.len() - starts[starts.len() - 1];
         assert!(t.len() < 8 && last < 200 - head.len() + line + MIN_WINDOW_BYTES);
-        assert_eq!(
-            window_texts(&e, 3, "src/a.rs", Some("f"), None, &content).len(),
-            3
-        );
+        // Three windows are not enough: the end is unread, and said so.
+        let (three, unread) = window_texts(&e, 3, "src/a.rs", Some("f"), Some("Adds."), &content);
+        assert_eq!((three.len(), unread), (3, true));
+        assert_eq!(three[..], t[..3]);
         // One window asked for, a text read whole, or a short tail: one text.
-        assert_eq!(window_texts(&e, 1, "p", None, None, &content).len(), 1);
+        let one = |e: &dyn Embedder, n, content: &str| window_texts(e, n, "p", None, None, content);
         assert_eq!(
-            window_texts(&Reads(10_000), 8, "p", None, None, &content).len(),
-            1
+            one(&e, 1, &content),
+            (vec![embed_text("p", None, None, &content)], false)
         );
+        assert_eq!(one(&Reads(10_000), 8, &content).0.len(), 1);
         let short = &content[..200 + MIN_WINDOW_BYTES - 2 * line];
-        assert_eq!(window_texts(&e, 8, "p", None, None, short).len(), 1);
-        // A head that fills the window: nothing more is made.
-        assert_eq!(
-            window_texts(&Reads(3), 8, "path/long", None, None, &content).len(),
-            1
-        );
+        assert_eq!(one(&e, 8, short).0.len(), 1);
+        // A head that fills the window: nothing more is made, and the content is unread.
+        let (t, unread) = window_texts(&Reads(3), 8, "path/long", None, None, &content);
+        assert_eq!((t.len(), unread), (1, true));
+        // A backend that claims to read past the end reads it all.
+        struct Past;
+        impl Embedder for Past {
+            fn backend(&self) -> &str {
+                "past"
+            }
+            fn model(&self) -> &str {
+                "past"
+            }
+            fn dim(&self) -> usize {
+                1
+            }
+            fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+                Ok(texts.iter().map(|_| vec![1.0]).collect())
+            }
+            fn reads(&self, text: &str) -> Option<usize> {
+                Some(text.len() + 7)
+            }
+        }
+        assert_eq!(one(&Past, 8, "é".repeat(300).as_str()).0.len(), 1);
         // One long line: the next window starts where the model stopped, on a char boundary.
         let wide = "é".repeat(400);
-        let t = window_texts(&e, 8, "p", None, None, &wide);
+        let (t, _) = one(&e, 8, &wide);
         assert!(t.len() > 1 && t[1].starts_with("p\né"));
     }
 

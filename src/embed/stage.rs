@@ -31,6 +31,10 @@ struct Job {
 struct Shared {
     calls: AtomicU64,
     texts: AtomicU64,
+    /// Chunks with a text sent to the backend (a chunk with windows has several texts).
+    chunks: AtomicU64,
+    /// Chunks whose end no window reached (`window_texts` ran out of windows).
+    beyond: AtomicU64,
     hits: AtomicU64,
     est_tokens: AtomicU64,
     /// (calls in flight, since when some call has been in flight, busy time before that).
@@ -75,6 +79,9 @@ pub struct EmbedStats {
     pub calls: u64,
     /// Texts sent to the backend.
     pub texts: u64,
+    /// Chunks embedded: those with at least one text sent to the backend (a long chunk's
+    /// windows are texts of their own: `texts` counts them all).
+    pub chunks: u64,
     /// Texts answered by the embedding cache.
     pub cache_hits: u64,
     /// Tokens embedded: the backend's count, else an estimate (characters / 4).
@@ -179,6 +186,7 @@ impl EmbedStage {
         if n == 0 {
             return Ok(Vec::new());
         }
+        self.shared.chunks.fetch_add(n as u64, Relaxed);
         let mut vectors = self.shared.counted(n, tokens, make);
         self.check_count(vectors.len(), n)?;
         for v in &mut vectors {
@@ -220,8 +228,51 @@ impl EmbedStage {
 
     /// Vectors for `texts`, in order (see the module docs).
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let (vectors, missed) = self.embed_missed(texts)?;
+        self.shared.chunks.fetch_add(missed.len() as u64, Relaxed);
+        Ok(vectors)
+    }
+
+    /// The vectors of each chunk's texts ([`super::window_texts`]): its first text's, and the
+    /// rest's one after another. `beyond`: how many of these chunks have an end that no window
+    /// reached (counted as the warning `beyond-windows`).
+    pub fn embed_chunks(
+        &self,
+        texts: &[Vec<String>],
+        beyond: u64,
+    ) -> Result<Vec<(Vec<f32>, Vec<f32>)>> {
+        let flat: Vec<&str> = texts.iter().flatten().map(String::as_str).collect();
+        let (vectors, missed) = self.embed_missed(&flat)?;
+        // A chunk is embedded when one of its texts was sent (missed is in ascending order).
+        let mut missed = missed.into_iter().peekable();
+        let (mut at, mut embedded) = (0, 0);
+        for t in texts {
+            let end = at + t.len();
+            if missed.peek().is_some_and(|&i| i < end) {
+                embedded += 1;
+                while missed.peek().is_some_and(|&i| i < end) {
+                    missed.next();
+                }
+            }
+            at = end;
+        }
+        self.shared.chunks.fetch_add(embedded, Relaxed);
+        self.shared.beyond.fetch_add(beyond, Relaxed);
+        let mut vectors = vectors.into_iter();
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vectors.by_ref().take(t.len());
+                let first = v.next().unwrap_or_default();
+                (first, v.flatten().collect())
+            })
+            .collect())
+    }
+
+    /// [`EmbedStage::embed`], and which texts (by index, ascending) the cache did not have.
+    fn embed_missed(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, Vec<usize>)> {
         if texts.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
         let mut out: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
         let keys: Vec<u128> = match &self.cache {
@@ -239,7 +290,7 @@ impl EmbedStage {
             .hits
             .fetch_add((texts.len() - missing.len()) as u64, Relaxed);
         if missing.is_empty() {
-            return Ok(out.into_iter().flatten().collect());
+            return Ok((out.into_iter().flatten().collect(), missing));
         }
         let ask: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
         let sender = self.queue.lock().ok().and_then(|q| q.clone());
@@ -258,7 +309,7 @@ impl EmbedStage {
             None => self.shared.call(&*self.backend, &ask)?,
         };
         self.check_count(vectors.len(), ask.len())?;
-        for (i, mut v) in missing.into_iter().zip(vectors) {
+        for (&i, mut v) in missing.iter().zip(vectors) {
             self.check(&v)?;
             normalize(&mut v);
             if let Some(c) = &self.cache {
@@ -266,7 +317,7 @@ impl EmbedStage {
             }
             out[i] = Some(v);
         }
-        Ok(out.into_iter().flatten().collect())
+        Ok((out.into_iter().flatten().collect(), missing))
     }
 
     /// Stops the dispatchers and writes the cache out.
@@ -294,6 +345,7 @@ impl EmbedStage {
             .unwrap_or_default();
         let c = self.backend.counters();
         let mut warnings = c.warnings;
+        warnings.push(("beyond-windows".into(), self.shared.beyond.load(Relaxed)));
         if let Some(cache) = &self.cache
             && let Some(w) = cache.write_failures()
         {
@@ -302,6 +354,7 @@ impl EmbedStage {
         EmbedStats {
             calls: self.shared.calls.load(Relaxed),
             texts: self.shared.texts.load(Relaxed),
+            chunks: self.shared.chunks.load(Relaxed),
             cache_hits: self.shared.hits.load(Relaxed),
             tokens: c
                 .tokens

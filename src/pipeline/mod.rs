@@ -714,7 +714,7 @@ fn build_into(
     embedder.finish();
     let stats = embedder.stats();
     summary.embed_calls = stats.calls;
-    summary.chunks_embedded = stats.texts;
+    summary.chunks_embedded = stats.chunks;
     summary.embed = stats;
     summary.summaries = summarizer.stats();
     summary.incremental = plan.note.clone();
@@ -991,34 +991,26 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         } else {
             1
         };
+        let mut beyond = 0;
         let texts: Vec<Vec<String>> = chunked
             .chunks
             .iter()
             .zip(&summaries)
             .map(|(ch, sm)| {
                 let sm = sm.as_deref().filter(|_| with_summary);
-                window_texts(
+                let (texts, unread) = window_texts(
                     ctx.embedder.backend(),
                     windows,
                     &c.rel,
                     ch.symbol_path.as_deref(),
                     sm,
                     &ch.content,
-                )
+                );
+                beyond += u64::from(unread);
+                texts
             })
             .collect();
-        let refs: Vec<&str> = texts.iter().flatten().map(String::as_str).collect();
-        ctx.embedder.embed(&refs).map(|flat| {
-            let mut flat = flat.into_iter();
-            texts
-                .iter()
-                .map(|t| {
-                    let mut v = flat.by_ref().take(t.len());
-                    let first = v.next().unwrap_or_default();
-                    (first, v.flatten().collect())
-                })
-                .collect()
-        })
+        ctx.embedder.embed_chunks(&texts, beyond)
     };
     let vectors: Vec<(Vec<f32>, Vec<f32>)> = match vectors {
         Ok(v) => v,

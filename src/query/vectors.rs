@@ -35,7 +35,7 @@ pub fn for_each_embedding(
                 return Err(bad());
             }
             let v = lists.values().as_any().downcast_ref::<Float32Array>();
-            // The list's own window of its values (a sliced batch starts past 0).
+            // The floats of the list's rows (from the list's first row's).
             let v = v.ok_or_else(bad)?;
             Ok(v.slice(lists.offset() * dim, lists.len() * dim))
         };
