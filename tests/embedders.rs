@@ -601,6 +601,11 @@ fn local_minilm_windows_find_the_end_of_a_long_chunk() {
     assert_eq!(windows(&b), got);
     assert_eq!(arm(&b), hits);
     trove().arg("verify").arg(&b).assert().success();
+    // Another window count is another embeddings table: the bundle is rebuilt, none reused,
+    // and equals a full build with that count.
+    let s = index(&b, &["--embed-windows", &n.to_string()]);
+    assert_eq!(s["files_reused"], 0, "{s}");
+    assert_eq!(windows(&b), windows(&two));
 }
 
 /// Index with the local model on a runtime (`runtime_args`), then check the query vectors
