@@ -475,8 +475,9 @@ pub fn window_texts(
 mod tests {
     use super::*;
 
-    /// Reads the first `n` bytes of a text (any backend of a fixed window, in bytes).
-    struct Reads(usize);
+    /// Reads the first `n` bytes of a text (any backend of a fixed window, in bytes); with
+    /// `past`, claims to read 7 bytes past any text's end.
+    struct Reads(usize, bool);
     impl Embedder for Reads {
         fn backend(&self) -> &str {
             "test"
@@ -491,6 +492,9 @@ mod tests {
             Ok(texts.iter().map(|_| vec![1.0]).collect())
         }
         fn reads(&self, text: &str) -> Option<usize> {
+            if self.1 {
+                return Some(text.len() + 7);
+            }
             (text.len() > self.0).then_some(self.0)
         }
     }
@@ -501,7 +505,7 @@ mod tests {
             .map(|i| format!("let value_{i:02} = {i:02};\n"))
             .collect();
         let line = "let value_00 = 00;\n".len();
-        let e = Reads(200);
+        let e = Reads(200, false);
         let (t, unread) = window_texts(&e, 8, "src/a.rs", Some("f"), Some("Adds."), &content);
         assert!(!unread);
         assert_eq!(
@@ -538,32 +542,14 @@ mod tests {
             one(&e, 1, &content),
             (vec![embed_text("p", None, None, &content)], false)
         );
-        assert_eq!(one(&Reads(10_000), 8, &content).0.len(), 1);
+        assert_eq!(one(&Reads(10_000, false), 8, &content).0.len(), 1);
         let short = &content[..200 + MIN_WINDOW_BYTES - 2 * line];
         assert_eq!(one(&e, 8, short).0.len(), 1);
         // A head that fills the window: nothing more is made, and the content is unread.
-        let (t, unread) = window_texts(&Reads(3), 8, "path/long", None, None, &content);
+        let (t, unread) = window_texts(&Reads(3, false), 8, "path/long", None, None, &content);
         assert_eq!((t.len(), unread), (1, true));
         // A backend that claims to read past the end reads it all.
-        struct Past;
-        impl Embedder for Past {
-            fn backend(&self) -> &str {
-                "past"
-            }
-            fn model(&self) -> &str {
-                "past"
-            }
-            fn dim(&self) -> usize {
-                1
-            }
-            fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-                Ok(texts.iter().map(|_| vec![1.0]).collect())
-            }
-            fn reads(&self, text: &str) -> Option<usize> {
-                Some(text.len() + 7)
-            }
-        }
-        assert_eq!(one(&Past, 8, "é".repeat(300).as_str()).0.len(), 1);
+        assert_eq!(one(&Reads(0, true), 8, "é".repeat(300).as_str()).0.len(), 1);
         // One long line: the next window starts where the model stopped, on a char boundary.
         let wide = "é".repeat(400);
         let (t, _) = one(&e, 8, &wide);
