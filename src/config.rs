@@ -231,6 +231,18 @@ fn default_windows() -> usize {
     4
 }
 
+impl EmbedConfig {
+    /// The most texts a chunk is embedded as: `windows` for a `local` model (it reads only a
+    /// text's start, and says where it stops), 1 for `hash` (it reads all of a text) and `openai`
+    /// (a server does not say where it stops reading).
+    pub fn windows_used(&self) -> usize {
+        match self.backend {
+            crate::embed::EmbedBackend::Local => self.windows,
+            _ => 1,
+        }
+    }
+}
+
 fn default_runtime() -> crate::embed::LocalRuntime {
     crate::embed::LocalRuntime::Candle
 }
@@ -363,13 +375,8 @@ impl PipelineConfig {
         if let Some(o) = v.as_object_mut() {
             o.remove("embed");
             o.remove("bundle");
-            // How many vectors a chunk gets changes the embeddings table, not any one vector
-            // (only a `local` model is given windows).
-            let windows = match self.embed.backend {
-                crate::embed::EmbedBackend::Local => self.embed.windows,
-                _ => 1,
-            };
-            o.insert("embed_windows".into(), windows.into());
+            // How many vectors a chunk gets changes the embeddings table, not any one vector.
+            o.insert("embed_windows".into(), self.embed.windows_used().into());
             // What makes the summaries, not how the calls are driven.
             if let Some(sm) = o.get_mut("summary").and_then(|x| x.as_object_mut()) {
                 for k in [

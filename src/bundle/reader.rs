@@ -533,23 +533,14 @@ impl ChunkStream {
         let c = self.batch.as_ref().expect("peeked");
         let (i, d) = (self.row, &self.dir);
         let chunk_id = c.chunk_id.value(i);
-        if c.embedding_id.value(i) != chunk_id {
+        if c.embeddings.id(i) != chunk_id {
             return Err(Error::bundle(
                 d,
                 "embeddings.parquet is not row for row with chunks.parquet",
             ));
         }
-        let at = c.embeddings.value_offset_at(i);
-        let embedding = c.embeddings.values().as_primitive::<Float32Type>().values()
-            [at..at + self.dim]
-            .to_vec();
-        // The windows' vectors: rows `offsets[i]..offsets[i + 1]` of the flat vector list.
-        let offsets = c.windows.value_offsets();
-        let (lo, hi) = (offsets[i] as usize, offsets[i + 1] as usize);
-        let flat = c.windows.values().as_fixed_size_list();
-        let windows = flat.values().as_primitive::<Float32Type>().values()
-            [flat.value_offset_at(lo)..flat.value_offset_at(hi)]
-            .to_vec();
+        let embedding = c.embeddings.vector(i).to_vec();
+        let windows = c.embeddings.windows(i).to_vec();
         let ord = c.chunk_ord.value(i);
         let ord = u32::try_from(ord)
             .map_err(|_| Error::bundle(d, format!("chunk_ord {ord} is negative")))?;
@@ -601,9 +592,7 @@ struct ChunkCols {
     end_col: Int32Array,
     token_len: Int32Array,
     chunk_ord: Int32Array,
-    embedding_id: Int64Array,
-    embeddings: FixedSizeListArray,
-    windows: ListArray,
+    embeddings: EmbeddingCols,
 }
 
 impl ChunkCols {
@@ -611,34 +600,6 @@ impl ChunkCols {
         let s = |n: &str| column::<StringArray>(c, n, d).cloned();
         let i64c = |n: &str| column::<Int64Array>(c, n, d).cloned();
         let i32c = |n: &str| column::<Int32Array>(c, n, d).cloned();
-        let embeddings: FixedSizeListArray =
-            column::<FixedSizeListArray>(e, "embedding", d)?.clone();
-        if embeddings.value_length() as usize != dim {
-            return Err(Error::bundle(
-                d,
-                format!(
-                    "embeddings have {} floats, the manifest says {dim}",
-                    embeddings.value_length(),
-                ),
-            ));
-        }
-        if embeddings
-            .values()
-            .as_primitive_opt::<Float32Type>()
-            .is_none()
-        {
-            return Err(Error::bundle(d, "embeddings are not 32-bit floats"));
-        }
-        let windows: ListArray = column::<ListArray>(e, "windows", d)?.clone();
-        if windows.data_type() != &super::schema::windows_type(dim) {
-            return Err(Error::bundle(
-                d,
-                format!(
-                    "embeddings.windows is {}, not lists of {dim} 32-bit floats",
-                    windows.data_type()
-                ),
-            ));
-        }
         Ok(ChunkCols {
             path: s("path")?,
             kind: s("kind")?,
@@ -658,10 +619,83 @@ impl ChunkCols {
             end_col: i32c("end_col")?,
             token_len: i32c("token_len")?,
             chunk_ord: i32c("chunk_ord")?,
-            embedding_id: column::<Int64Array>(e, "chunk_id", d)?.clone(),
-            embeddings,
-            windows,
+            embeddings: EmbeddingCols::new(e, dim, d)?,
         })
+    }
+}
+
+/// The columns of one batch of `embeddings.parquet` at `d`, checked against the schema: each row's
+/// chunk id, vector and further windows' vectors.
+pub struct EmbeddingCols {
+    ids: Int64Array,
+    vectors: FixedSizeListArray,
+    windows: ListArray,
+    dim: usize,
+}
+
+impl EmbeddingCols {
+    /// The columns of `e`, whose vectors must have `dim` 32-bit floats.
+    pub fn new(e: &RecordBatch, dim: usize, d: &Path) -> Result<Self> {
+        let vectors: FixedSizeListArray = column::<FixedSizeListArray>(e, "embedding", d)?.clone();
+        if vectors.value_length() as usize != dim {
+            return Err(Error::bundle(
+                d,
+                format!(
+                    "embeddings have {} floats, the manifest says {dim}",
+                    vectors.value_length(),
+                ),
+            ));
+        }
+        if vectors.values().as_primitive_opt::<Float32Type>().is_none() {
+            return Err(Error::bundle(d, "embeddings are not 32-bit floats"));
+        }
+        let windows: ListArray = column::<ListArray>(e, "windows", d)?.clone();
+        if windows.data_type() != &super::schema::windows_type(dim) {
+            return Err(Error::bundle(
+                d,
+                format!(
+                    "embeddings.windows is {}, not lists of {dim} 32-bit floats",
+                    windows.data_type()
+                ),
+            ));
+        }
+        Ok(EmbeddingCols {
+            ids: column::<Int64Array>(e, "chunk_id", d)?.clone(),
+            vectors,
+            windows,
+            dim,
+        })
+    }
+
+    /// Rows in the batch.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the batch has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Row `i`'s chunk id.
+    pub fn id(&self, i: usize) -> i64 {
+        self.ids.value(i)
+    }
+
+    /// Row `i`'s vector (of the chunk's start, for a model that reads only that).
+    pub fn vector(&self, i: usize) -> &[f32] {
+        let at = self.vectors.value_offset_at(i);
+        &self.vectors.values().as_primitive::<Float32Type>().values()[at..at + self.dim]
+    }
+
+    /// Row `i`'s further windows' vectors, one after another (a multiple of the dimension).
+    pub fn windows(&self, i: usize) -> &[f32] {
+        // Rows `offsets[i]..offsets[i + 1]` of the flat vector list.
+        let offsets = self.windows.value_offsets();
+        let (lo, hi) = (offsets[i] as usize, offsets[i + 1] as usize);
+        let flat = self.windows.values().as_fixed_size_list();
+        &flat.values().as_primitive::<Float32Type>().values()
+            [flat.value_offset_at(lo)..flat.value_offset_at(hi)]
     }
 }
 

@@ -170,9 +170,9 @@ impl EmbedStage {
         self.backend.as_hash()
     }
 
-    /// What [`EmbedStage::embed`] gives for texts of these byte lengths, `make` giving the
-    /// vectors the backend would ([`EmbedStage::inline_hash`] only): counted, checked and
-    /// normalised the same way.
+    /// What [`EmbedStage::embed_chunks`] gives for chunks of one text each, of these byte
+    /// lengths, `make` giving the vectors the backend would ([`EmbedStage::inline_hash`] only):
+    /// counted, checked and normalised the same way.
     pub fn embed_inline(
         &self,
         text_lens: impl Iterator<Item = usize>,
@@ -226,13 +226,6 @@ impl EmbedStage {
         Ok(())
     }
 
-    /// Vectors for `texts`, in order (see the module docs).
-    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let (vectors, missed) = self.embed_missed(texts)?;
-        self.shared.chunks.fetch_add(missed.len() as u64, Relaxed);
-        Ok(vectors)
-    }
-
     /// The vectors of each chunk's texts ([`super::window_texts`]): its first text's, and the
     /// rest's one after another. `beyond`: how many of these chunks have an end that no window
     /// reached (counted as the warning `beyond-windows`).
@@ -269,7 +262,8 @@ impl EmbedStage {
             .collect())
     }
 
-    /// [`EmbedStage::embed`], and which texts (by index, ascending) the cache did not have.
+    /// Vectors for `texts`, in order (see the module docs), and which texts (by index, ascending)
+    /// the cache did not have.
     fn embed_missed(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, Vec<usize>)> {
         if texts.is_empty() {
             return Ok((Vec::new(), Vec::new()));

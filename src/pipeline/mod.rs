@@ -986,11 +986,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         // summary goes there, in words such a model knows. The hash embedder's text stays as it was.
         // Such a model gets windows over the rest of a long chunk (`embed.windows`).
         let with_summary = ctx.embedder.backend().limits().is_some();
-        let windows = if with_summary {
-            ctx.config.embed.windows
-        } else {
-            1
-        };
+        let windows = ctx.config.embed.windows_used();
         let mut beyond = 0;
         let texts: Vec<Vec<String>> = chunked
             .chunks

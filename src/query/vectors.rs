@@ -3,11 +3,11 @@
 //! contiguous memory instead of casting Parquet lists in SQL (≈9 s for 1M × 384 in DuckDB).
 //! int8 keeps a 1M × 256 matrix at 256 MB (f32 would be 1 GB) at a cosine error far below the gaps
 //! between ranks that matter.
-use arrow::array::{Array, FixedSizeListArray, Float32Array, Int64Array, ListArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::path::Path;
 
 use super::cache::{self, Bytes};
+use crate::bundle::reader::EmbeddingCols;
 use crate::bundle::{Manifest, SegmentInfo};
 use crate::{Error, Result};
 
@@ -24,45 +24,9 @@ pub fn for_each_embedding(
     let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(f)?.build()?;
     for batch in reader {
-        let batch = batch?;
-        let bad = || Error::bundle(path, "embeddings.parquet has an unexpected schema");
-        let id_col = batch
-            .column_by_name("chunk_id")
-            .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
-            .ok_or_else(bad)?;
-        let floats = |lists: &FixedSizeListArray| -> Result<Float32Array> {
-            if lists.value_length() as usize != dim {
-                return Err(bad());
-            }
-            let v = lists.values().as_any().downcast_ref::<Float32Array>();
-            // The floats of the list's rows (from the list's first row's).
-            let v = v.ok_or_else(bad)?;
-            Ok(v.slice(lists.offset() * dim, lists.len() * dim))
-        };
-        let lists = batch
-            .column_by_name("embedding")
-            .and_then(|c| c.as_any().downcast_ref::<FixedSizeListArray>())
-            .ok_or_else(bad)?;
-        let windows = batch
-            .column_by_name("windows")
-            .and_then(|c| c.as_any().downcast_ref::<ListArray>())
-            .ok_or_else(bad)?;
-        let firsts = floats(lists)?;
-        let flat = windows
-            .values()
-            .as_any()
-            .downcast_ref::<FixedSizeListArray>()
-            .ok_or_else(bad)?;
-        let rest = floats(flat)?;
-        let (firsts, rest) = (firsts.values(), rest.values());
-        let offsets = windows.value_offsets();
-        for r in 0..batch.num_rows() {
-            let (lo, hi) = (offsets[r] as usize, offsets[r + 1] as usize);
-            row(
-                id_col.value(r),
-                &firsts[r * dim..(r + 1) * dim],
-                rest.get(lo * dim..hi * dim).ok_or_else(bad)?,
-            );
+        let c = EmbeddingCols::new(&batch?, dim, path)?;
+        for r in 0..c.len() {
+            row(c.id(r), c.vector(r), c.windows(r));
         }
     }
     Ok(())
