@@ -481,17 +481,7 @@ fn local_minilm_windows_find_the_end_of_a_long_chunk() {
             .env("TROVE_CACHE_DIR", cache.path());
         summary(&c.assert().success())
     };
-    let sql = |b: &Path, q: &str| {
-        let out = trove()
-            .env("TROVE_CACHE_DIR", cache.path())
-            .arg("sql")
-            .arg(b)
-            .arg(q)
-            .args(["--format", "json"])
-            .assert()
-            .success();
-        serde_json::from_slice::<Vec<serde_json::Value>>(&out.get_output().stdout).unwrap()
-    };
+    let sql = |b: &Path, q: &str| sql_json_in(Some(cache.path()), b, q);
     let q = "email the report to the administrators";
     // (start line, score) of the vector arm's hits.
     let arm = |b: &Path| -> Vec<(u64, f64)> {
@@ -653,15 +643,7 @@ fn local_minilm_round_trip(runtime_args: &[&str], min_cosine: f64, ran_on: &str)
         "SELECT i, trove_embed(t) AS v FROM (VALUES {}) x(i, t) ORDER BY i",
         values.join(", ")
     );
-    let out = trove()
-        .env("TROVE_CACHE_DIR", cache.path())
-        .arg("sql")
-        .arg(&b)
-        .arg(&sql)
-        .args(["--format", "json"])
-        .assert()
-        .success();
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let rows = sql_json_in(Some(cache.path()), &b, &sql);
     assert_eq!(rows.len(), 19);
     for row in rows {
         let i = row["i"].as_u64().unwrap() as usize;

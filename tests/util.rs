@@ -406,7 +406,17 @@ pub fn serve_dir(root: &Path, delay: std::time::Duration) -> FileServer {
 
 /// The rows of `trove sql BUNDLE SQL --format json`.
 pub fn sql_json(bundle: &Path, sql: &str) -> Vec<serde_json::Value> {
-    let out = trove()
+    sql_json_in(None, bundle, sql)
+}
+
+/// [`sql_json`] with `TROVE_CACHE_DIR` set to `cache` when given (where a local model's folder
+/// is remembered, for `trove_embed`).
+pub fn sql_json_in(cache: Option<&Path>, bundle: &Path, sql: &str) -> Vec<serde_json::Value> {
+    let mut c = trove();
+    if let Some(d) = cache {
+        c.env("TROVE_CACHE_DIR", d);
+    }
+    let out = c
         .arg("sql")
         .arg(bundle)
         .arg(sql)
