@@ -485,24 +485,10 @@ fn local_minilm_windows_find_the_end_of_a_long_chunk() {
     let q = "email the report to the administrators";
     // (start line, score) of the vector arm's hits.
     let arm = |b: &Path| -> Vec<(u64, f64)> {
-        let out = trove()
-            .env("TROVE_CACHE_DIR", cache.path())
-            .arg("query")
-            .arg(b)
-            .args([
-                q,
-                "--mode",
-                "vector",
-                "--format",
-                "jsonl",
-                "--path",
-                "src/report.py",
-            ])
-            .assert()
-            .success();
-        String::from_utf8_lossy(&out.get_output().stdout)
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        let mut args: Vec<&std::ffi::OsStr> = vec![b.as_os_str()];
+        args.extend([q, "--mode", "vector", "--path", "src/report.py"].map(std::ffi::OsStr::new));
+        query_jsonl_in(Some(cache.path()), &args)
+            .into_iter()
             .map(|h| {
                 (
                     h["start_line"].as_u64().unwrap(),
@@ -657,24 +643,17 @@ fn local_minilm_round_trip(runtime_args: &[&str], min_cosine: f64, ran_on: &str)
     let stamp = std::fs::read_to_string(b.join("manifest.json")).unwrap();
     assert!(!stamp.contains(&*model.to_string_lossy()), "{stamp}");
     let query = |cache: &Path, extra: &[&std::ffi::OsStr]| {
-        let out = trove()
-            .env("TROVE_CACHE_DIR", cache)
-            .arg("query")
-            .arg(&b)
-            .args([
+        let mut args: Vec<&std::ffi::OsStr> = vec![b.as_os_str()];
+        args.extend(
+            [
                 "sum the prices of everything in the shopping basket",
                 "--mode",
                 "vector",
-                "--format",
-                "jsonl",
-            ])
-            .args(extra)
-            .assert()
-            .success();
-        String::from_utf8_lossy(&out.get_output().stdout)
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .collect::<Vec<_>>()
+            ]
+            .map(std::ffi::OsStr::new),
+        );
+        args.extend(extra);
+        query_jsonl_in(Some(cache), &args)
     };
     let hits = query(cache.path(), &[]);
     assert_eq!(hits[0]["path"], "web/cart.js", "{hits:?}");

@@ -222,7 +222,20 @@ pub fn manifest(bundle: &Path) -> serde_json::Value {
 
 /// Runs `trove query ARGS --format jsonl`, asserts success, returns one JSON value per hit.
 pub fn query_jsonl<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Vec<serde_json::Value> {
-    let out = trove()
+    query_jsonl_in(None, args)
+}
+
+/// [`query_jsonl`] with `TROVE_CACHE_DIR` set to `cache` when given (where a local model's folder
+/// is remembered, for the vector arm).
+pub fn query_jsonl_in<S: AsRef<std::ffi::OsStr>>(
+    cache: Option<&Path>,
+    args: &[S],
+) -> Vec<serde_json::Value> {
+    let mut c = trove();
+    if let Some(d) = cache {
+        c.env("TROVE_CACHE_DIR", d);
+    }
+    let out = c
         .arg("query")
         .args(args)
         .args(["--format", "jsonl"])
