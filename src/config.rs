@@ -227,7 +227,7 @@ pub struct EmbedConfig {
     pub windows: usize,
 }
 
-fn default_windows() -> usize {
+pub(crate) fn default_windows() -> usize {
     4
 }
 

@@ -283,7 +283,7 @@ fn default_embed_config() -> EmbedConfig {
             timeout_secs: 60,
             retries: 5,
             cache: true,
-            windows: 4,
+            windows: crate::config::default_windows(),
         })
 }
 
