@@ -12,6 +12,16 @@ pub fn trove() -> assert_cmd::Command {
     c
 }
 
+/// [`trove`] with `TROVE_CACHE_DIR` set to `cache` instead, when given (where a local model's
+/// folder is remembered).
+pub fn trove_in(cache: Option<&Path>) -> assert_cmd::Command {
+    let mut c = trove();
+    if let Some(d) = cache {
+        c.env("TROVE_CACHE_DIR", d);
+    }
+    c
+}
+
 /// The checkout the tests run in. Read at run time (cargo sets it for every test run): a test
 /// binary reused from a shared target directory may have been compiled in another checkout, whose
 /// path `env!` would have baked in.
@@ -231,11 +241,7 @@ pub fn query_jsonl_in<S: AsRef<std::ffi::OsStr>>(
     cache: Option<&Path>,
     args: &[S],
 ) -> Vec<serde_json::Value> {
-    let mut c = trove();
-    if let Some(d) = cache {
-        c.env("TROVE_CACHE_DIR", d);
-    }
-    let out = c
+    let out = trove_in(cache)
         .arg("query")
         .args(args)
         .args(["--format", "jsonl"])
@@ -425,11 +431,7 @@ pub fn sql_json(bundle: &Path, sql: &str) -> Vec<serde_json::Value> {
 /// [`sql_json`] with `TROVE_CACHE_DIR` set to `cache` when given (where a local model's folder
 /// is remembered, for `trove_embed`).
 pub fn sql_json_in(cache: Option<&Path>, bundle: &Path, sql: &str) -> Vec<serde_json::Value> {
-    let mut c = trove();
-    if let Some(d) = cache {
-        c.env("TROVE_CACHE_DIR", d);
-    }
-    let out = c
+    let out = trove_in(cache)
         .arg("sql")
         .arg(bundle)
         .arg(sql)
