@@ -166,8 +166,9 @@ pub struct Bm25Config {
 }
 
 /// `[embed]`: which backend embeds chunks, and how it is driven. Only `backend`, `dim`, `model`,
-/// `dimensions` and `model_dir` decide the vectors (they make the embedder's fingerprint); the
-/// rest is how the work is done, and changing it never forces a rebuild.
+/// `dimensions`, `model_dir` and `window_tokens` decide the vectors (they make the embedder's
+/// fingerprint), and `windows` how many a chunk gets (in the config hash); the rest is how the
+/// work is done, and changing it never forces a rebuild.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct EmbedConfig {
@@ -225,6 +226,16 @@ pub struct EmbedConfig {
     /// scores the chunk by its best window (MaxP). 1: the start only.
     #[serde(default = "default_windows")]
     pub windows: usize,
+    /// `local`: the most word pieces the model reads of each window (each text a chunk is
+    /// embedded as); 0 (the default): as many as the model can (MiniLM: 256). A query is always
+    /// read up to the model's own length. Left out of a stamp when 0, so a bundle made with the
+    /// default stamps (and hashes) what it did before the setting existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub window_tokens: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 pub(crate) fn default_windows() -> usize {
@@ -318,6 +329,9 @@ impl PipelineConfig {
         }
         if !(1..=64).contains(&self.embed.windows) {
             return bad("embed.windows must be between 1 and 64");
+        }
+        if self.embed.window_tokens != 0 && !(16..=8192).contains(&self.embed.window_tokens) {
+            return bad("embed.window_tokens must be 0 (the model's own length) or 16 to 8192");
         }
         if self.chunk.window_lines == 0 {
             return bad("chunk.window_lines must be at least 1");

@@ -449,7 +449,8 @@ fn local_minilm_on_onnx_runtime_int8_matches_the_reference_vectors_and_answers_q
 /// asks about: with windows (the default) the chunk keeps a vector of its end, the vector arm and
 /// `vector_search` score it by its best window and rank it first; with `--embed-windows 1` it has
 /// one vector, of its start, and ranks below the imports. Incremental runs and compaction carry
-/// the windows over.
+/// the windows over; shorter windows (`--embed-window-tokens 128`) are more, and another
+/// embedder: a full rebuild.
 #[test]
 fn local_minilm_windows_find_the_end_of_a_long_chunk() {
     let (r, w, cache) = (
@@ -582,6 +583,31 @@ fn local_minilm_windows_find_the_end_of_a_long_chunk() {
     let s = index(&b, &["--embed-windows", &n.to_string()]);
     assert_eq!(s["files_reused"], 0, "{s}");
     assert_eq!(windows(&b), windows(&two));
+    // Windows of 128 word pieces: more of them (8 allowed), and the end is still found first.
+    // Another window length is another embedder: nothing is reused.
+    let short = w.path().join("short");
+    let s = index(
+        &short,
+        &["--embed-window-tokens", "128", "--embed-windows", "8"],
+    );
+    let narrow = windows(&short);
+    assert!(narrow[1].1 > got[1].1, "{narrow:?} vs {got:?}");
+    assert_eq!(beyond(&s), 0, "{s}");
+    assert_eq!(arm(&short)[0].0, 5);
+    // A query is read up to the model's length, not the window's: a text longer than 256 word
+    // pieces has the same query vector in both bundles.
+    let query_vector =
+        |b: &Path| sql(b, &format!("SELECT trove_embed('{report}') AS v"))[0]["v"].clone();
+    assert!(
+        query_vector(&short) == query_vector(&two),
+        "a query was cut at the window"
+    );
+    let s = index(
+        &b,
+        &["--embed-window-tokens", "128", "--embed-windows", "8"],
+    );
+    assert_eq!(s["files_reused"], 0, "{s}");
+    assert_eq!(windows(&b), narrow);
 }
 
 /// Index with the local model on a runtime (`runtime_args`), then check the query vectors

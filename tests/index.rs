@@ -380,6 +380,28 @@ fn config_overlay_changes_the_pipeline_and_bad_keys_are_refused() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("window_line"));
+    // A value that parses but makes no sense, in a config file or a flag.
+    write(out.path(), "tiny.toml", b"[embed]\nwindow_tokens = 5\n");
+    trove()
+        .arg("index")
+        .arg(repo.path())
+        .arg("-o")
+        .arg(out.path().join("c"))
+        .arg("--config")
+        .arg(out.path().join("tiny.toml"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("embed.window_tokens must be 0"));
+    trove()
+        .arg("index")
+        .arg(repo.path())
+        .arg("-o")
+        .arg(out.path().join("c"))
+        .args(["--embed-window-tokens", "5"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--embed-window-tokens"));
+    assert!(!out.path().join("c").exists());
 }
 
 /// Regular files under `dir`.

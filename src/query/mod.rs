@@ -1033,7 +1033,7 @@ impl QueryModel {
                 if query.trim().is_empty() {
                     return Ok(None);
                 }
-                let mut v = m.embed(&[query])?.pop().unwrap_or_default();
+                let mut v = m.embed_query(query)?;
                 if v.len() != m.dim() || v.iter().any(|x| !x.is_finite()) {
                     return Err(Error::Other(format!(
                         "embedder {} returned a bad query vector (dimension {}, expected {})",
