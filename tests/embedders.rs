@@ -445,6 +445,92 @@ fn local_minilm_on_onnx_runtime_int8_matches_the_reference_vectors_and_answers_q
     local_minilm_round_trip(&[], 0.98, "model.int8.onnx");
 }
 
+/// Late interaction reorders the best hybrid hits of a local model (on by default, `--rerank 0`
+/// turns it off): the same hits in another order, scores still best first and within the range
+/// the hybrid gave them, the hits after the reordered ones untouched, `-k` cutting the reordered
+/// list; a name query keeps its definition first; a hash bundle and `--mode vector` are never
+/// reordered.
+#[test]
+fn local_minilm_late_interaction_reorders_the_best_hybrid_hits() {
+    let (r, w, cache) = (
+        repo(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let b = w.path().join("b");
+    let mut c = index_cmd(r.path(), &b, &["--embedder", "local", "--model-dir"]);
+    c.arg(model_dir()).env("TROVE_CACHE_DIR", cache.path());
+    c.assert().success();
+    let hits = |b: &Path, q: &str, extra: &[&str]| -> Vec<(String, u64, f64)> {
+        let mut args: Vec<&std::ffi::OsStr> = vec![b.as_os_str(), std::ffi::OsStr::new(q)];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        query_jsonl_in(Some(cache.path()), &args)
+            .into_iter()
+            .map(|h| {
+                (
+                    h["path"].as_str().unwrap().to_string(),
+                    h["start_line"].as_u64().unwrap(),
+                    h["score"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let place = |v: &[(String, u64, f64)]| -> Vec<(String, u64)> {
+        v.iter().map(|(p, l, _)| (p.clone(), *l)).collect()
+    };
+    let mut changed = 0;
+    for q in [
+        "sum the prices of everything in the shopping basket",
+        "wait longer and longer between attempts",
+        "read the settings file",
+        "how many things are in the cart",
+    ] {
+        let plain = hits(&b, q, &["-k", "20", "--rerank", "0"]);
+        let re = hits(&b, q, &["-k", "20"]);
+        let (mut a, mut z) = (place(&plain), place(&re));
+        assert!(plain.len() > 3, "{plain:?}");
+        changed += usize::from(a != z);
+        a.sort();
+        z.sort();
+        assert_eq!(a, z, "{q}: the same hits");
+        assert!(re.windows(2).all(|p| p[0].2 >= p[1].2), "{q}: {re:?}");
+        let span = |v: &[(String, u64, f64)]| (v[0].2, v[v.len() - 1].2);
+        let ((hi, lo), (rhi, rlo)) = (span(&plain), span(&re));
+        assert!(
+            rhi <= hi + 1e-9 && rlo >= lo - 1e-9,
+            "{q}: {plain:?} {re:?}"
+        );
+        // -k cuts the reordered list; fewer reordered hits leave the rest as they were.
+        assert_eq!(place(&hits(&b, q, &["-k", "2"])), place(&re)[..2]);
+        let two = hits(&b, q, &["-k", "20", "--rerank", "2"]);
+        assert_eq!(place(&two)[2..], place(&plain)[2..], "{q}");
+        // The vector arm alone is not reordered.
+        let v = |extra: &[&str]| {
+            place(&hits(
+                &b,
+                q,
+                &[&["--mode", "vector", "-k", "20"], extra].concat(),
+            ))
+        };
+        assert_eq!(v(&[]), v(&["--rerank", "0"]));
+    }
+    assert!(
+        changed > 0,
+        "late interaction reordered none of the queries"
+    );
+    // A name keeps its definition first.
+    assert_eq!(hits(&b, "totalPrice", &[])[0].0, "web/cart.js");
+    // The hash embedder has no word-piece vectors: nothing to reorder.
+    let h = w.path().join("h");
+    index_cmd(r.path(), &h, &[]).assert().success();
+    let q = "total price of the items in the cart";
+    assert!(hits(&h, q, &["--vector-weight", "1"]).len() > 1);
+    assert_eq!(
+        hits(&h, q, &["--vector-weight", "1"]),
+        hits(&h, q, &["--vector-weight", "1", "--rerank", "0"])
+    );
+}
+
 /// A function longer than the model reads (MiniLM: 256 word pieces) whose end is what a question
 /// asks about: with windows (the default) the chunk keeps a vector of its end, the vector arm and
 /// `vector_search` score it by its best window and rank it first; with `--embed-windows 1` it has

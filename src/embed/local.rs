@@ -52,6 +52,10 @@ pub struct LocalEmbedder {
     tokenizer: Tokenizer,
     /// Truncates a query to the model's own length.
     query_tokenizer: Tokenizer,
+    /// Truncates nothing (late interaction's windows).
+    pieces_tokenizer: Tokenizer,
+    /// The model's own length in word pieces.
+    max_len: usize,
     name: String,
     dim: usize,
     pooling: Pooling,
@@ -151,6 +155,10 @@ impl LocalEmbedder {
             Ok(t)
         };
         let (tokenizer, query_tokenizer) = (truncating(window)?, truncating(max_len)?);
+        let mut pieces_tokenizer = query_tokenizer.clone();
+        pieces_tokenizer
+            .with_truncation(None)
+            .map_err(|e| model_err(&dir, format!("tokenizer truncation: {e}")))?;
         let fingerprint = |runtime: &str, weights: &[u8]| {
             sha256_hex(
                 format!(
@@ -212,6 +220,8 @@ impl LocalEmbedder {
             engine,
             tokenizer,
             query_tokenizer,
+            pieces_tokenizer,
+            max_len,
             name,
             dim: config.hidden_size,
             pooling,
@@ -280,9 +290,44 @@ impl LocalEmbedder {
         let encodings = tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| format!("tokenizer: {e}"))?;
+        for e in &encodings {
+            if !e.get_overflowing().is_empty() {
+                self.truncated.fetch_add(1, Relaxed);
+            }
+        }
+        let rows: Vec<(&[u32], &[u32])> = encodings
+            .iter()
+            .map(|e| (e.get_ids(), e.get_type_ids()))
+            .collect();
+        let (width, mask, states) = self.forward(&rows)?;
+        let hidden = self.dim;
+        Ok((0..encodings.len())
+            .map(|r| {
+                let rows = &states[r * width * hidden..(r + 1) * width * hidden];
+                let mut v = pool(
+                    self.pooling,
+                    rows,
+                    &mask[r * width..(r + 1) * width],
+                    hidden,
+                );
+                if self.normalize {
+                    super::normalize(&mut v);
+                }
+                v
+            })
+            .collect())
+    }
+
+    /// The encoder's output for texts given as word-piece ids and type ids (padded to the
+    /// longest): its width, the attention mask and the token vectors, `width` rows of `dim` per
+    /// text.
+    fn forward(
+        &self,
+        encodings: &[(&[u32], &[u32])],
+    ) -> std::result::Result<(usize, Vec<u32>, Vec<f32>), String> {
         let width = encodings
             .iter()
-            .map(|e| e.get_ids().len())
+            .map(|e| e.0.len())
             .max()
             .unwrap_or(0)
             .max(1);
@@ -293,15 +338,12 @@ impl LocalEmbedder {
             vec![0u32; n * width],
         );
         let mut tokens = 0u64;
-        for (r, e) in encodings.iter().enumerate() {
-            let len = e.get_ids().len();
+        for (r, (i, t)) in encodings.iter().enumerate() {
+            let len = i.len();
             tokens += len as u64;
-            if !e.get_overflowing().is_empty() {
-                self.truncated.fetch_add(1, Relaxed);
-            }
-            ids[r * width..r * width + len].copy_from_slice(e.get_ids());
-            types[r * width..r * width + len].copy_from_slice(e.get_type_ids());
-            mask[r * width..r * width + len].copy_from_slice(e.get_attention_mask());
+            ids[r * width..r * width + len].copy_from_slice(i);
+            types[r * width..r * width + len].copy_from_slice(t);
+            mask[r * width..r * width + len].fill(1);
         }
         self.tokens.fetch_add(tokens, Relaxed);
         let (hidden, states) = match &self.engine {
@@ -327,21 +369,47 @@ impl LocalEmbedder {
                 self.dim
             ));
         }
-        Ok((0..n)
-            .map(|r| {
-                let rows = &states[r * width * hidden..(r + 1) * width * hidden];
-                let mut v = pool(
-                    self.pooling,
-                    rows,
-                    &mask[r * width..(r + 1) * width],
-                    hidden,
-                );
-                if self.normalize {
-                    super::normalize(&mut v);
-                }
-                v
-            })
-            .collect())
+        Ok((width, mask, states))
+    }
+
+    /// The word pieces of `text` and their vectors (normalised; special tokens left out), read
+    /// in up to `windows` windows of the model's length, one window per pass.
+    fn pieces(&self, text: &str, windows: usize) -> std::result::Result<super::Pieces, String> {
+        // The text's word pieces (no truncation), then windows of the model's length, each
+        // between the special tokens the model was trained with.
+        let whole = self
+            .pieces_tokenizer
+            .encode(text, true)
+            .map_err(|e| format!("tokenizer: {e}"))?;
+        let special = whole.get_special_tokens_mask();
+        let (ids, tokens) = (whole.get_ids(), whole.get_tokens());
+        let inner: Vec<usize> = (0..ids.len()).filter(|&i| special[i] == 0).collect();
+        let (Some(&open), Some(&close)) = (
+            (0..ids.len()).find(|&i| special[i] == 1).map(|i| &ids[i]),
+            (0..ids.len())
+                .rev()
+                .find(|&i| special[i] == 1)
+                .map(|i| &ids[i]),
+        ) else {
+            return Ok(Vec::new());
+        };
+        let room = self.max_len.saturating_sub(2).max(1);
+        let mut out = Vec::new();
+        for window in inner.chunks(room).take(windows.max(1)) {
+            let mut w: Vec<u32> = Vec::with_capacity(window.len() + 2);
+            w.push(open);
+            w.extend(window.iter().map(|&i| ids[i]));
+            w.push(close);
+            let types = vec![0u32; w.len()];
+            let (_, _, states) = self.forward(&[(w.as_slice(), types.as_slice())])?;
+            for (k, &i) in window.iter().enumerate() {
+                let row = k + 1;
+                let mut v = states[row * self.dim..(row + 1) * self.dim].to_vec();
+                super::normalize(&mut v);
+                out.push((tokens[i].clone(), v));
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -446,6 +514,11 @@ impl Embedder for LocalEmbedder {
     }
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         self.run(&self.tokenizer, texts)
+            .map_err(|e| Error::Other(format!("local model {}: {e}", self.name)))
+    }
+    fn token_vectors(&self, text: &str, windows: usize) -> Result<Option<super::Pieces>> {
+        self.pieces(text, windows)
+            .map(Some)
             .map_err(|e| Error::Other(format!("local model {}: {e}", self.name)))
     }
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {

@@ -27,6 +27,9 @@ use std::sync::OnceLock;
 use crate::extract;
 use crate::util::{fnv1a64, sha256_hex};
 
+/// A text's word pieces, each with its vector (see [`Embedder::token_vectors`]).
+pub type Pieces = Vec<(String, Vec<f32>)>;
+
 /// A pluggable embedding backend.
 pub trait Embedder: Send + Sync {
     /// Backend name (`hash`, `openai`, `local`).
@@ -37,6 +40,13 @@ pub trait Embedder: Send + Sync {
     fn dim(&self) -> usize;
     /// Embeds a batch of texts: one vector per text, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+    /// The word pieces of `text` the model reads and their vectors (normalised, special tokens
+    /// left out), for late interaction (the query's rerank): up to `windows` windows of the
+    /// model's own length, a query's in one. `None`: the backend has no such vectors (`hash`,
+    /// `openai`).
+    fn token_vectors(&self, _text: &str, _windows: usize) -> Result<Option<Pieces>> {
+        Ok(None)
+    }
     /// Embeds a query. A model that reads each chunk in windows shorter than it could
     /// (`embed.window_tokens`) reads a query up to its own length.
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {

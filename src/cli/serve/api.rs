@@ -274,6 +274,7 @@ pub async fn query(
             Some(f) => value_enum::<Fusion>("fusion", f)?,
             None => Fusion::default(),
         },
+        rerank: trove::query::RERANK,
     };
     let names = q.bundles;
     on_bundles(&app, Lane::Search, move |lease| {
