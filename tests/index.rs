@@ -369,38 +369,29 @@ fn config_overlay_changes_the_pipeline_and_bad_keys_are_refused() {
     assert_eq!(kinds, [vec!["lines".to_string(), "4".to_string()]]);
     let m = manifest(&b);
     assert_eq!(m["pipeline"]["chunk"]["window_lines"], 5);
+    // Refused with exit 2 and a message naming what is wrong; nothing is written.
+    let refused = |extra: &[&str], says: &str| {
+        trove()
+            .arg("index")
+            .arg(repo.path())
+            .arg("-o")
+            .arg(out.path().join("c"))
+            .args(extra)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(says));
+    };
     write(out.path(), "bad.toml", b"[chunk]\nwindow_line = 5\n");
-    trove()
-        .arg("index")
-        .arg(repo.path())
-        .arg("-o")
-        .arg(out.path().join("c"))
-        .arg("--config")
-        .arg(out.path().join("bad.toml"))
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("window_line"));
+    let bad = out.path().join("bad.toml");
+    refused(&["--config", &bad.to_string_lossy()], "window_line");
     // A value that parses but makes no sense, in a config file or a flag.
     write(out.path(), "tiny.toml", b"[embed]\nwindow_tokens = 5\n");
-    trove()
-        .arg("index")
-        .arg(repo.path())
-        .arg("-o")
-        .arg(out.path().join("c"))
-        .arg("--config")
-        .arg(out.path().join("tiny.toml"))
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("embed.window_tokens must be 0"));
-    trove()
-        .arg("index")
-        .arg(repo.path())
-        .arg("-o")
-        .arg(out.path().join("c"))
-        .args(["--embed-window-tokens", "5"])
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("--embed-window-tokens"));
+    let tiny = out.path().join("tiny.toml");
+    refused(
+        &["--config", &tiny.to_string_lossy()],
+        "embed.window_tokens must be 0",
+    );
+    refused(&["--embed-window-tokens", "5"], "--embed-window-tokens");
     assert!(!out.path().join("c").exists());
 }
 
