@@ -44,10 +44,10 @@ const MIN_COSINE: f32 = 0.12;
 /// Multipliers that push tests and docs below code with the same text score.
 const TEST_WEIGHT: f64 = 0.7;
 const DOC_WEIGHT: f64 = 0.85;
-/// Hybrid hits a model with word-piece vectors reorders by late interaction (see
+/// Hits (hybrid or vector) a model with word-piece vectors reorders by late interaction (see
 /// [`Bundle::late_interaction`]), and the share of the new order that is late interaction's: on
 /// the project's question set (scripts/eval/), 20 and 0.5 lift MRR@10 on half A, half B and the
-/// dev set alike (10–20 hits and shares 0.35–0.75 all did).
+/// dev set alike (10–20 hits and shares 0.35–0.75 all did, in hybrid mode).
 pub const RERANK: usize = 20;
 const RERANK_SHARE: f64 = 0.5;
 /// Windows of a chunk late interaction reads (of the model's own length, 256 word pieces).
@@ -108,8 +108,8 @@ pub struct QueryOptions {
     pub vector_weight: Option<f64>,
     /// How hybrid mode fuses the arms.
     pub fusion: Fusion,
-    /// How many of the best hybrid hits late interaction reorders when the embedder has word-piece
-    /// vectors (`local`); 0: none (see [`RERANK`]).
+    /// How many of the best hits late interaction reorders (hybrid and vector mode) when the
+    /// embedder has word-piece vectors (`local`); 0: none (see [`RERANK`]).
     pub rerank: usize,
 }
 
@@ -879,10 +879,12 @@ impl Bundle {
             h.score = score;
             Some(h)
         });
-        // Late interaction reorders the best `o.rerank` hybrid hits of a model embedder that has
-        // word-piece vectors; the chunks defining a name the query is stay first.
+        // Late interaction reorders the best `o.rerank` hits (hybrid or vector) of a model
+        // embedder that has word-piece vectors; the chunks defining a name the query is stay first.
         let model = match (&embedder, mode) {
-            (Some(QueryModel::Model(m)), Mode::Hybrid) if o.rerank > 0 => Some(m.clone()),
+            (Some(QueryModel::Model(m)), Mode::Hybrid | Mode::Vector) if o.rerank > 0 => {
+                Some(m.clone())
+            }
             _ => None,
         };
         let wanted = if model.is_some() {
@@ -935,7 +937,8 @@ impl Bundle {
     /// own word-piece vectors, untrained for it: each query word piece (no stop word, no
     /// punctuation) is matched with its most similar piece of the chunk's path and text, and the
     /// similarities are averaged. The new order is by (1 − s)·hybrid + s·MaxSim, each min-max
-    /// scaled over `hits`, s = [`RERANK_SHARE`]; the new scores span the old ones' range, so hits
+    /// scaled over `hits`, s = [`RERANK_SHARE`] (the old score: the hybrid's, or the vector arm's
+    /// cosine in vector mode); the new scores span the old ones' range, so hits
     /// after these and other bundles' merge as before.
     fn late_interaction(
         &self,
