@@ -50,8 +50,8 @@ pub struct QueryArgs {
     pub fusion: trove::query::Fusion,
     /// Best hits reordered by late interaction in hybrid and vector mode (the local model's
     /// word-piece vectors of the query matched against each chunk's); 0: off. Only a `local`
-    /// embedder has such vectors (hash and openai bundles are not reordered). It reads N chunks with the model at each
-    /// query (at 20, on 2 cores: about +0.4 s with int8, +1 s with fp32).
+    /// embedder has such vectors (hash and openai bundles are not reordered). It reads N chunks
+    /// with the model at each query (at 20, on 2 cores: about +0.4 s with int8, +1 s with fp32).
     #[arg(long, value_name = "N", default_value_t = trove::query::RERANK)]
     pub rerank: usize,
     /// Output format.

@@ -13,8 +13,8 @@
 //! Tokenizing and pooling are the same code whichever runtime runs the encoder. The fingerprint
 //! covers the weights that ran (the safetensors for candle, the ONNX file's bytes for ONNX
 //! Runtime, so fp32 and int8 differ), tokenizer, config, window and pooling: a changed model
-//! folder or window is another embedder. On a CPU one text per pass, so a vector never depends on which texts shared
-//! its pass (padding, and int8's per-pass activation scales, would change it).
+//! folder or window is another embedder. On a CPU one text per pass, so a vector never depends on
+//! which texts shared its pass (padding, and int8's per-pass activation scales, would change it).
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
@@ -372,6 +372,11 @@ impl LocalEmbedder {
         Ok((width, mask, states))
     }
 
+    /// A failed pass, named by the model.
+    fn failed(&self, e: String) -> Error {
+        Error::Other(format!("local model {}: {e}", self.name))
+    }
+
     /// The word pieces of `text` and their vectors (normalised; special tokens left out), read
     /// in up to `windows` windows of the model's length, one window per pass.
     fn pieces(&self, text: &str, windows: usize) -> std::result::Result<super::Pieces, String> {
@@ -513,18 +518,17 @@ impl Embedder for LocalEmbedder {
         e.get_offsets().iter().map(|o| o.1).max()
     }
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        self.run(&self.tokenizer, texts)
-            .map_err(|e| Error::Other(format!("local model {}: {e}", self.name)))
+        self.run(&self.tokenizer, texts).map_err(|e| self.failed(e))
     }
     fn token_vectors(&self, text: &str, windows: usize) -> Result<Option<super::Pieces>> {
         self.pieces(text, windows)
             .map(Some)
-            .map_err(|e| Error::Other(format!("local model {}: {e}", self.name)))
+            .map_err(|e| self.failed(e))
     }
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
         let mut v = self
             .run(&self.query_tokenizer, &[text])
-            .map_err(|e| Error::Other(format!("local model {}: {e}", self.name)))?;
+            .map_err(|e| self.failed(e))?;
         Ok(v.pop().unwrap_or_default())
     }
 }

@@ -908,7 +908,10 @@ impl Bundle {
         hits.truncate(o.k);
         widened_at.truncate(o.k);
         let widened: Vec<usize> = (0..hits.len()).filter(|&k| widened_at[k]).collect();
-        if o.content {
+        if !o.content {
+            // Late interaction read the reordered hits' chunk texts; they were not asked for.
+            hits.iter_mut().for_each(|h| h.content = None);
+        } else {
             // A widened hit's text is its function's, read once per file (where it cannot be had,
             // `fill_content` below gives it the piece's); the other hits' is their chunk's.
             let mut texts: FxHashMap<String, Option<String>> = FxHashMap::default();
@@ -967,17 +970,11 @@ impl Bundle {
         if q.is_empty() {
             return Ok(identity);
         }
-        // Each chunk's own text (a widened hit's too: the piece that matched).
-        let mut texts: Vec<Hit> = hits
-            .iter()
-            .map(|h| Hit {
-                content: None,
-                ..h.clone()
-            })
-            .collect();
-        self.fill_content(&mut texts)?;
+        // Each chunk's own text (a widened hit's too: the piece that matched; `search` puts the
+        // function's text in its place when content is asked for).
+        self.fill_content(hits)?;
         use rayon::prelude::*;
-        let sims: Vec<f64> = texts
+        let sims: Vec<f64> = hits
             .par_iter()
             .map(|h| -> Result<f64> {
                 let text = format!("{} {}", h.path, h.content.as_deref().unwrap_or(""));
@@ -996,12 +993,14 @@ impl Bundle {
                 Ok(total / q.len() as f64)
             })
             .collect::<Result<_>>()?;
-        let scaled = |v: &[f64]| -> Vec<f64> {
-            let (lo, hi) = v
-                .iter()
+        let bounds = |v: &[f64]| {
+            v.iter()
                 .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| {
                     (l.min(*x), h.max(*x))
-                });
+                })
+        };
+        let scaled = |v: &[f64]| -> Vec<f64> {
+            let (lo, hi) = bounds(v);
             v.iter()
                 .map(|x| if hi > lo { (x - lo) / (hi - lo) } else { 1.0 })
                 .collect()
@@ -1016,10 +1015,7 @@ impl Bundle {
         let mut order: Vec<usize> = (0..hits.len()).collect();
         // Stable: equal scores keep the hybrid's order.
         order.sort_by(|&i, &j| mixed[j].total_cmp(&mixed[i]));
-        let (lo, hi) = (
-            old[old.len() - 1].min(old[0]),
-            old[0].max(old[old.len() - 1]),
-        );
+        let (lo, hi) = bounds(&old);
         let reordered: Vec<Hit> = order
             .iter()
             .map(|&k| Hit {
