@@ -515,6 +515,55 @@ fn local_minilm_late_interaction_reorders_the_best_hits() {
     );
     // A name keeps its definition first.
     assert_eq!(hits(&b, "totalPrice", &[])[0].0, "web/cart.js");
+    // `trove serve` reorders as the CLI does, and `"rerank"` sets how many, as `--rerank` does.
+    let m = model_dir();
+    let s = crate::serve::Server::start(
+        &[b.to_str().unwrap(), "--model-dir", m.to_str().unwrap()],
+        &[],
+    );
+    let q = "wait longer and longer between attempts";
+    for (body, cli) in [
+        (format!(r#"{{"query": "{q}", "k": 20}}"#), vec!["-k", "20"]),
+        (
+            format!(r#"{{"query": "{q}", "k": 20, "rerank": 0}}"#),
+            vec!["-k", "20", "--rerank", "0"],
+        ),
+        (
+            format!(r#"{{"query": "{q}", "k": 20, "rerank": 2, "mode": "vector"}}"#),
+            vec!["-k", "20", "--rerank", "2", "--mode", "vector"],
+        ),
+    ] {
+        let (st, got) = s.json("POST", "/query", Some(&body));
+        assert_eq!(st, 200, "{body}: {got}");
+        let mut args: Vec<&std::ffi::OsStr> = vec![b.as_os_str(), std::ffi::OsStr::new(q)];
+        args.extend(cli.iter().map(std::ffi::OsStr::new));
+        let want = serde_json::Value::Array(query_jsonl_in(Some(cache.path()), &args));
+        assert_eq!(
+            crate::serve::unbundled(got),
+            crate::serve::unbundled(want),
+            "{body}"
+        );
+    }
+    assert_ne!(
+        s.json(
+            "POST",
+            "/query",
+            Some(&format!(r#"{{"query": "{q}", "k": 20}}"#))
+        ),
+        s.json(
+            "POST",
+            "/query",
+            Some(&format!(r#"{{"query": "{q}", "k": 20, "rerank": 0}}"#))
+        ),
+        "late interaction reorders this query"
+    );
+    let (st, got) = s.json(
+        "POST",
+        "/query",
+        Some(&format!(r#"{{"query": "{q}", "rerank": 1001}}"#)),
+    );
+    assert_eq!(st, 400, "{got}");
+    drop(s);
     // The hash embedder has no word-piece vectors: nothing to reorder.
     let h = w.path().join("h");
     index_cmd(r.path(), &h, &[]).assert().success();

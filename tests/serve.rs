@@ -13,7 +13,7 @@ use crate::util::*;
 type Answer = (u16, Vec<(String, String)>, String);
 
 /// A running `trove serve`, stopped (SIGTERM) when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     addr: String,
     /// stderr (access log, reload lines), collected by a thread.
@@ -22,7 +22,7 @@ struct Server {
 
 impl Server {
     /// Starts `trove serve ARGS --listen 127.0.0.1:0` and waits for its address.
-    fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
+    pub(crate) fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut c = Command::new(assert_cmd::cargo::cargo_bin("trove"));
         c.arg("serve")
             .args(args)
@@ -128,7 +128,12 @@ impl Server {
         (status, hs, body)
     }
 
-    fn json(&self, method: &str, path: &str, body: Option<&str>) -> (u16, serde_json::Value) {
+    pub(crate) fn json(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> (u16, serde_json::Value) {
         let (s, _, b) = self.http(method, path, body, &[]);
         let v = serde_json::from_str(&b).unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {b}"));
         (s, v)
@@ -171,7 +176,7 @@ fn header<'a>(hs: &'a [(String, String)], name: &str) -> Option<&'a str> {
 }
 
 /// `v` without the fields that name where a hit was served from.
-fn unbundled(mut v: serde_json::Value) -> serde_json::Value {
+pub(crate) fn unbundled(mut v: serde_json::Value) -> serde_json::Value {
     for h in v.as_array_mut().into_iter().flatten() {
         h.as_object_mut().unwrap().remove("bundle");
     }
@@ -205,8 +210,8 @@ fn serve_answers_every_endpoint_as_the_cli_does_and_refuses_bad_input() {
     // POST /query answers what `trove query --format json` prints, in each mode, with filters.
     for (body, cli) in [
         (
-            r#"{"query": "parse the config file", "k": 7}"#,
-            vec!["parse the config file", "-k", "7"],
+            r#"{"query": "parse the config file", "k": 7, "rerank": 0}"#,
+            vec!["parse the config file", "-k", "7", "--rerank", "0"],
         ),
         (
             r#"{"query": "invoice total", "mode": "bm25", "language": ["python", "go"], "k": 5}"#,

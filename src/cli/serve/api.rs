@@ -198,6 +198,9 @@ struct QueryBody {
     content: Option<bool>,
     #[serde(default)]
     fusion: Option<String>,
+    /// How many of the best hits late interaction reorders (a local model's bundle); 0: none.
+    #[serde(default)]
+    rerank: Option<usize>,
 }
 
 /// Most results one query returns.
@@ -244,6 +247,12 @@ pub async fn query(
     if !(1..=MAX_K).contains(&k) {
         return Err(bad(format!("k must be from 1 to {MAX_K}, got {k}")));
     }
+    let rerank = q.rerank.unwrap_or(trove::query::RERANK);
+    if rerank > MAX_K {
+        return Err(bad(format!(
+            "rerank must be from 0 (off) to {MAX_K}, got {rerank}"
+        )));
+    }
     if q.alpha.is_some_and(|w| !(w.is_finite() && w >= 0.0)) {
         return Err(bad(
             "alpha (the vector arm's weight) must be a non-negative number",
@@ -274,7 +283,7 @@ pub async fn query(
             Some(f) => value_enum::<Fusion>("fusion", f)?,
             None => Fusion::default(),
         },
-        rerank: trove::query::RERANK,
+        rerank,
     };
     let names = q.bundles;
     on_bundles(&app, Lane::Search, move |lease| {
@@ -811,5 +820,21 @@ impl super::super::mcp::ToolHost for ServedTools {
                 self.0.timeout.as_secs_f64()
             )))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `/openapi.json` states the limits and defaults `POST /query` applies.
+    #[test]
+    fn openapi_states_the_query_limits_the_handler_applies() {
+        let o: Value = serde_json::from_str(OPENAPI).unwrap();
+        let p = &o["components"]["schemas"]["QueryRequest"]["properties"];
+        assert_eq!(p["k"]["maximum"], MAX_K);
+        assert_eq!(p["rerank"]["maximum"], MAX_K);
+        assert_eq!(p["rerank"]["default"], trove::query::RERANK);
+        assert_eq!(p["k"]["default"], 10);
     }
 }
