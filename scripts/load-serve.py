@@ -3,13 +3,14 @@
 
 Usage:
   load-serve.py --base URL [--clients 32] [--seconds 30] [--token T] [--mode hybrid|mixed]
-                [--queries FILE] [--reload-cmd "shell command" --reloads 5] [--server-pid PID]
-                [--json OUT]
+                [--queries FILE] [--query-extra JSON] [--reload-cmd "shell command" --reloads 5]
+                [--server-pid PID] [--json OUT]
 
 N client threads, each on its own persistent (keep-alive) HTTP/1.1 connection, send requests for
 the duration. --mode hybrid: only POST /query {mode: hybrid}. --mode mixed (default): ~60% POST
 /query (hybrid/bm25/vector, some with filters), ~15% GET /symbols, ~10% GET /refs, ~10% GET
 /files/{path} (paths learned from query hits before the run), ~5% GET /map or /bundles.
+--query-extra adds its fields to every POST /query body (e.g. '{"rerank": 0}').
 
 Any non-2xx status, connection error or timeout (30 s) is an error. A connection the server closed
 while it was idle (seen before the next request is sent) is reopened without counting an error;
@@ -111,7 +112,8 @@ def idle_closed(conn):
 class Workload:
     """What to ask: queries from a file or the built-in list; paths and symbols learned up front."""
 
-    def __init__(self, target, mode, queries):
+    def __init__(self, target, mode, queries, query_extra=None):
+        self.query_extra = query_extra or {}
         self.mode, self.queries = mode, queries
         self.paths, self.symbols, self.langs, self.kinds, self.dirs, self.bundles = [], [], [], [], [], []
         self.learn(target)
@@ -150,7 +152,8 @@ class Workload:
     def next(self, rng):
         """(label, method, path, body)."""
         if self.mode == "hybrid":
-            return "POST /query hybrid", "POST", "/query", {"query": rng.choice(self.queries), "mode": "hybrid"}
+            return "POST /query hybrid", "POST", "/query", {"query": rng.choice(self.queries), "mode": "hybrid",
+                                                            **self.query_extra}
         x = rng.random()
         if x < 0.60 or (x < 0.75 and not self.symbols) or (0.85 <= x < 0.95 and not self.paths):
             mode = rng.choice(["hybrid", "hybrid", "bm25", "vector"])
@@ -167,7 +170,7 @@ class Workload:
                 body["path"] = rng.choice(self.dirs)[1] + "/*"
             elif f < 0.33:
                 body["content"] = True
-            return f"POST /query {mode}", "POST", "/query", body
+            return f"POST /query {mode}", "POST", "/query", {**body, **self.query_extra}
         if x < 0.75:
             p = {"name": rng.choice(self.symbols)}
             if rng.random() < 0.3:
@@ -365,8 +368,12 @@ def main():
     ap.add_argument("--reloads", type=int, default=5)
     ap.add_argument("--server-pid", type=int)
     ap.add_argument("--timeout", type=float, default=30, help="client timeout per request (s)")
+    ap.add_argument("--query-extra", type=json.loads, default={},
+                    help="a JSON object whose fields every POST /query body gets, e.g. '{\"rerank\": 0}'")
     ap.add_argument("--json", dest="json_out")
     a = ap.parse_args()
+    if not isinstance(a.query_extra, dict):
+        sys.exit("--query-extra must be a JSON object")
     if a.clients < 1 or a.seconds <= 0:
         sys.exit("--clients and --seconds must be positive")
 
@@ -379,7 +386,7 @@ def main():
     target = Target(a.base, a.token)
     try:
         g0 = generation(target)
-        work = Workload(target, a.mode, queries)
+        work = Workload(target, a.mode, queries, a.query_extra)
     except (OSError, http.client.HTTPException, RuntimeError) as e:
         print(f"error: the server at {a.base} does not answer: {e}", file=sys.stderr)
         sys.exit(1)

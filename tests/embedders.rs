@@ -445,6 +445,58 @@ fn local_minilm_on_onnx_runtime_int8_matches_the_reference_vectors_and_answers_q
     local_minilm_round_trip(&[], 0.98, "model.int8.onnx");
 }
 
+/// search_code's hits (path, first line) through `trove mcp BUNDLE --model-dir MODEL EXTRA...`
+/// over stdio (newline-delimited JSON-RPC: initialize, initialized, one tools/call).
+fn mcp_search(bundle: &Path, model: &Path, query: &str, extra: &[&str]) -> Vec<(String, u64)> {
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("trove"))
+        .arg("mcp")
+        .arg(bundle)
+        .arg("--model-dir")
+        .arg(model)
+        .args(extra)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "search_code", "arguments": {"query": query, "k": 10}}});
+    for m in [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        call,
+    ] {
+        writeln!(stdin, "{m}").unwrap();
+    }
+    let mut text = String::new();
+    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["id"] == 2 {
+            text = v["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{v}"))
+                .to_string();
+            break;
+        }
+    }
+    drop(stdin);
+    child.wait().unwrap();
+    // "path:start-end  kind symbol  (score s)", then the snippet's lines (indented).
+    text.lines()
+        .filter(|l| !l.starts_with(' ') && l.contains("(score "))
+        .map(|l| {
+            let place = l.split_whitespace().next().unwrap();
+            let (path, lines) = place.rsplit_once(':').unwrap();
+            let start = lines.split('-').next().unwrap().parse().unwrap();
+            (path.to_string(), start)
+        })
+        .collect()
+}
+
 /// Late interaction reorders the best hybrid and vector hits of a local model (on by default,
 /// `--rerank 0` turns it off): the same hits in another order, scores still best first and within
 /// the range the arms gave them, the hits after the reordered ones untouched, `-k` cutting the
@@ -473,6 +525,11 @@ fn local_minilm_late_interaction_reorders_the_best_hits() {
                 )
             })
             .collect()
+    };
+    let hits_json = |b: &Path, q: &str, extra: &[&str]| -> Vec<serde_json::Value> {
+        let mut args: Vec<&std::ffi::OsStr> = vec![b.as_os_str(), std::ffi::OsStr::new(q)];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        query_jsonl_in(Some(cache.path()), &args)
     };
     let place = |v: &[(String, u64, f64)]| -> Vec<(String, u64)> {
         v.iter().map(|(p, l, _)| (p.clone(), *l)).collect()
@@ -535,9 +592,7 @@ fn local_minilm_late_interaction_reorders_the_best_hits() {
     ] {
         let (st, got) = s.json("POST", "/query", Some(&body));
         assert_eq!(st, 200, "{body}: {got}");
-        let mut args: Vec<&std::ffi::OsStr> = vec![b.as_os_str(), std::ffi::OsStr::new(q)];
-        args.extend(cli.iter().map(std::ffi::OsStr::new));
-        let want = serde_json::Value::Array(query_jsonl_in(Some(cache.path()), &args));
+        let want = serde_json::Value::Array(hits_json(&b, q, &cli));
         assert_eq!(
             crate::serve::unbundled(got),
             crate::serve::unbundled(want),
@@ -564,6 +619,42 @@ fn local_minilm_late_interaction_reorders_the_best_hits() {
     );
     assert_eq!(st, 400, "{got}");
     drop(s);
+    // `trove serve --rerank 0`: requests that do not say are not reordered.
+    let s = crate::serve::Server::start(
+        &[
+            b.to_str().unwrap(),
+            "--model-dir",
+            m.to_str().unwrap(),
+            "--rerank",
+            "0",
+        ],
+        &[],
+    );
+    let (_, got) = s.json(
+        "POST",
+        "/query",
+        Some(&format!(r#"{{"query": "{q}", "k": 20}}"#)),
+    );
+    let want = serde_json::Value::Array(hits_json(&b, q, &["-k", "20", "--rerank", "0"]));
+    assert_eq!(crate::serve::unbundled(got), crate::serve::unbundled(want));
+    drop(s);
+    // `trove mcp`: search_code reorders as the CLI does, and `--rerank 0` turns it off.
+    let top = |v: &[serde_json::Value]| -> Vec<(String, u64)> {
+        v.iter()
+            .take(10)
+            .map(|h| {
+                (
+                    h["path"].as_str().unwrap().to_string(),
+                    h["start_line"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let cli_on = top(&hits_json(&b, q, &[]));
+    let cli_off = top(&hits_json(&b, q, &["--rerank", "0"]));
+    assert_ne!(cli_on, cli_off, "{q}: late interaction reorders its top 10");
+    assert_eq!(mcp_search(&b, &m, q, &[]), cli_on);
+    assert_eq!(mcp_search(&b, &m, q, &["--rerank", "0"]), cli_off);
     // The hash embedder has no word-piece vectors: nothing to reorder.
     let h = w.path().join("h");
     index_cmd(r.path(), &h, &[]).assert().success();

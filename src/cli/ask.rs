@@ -65,6 +65,8 @@ pub struct AskArgs {
     #[arg(long, value_enum, default_value_t = AskFormat::Text)]
     pub format: AskFormat,
     #[command(flatten)]
+    pub late: super::Rerank,
+    #[command(flatten)]
     pub embedder_at: super::EmbedderAt,
 }
 
@@ -355,7 +357,7 @@ pub fn run(a: AskArgs) -> anyhow::Result<i32> {
     if a.max_steps == 0 {
         anyhow::bail!("--max-steps must be at least 1");
     }
-    let tools = Tools::open(&a.bundles)?;
+    let tools = Tools::open(&a.bundles)?.with_rerank(a.late.rerank);
     let mut cfg = AskConfig::new(
         a.url.as_deref(),
         a.model.as_deref(),

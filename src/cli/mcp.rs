@@ -37,6 +37,8 @@ pub struct McpArgs {
     #[arg(required = true)]
     pub bundles: Vec<PathBuf>,
     #[command(flatten)]
+    pub late: super::Rerank,
+    #[command(flatten)]
     pub embedder_at: super::EmbedderAt,
 }
 
@@ -201,7 +203,7 @@ impl<H: ToolHost> ServerHandler for Server<H> {
 /// Runs `trove mcp`: serves until stdin closes.
 pub fn run(a: McpArgs) -> anyhow::Result<i32> {
     a.embedder_at.apply();
-    let tools = Tools::open(&a.bundles)?;
+    let tools = Tools::open(&a.bundles)?.with_rerank(a.late.rerank);
     eprintln!(
         "trove mcp: serving {} over stdio",
         tools

@@ -48,12 +48,8 @@ pub struct QueryArgs {
     /// How hybrid mode fuses BM25 and vector: convex (normalized scores, weighted) or rrf (ranks).
     #[arg(long, value_enum, default_value_t = trove::query::Fusion::default())]
     pub fusion: trove::query::Fusion,
-    /// Best hits reordered by late interaction in hybrid and vector mode (the local model's
-    /// word-piece vectors of the query matched against each chunk's); 0: off. Only a `local`
-    /// embedder has such vectors (hash and openai bundles are not reordered). It reads N chunks
-    /// with the model at each query (at 20, on 2 cores: about +0.4 s with int8, +1 s with fp32).
-    #[arg(long, value_name = "N", default_value_t = trove::query::RERANK)]
-    pub rerank: usize,
+    #[command(flatten)]
+    pub late: super::Rerank,
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutFormat::Text)]
     pub format: OutFormat,
@@ -157,7 +153,7 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
         content: a.content || a.format == OutFormat::Text,
         vector_weight: a.vector_weight,
         fusion: a.fusion,
-        rerank: a.rerank,
+        rerank: a.late.rerank,
     };
     if a.vector_weight
         .is_some_and(|w| !(w.is_finite() && w >= 0.0))

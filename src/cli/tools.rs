@@ -151,6 +151,8 @@ pub struct Tools {
     bundles: Vec<Bundle>,
     /// Per bundle, the rows its map is drawn from (loaded on the first read_map).
     maps: Vec<std::sync::OnceLock<MapFiles>>,
+    /// How many of search_code's best hits late interaction reorders.
+    rerank: usize,
 }
 
 /// The arguments of one call, checked as they are read.
@@ -243,14 +245,23 @@ impl Tools {
             .iter()
             .map(|p| Bundle::open(p))
             .collect::<trove::Result<Vec<_>>>()?;
-        let maps = bundles.iter().map(|_| std::sync::OnceLock::new()).collect();
-        Ok(Tools { bundles, maps })
+        Ok(Tools::from_bundles(bundles))
     }
 
     /// Tools over bundles already open (their labels are the names the tools show).
     pub fn from_bundles(bundles: Vec<Bundle>) -> Self {
         let maps = bundles.iter().map(|_| std::sync::OnceLock::new()).collect();
-        Tools { bundles, maps }
+        Tools {
+            bundles,
+            maps,
+            rerank: trove::query::RERANK,
+        }
+    }
+
+    /// These tools with search_code's late interaction reordering `n` hits (0: none).
+    pub fn with_rerank(mut self, n: usize) -> Self {
+        self.rerank = n;
+        self
     }
 
     /// The rows of bundle `i`'s map, loaded on first use and kept.
@@ -363,6 +374,7 @@ impl Tools {
         };
         let k = a.int("k", 1, MAX_K)?.unwrap_or(10);
         let mut o = QueryOptions::unfiltered(mode, k);
+        o.rerank = self.rerank;
         o.langs = a.str("language")?.into_iter().collect();
         o.kinds = a.str("kind")?.into_iter().collect();
         o.path = a.str("path")?.map(|p| {

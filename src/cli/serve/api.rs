@@ -247,7 +247,7 @@ pub async fn query(
     if !(1..=MAX_K).contains(&k) {
         return Err(bad(format!("k must be from 1 to {MAX_K}, got {k}")));
     }
-    let rerank = q.rerank.unwrap_or(trove::query::RERANK);
+    let rerank = q.rerank.unwrap_or(app.rerank);
     if rerank > MAX_K {
         return Err(bad(format!(
             "rerank must be from 0 (off) to {MAX_K}, got {rerank}"
@@ -747,7 +747,7 @@ pub async fn ask(
                     Ok(o)
                 })
                 .collect::<trove::Result<Vec<_>>>()?;
-            let tools = super::super::tools::Tools::from_bundles(opened);
+            let tools = super::super::tools::Tools::from_bundles(opened).with_rerank(app2.rerank);
             let r =
                 super::super::ask::research(&tools, cfg, &question, steps, false).map_err(|e| {
                     ApiError::new(StatusCode::BAD_GATEWAY, "model_failed", format!("{e:#}"))

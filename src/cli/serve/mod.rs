@@ -102,6 +102,9 @@ pub struct ServeArgs {
     /// Seconds an /ask request may take (the research loop makes several model calls).
     #[arg(long, default_value_t = 300.0, value_name = "SECS")]
     pub ask_timeout: f64,
+    // The default of POST /query's `rerank` and of the MCP and /ask searches.
+    #[command(flatten)]
+    pub late: super::Rerank,
     #[command(flatten)]
     pub embedder_at: super::EmbedderAt,
 }
@@ -123,6 +126,8 @@ pub struct App {
     mcp_permits: Arc<tokio::sync::Semaphore>,
     /// A request's deadline (MCP tool calls too).
     timeout: Duration,
+    /// How many hits late interaction reorders when a request does not say (`--rerank`).
+    rerank: usize,
 }
 
 type Shared = Arc<App>;
@@ -194,7 +199,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         Vec::new()
     };
     let started = Instant::now();
-    let served = Served::open(&a.bundles, workers)?;
+    let served = Served::open(&a.bundles, workers, a.late.rerank)?;
     let names: Vec<String> = served.slots.iter().map(|s| s.name.clone()).collect();
     eprintln!(
         "trove serve: {} ready in {:.1} s ({workers} handles per lane: searches, look-ups)",
@@ -213,6 +218,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         hosts,
         mcp_permits: Arc::new(tokio::sync::Semaphore::new(a.max_in_flight)),
         timeout: Duration::from_secs_f64(a.timeout),
+        rerank: a.late.rerank,
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

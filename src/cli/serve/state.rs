@@ -158,6 +158,8 @@ pub struct Served {
     current: RwLock<Arc<Generation>>,
     /// Handles per lane and generation.
     workers: usize,
+    /// How many of search_code's best hits late interaction reorders (`--rerank`).
+    rerank: usize,
     /// The last generation id handed out.
     last_id: AtomicU64,
     /// Names snapshot folders apart.
@@ -177,7 +179,7 @@ pub fn now_rfc3339() -> String {
 impl Served {
     /// Loads, verifies and opens every bundle (`workers` handles over them); fails on the first
     /// that cannot be served.
-    pub fn open(paths: &[PathBuf], workers: usize) -> anyhow::Result<Self> {
+    pub fn open(paths: &[PathBuf], workers: usize, rerank: usize) -> anyhow::Result<Self> {
         let mut slots: Vec<Slot> = Vec::new();
         for p in paths {
             let base = p
@@ -217,6 +219,7 @@ impl Served {
                 manifests: Vec::new(),
             })),
             workers: workers.max(1),
+            rerank,
             last_id: AtomicU64::new(0),
             serial: AtomicU64::new(0),
             roots,
@@ -398,13 +401,17 @@ impl Served {
                     .map_err(|e| anyhow::anyhow!("{}: a test search failed: {e}", slot.name))?;
                 // A model embedder loads here, before the switch (a bundle whose embedder this
                 // build cannot run still serves BM25, as `trove query` does).
-                let _ = search_all([&b], "main", &QueryOptions::unfiltered(Mode::Hybrid, 1));
+                let warm = QueryOptions {
+                    rerank: 0,
+                    ..QueryOptions::unfiltered(Mode::Hybrid, 1)
+                };
+                let _ = search_all([&b], "main", &warm);
                 if w == 0 {
                     manifests.push(b.manifest.clone());
                 }
                 bundles.push(b);
             }
-            free.push(Tools::from_bundles(bundles));
+            free.push(Tools::from_bundles(bundles).with_rerank(self.rerank));
         }
         let id = self.last_id.fetch_add(1, Ordering::Relaxed) + 1;
         Ok(Generation {
