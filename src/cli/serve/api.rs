@@ -247,12 +247,13 @@ pub async fn query(
     if !(1..=MAX_K).contains(&k) {
         return Err(bad(format!("k must be from 1 to {MAX_K}, got {k}")));
     }
-    let rerank = q.rerank.unwrap_or(app.rerank);
-    if rerank > MAX_K {
+    if let Some(r) = q.rerank.filter(|r| *r > MAX_K) {
         return Err(bad(format!(
-            "rerank must be from 0 (off) to {MAX_K}, got {rerank}"
+            "rerank must be from 0 (off) to {MAX_K}, got {r}"
         )));
     }
+    // The server's own `--rerank` is the operator's choice, unbounded like the CLI's.
+    let rerank = q.rerank.unwrap_or(app.rerank);
     if q.alpha.is_some_and(|w| !(w.is_finite() && w >= 0.0)) {
         return Err(bad(
             "alpha (the vector arm's weight) must be a non-negative number",
