@@ -512,10 +512,13 @@ fn local_minilm_late_interaction_reorders_the_best_hits() {
     let mut c = index_cmd(r.path(), &b, &["--embedder", "local", "--model-dir"]);
     c.arg(model_dir()).env("TROVE_CACHE_DIR", cache.path());
     c.assert().success();
-    let hits = |b: &Path, q: &str, extra: &[&str]| -> Vec<(String, u64, f64)> {
+    let hits_json = |b: &Path, q: &str, extra: &[&str]| -> Vec<serde_json::Value> {
         let mut args: Vec<&std::ffi::OsStr> = vec![b.as_os_str(), std::ffi::OsStr::new(q)];
         args.extend(extra.iter().map(std::ffi::OsStr::new));
         query_jsonl_in(Some(cache.path()), &args)
+    };
+    let hits = |b: &Path, q: &str, extra: &[&str]| -> Vec<(String, u64, f64)> {
+        hits_json(b, q, extra)
             .into_iter()
             .map(|h| {
                 (
@@ -525,11 +528,6 @@ fn local_minilm_late_interaction_reorders_the_best_hits() {
                 )
             })
             .collect()
-    };
-    let hits_json = |b: &Path, q: &str, extra: &[&str]| -> Vec<serde_json::Value> {
-        let mut args: Vec<&std::ffi::OsStr> = vec![b.as_os_str(), std::ffi::OsStr::new(q)];
-        args.extend(extra.iter().map(std::ffi::OsStr::new));
-        query_jsonl_in(Some(cache.path()), &args)
     };
     let place = |v: &[(String, u64, f64)]| -> Vec<(String, u64)> {
         v.iter().map(|(p, l, _)| (p.clone(), *l)).collect()
@@ -639,19 +637,9 @@ fn local_minilm_late_interaction_reorders_the_best_hits() {
     assert_eq!(crate::serve::unbundled(got), crate::serve::unbundled(want));
     drop(s);
     // `trove mcp`: search_code reorders as the CLI does, and `--rerank 0` turns it off.
-    let top = |v: &[serde_json::Value]| -> Vec<(String, u64)> {
-        v.iter()
-            .take(10)
-            .map(|h| {
-                (
-                    h["path"].as_str().unwrap().to_string(),
-                    h["start_line"].as_u64().unwrap(),
-                )
-            })
-            .collect()
-    };
-    let cli_on = top(&hits_json(&b, q, &[]));
-    let cli_off = top(&hits_json(&b, q, &["--rerank", "0"]));
+    // search_code's k is 10, as the CLI's default.
+    let cli_on = place(&hits(&b, q, &["-k", "10"]));
+    let cli_off = place(&hits(&b, q, &["-k", "10", "--rerank", "0"]));
     assert_ne!(cli_on, cli_off, "{q}: late interaction reorders its top 10");
     assert_eq!(mcp_search(&b, &m, q, &[]), cli_on);
     assert_eq!(mcp_search(&b, &m, q, &["--rerank", "0"]), cli_off);

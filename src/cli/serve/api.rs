@@ -253,7 +253,7 @@ pub async fn query(
         )));
     }
     // The server's own `--rerank` is the operator's choice, unbounded like the CLI's.
-    let rerank = q.rerank.unwrap_or(app.rerank);
+    let rerank = q.rerank.unwrap_or(app.served.rerank());
     if q.alpha.is_some_and(|w| !(w.is_finite() && w >= 0.0)) {
         return Err(bad(
             "alpha (the vector arm's weight) must be a non-negative number",
@@ -748,7 +748,8 @@ pub async fn ask(
                     Ok(o)
                 })
                 .collect::<trove::Result<Vec<_>>>()?;
-            let tools = super::super::tools::Tools::from_bundles(opened).with_rerank(app2.rerank);
+            let tools =
+                super::super::tools::Tools::from_bundles(opened).with_rerank(app2.served.rerank());
             let r =
                 super::super::ask::research(&tools, cfg, &question, steps, false).map_err(|e| {
                     ApiError::new(StatusCode::BAD_GATEWAY, "model_failed", format!("{e:#}"))

@@ -126,8 +126,6 @@ pub struct App {
     mcp_permits: Arc<tokio::sync::Semaphore>,
     /// A request's deadline (MCP tool calls too).
     timeout: Duration,
-    /// How many hits late interaction reorders when a request does not say (`--rerank`).
-    rerank: usize,
 }
 
 type Shared = Arc<App>;
@@ -218,7 +216,6 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         hosts,
         mcp_permits: Arc::new(tokio::sync::Semaphore::new(a.max_in_flight)),
         timeout: Duration::from_secs_f64(a.timeout),
-        rerank: a.late.rerank,
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -158,7 +158,8 @@ pub struct Served {
     current: RwLock<Arc<Generation>>,
     /// Handles per lane and generation.
     workers: usize,
-    /// How many of search_code's best hits late interaction reorders (`--rerank`).
+    /// How many hits late interaction reorders when a request does not say (`--rerank`): search_code's,
+    /// POST /query's default.
     rerank: usize,
     /// The last generation id handed out.
     last_id: AtomicU64,
@@ -177,6 +178,11 @@ pub fn now_rfc3339() -> String {
 }
 
 impl Served {
+    /// How many hits late interaction reorders when a request does not say (`--rerank`).
+    pub fn rerank(&self) -> usize {
+        self.rerank
+    }
+
     /// Loads, verifies and opens every bundle (`workers` handles over them); fails on the first
     /// that cannot be served.
     pub fn open(paths: &[PathBuf], workers: usize, rerank: usize) -> anyhow::Result<Self> {
