@@ -218,6 +218,31 @@ fn damaged_segments_are_refused_with_one_line_and_exit_2() {
             }),
         ),
         (
+            "segment listed twice",
+            Box::new(|b: &Path| {
+                let mut m = manifest(b);
+                let first = m["segments"][0].clone();
+                m["segments"].as_array_mut().unwrap().push(first);
+                std::fs::write(
+                    b.join("manifest.json"),
+                    serde_json::to_vec_pretty(&m).unwrap(),
+                )
+                .unwrap();
+            }),
+        ),
+        (
+            "bm25 b out of range",
+            Box::new(|b: &Path| {
+                let mut m = manifest(b);
+                m["bm25"]["b"] = 99.into();
+                std::fs::write(
+                    b.join("manifest.json"),
+                    serde_json::to_vec_pretty(&m).unwrap(),
+                )
+                .unwrap();
+            }),
+        ),
+        (
             "other embedder",
             Box::new(|b: &Path| {
                 let mut m = manifest(b);

@@ -113,6 +113,42 @@ impl Manifest {
     /// Refuses a bundle with a segment another embedder made (its vectors do not compare with
     /// the others').
     pub fn check_segments(&self, dir: &Path) -> Result<()> {
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = self.segments.iter().find(|s| !seen.insert(s.id.as_str())) {
+            return Err(Error::bundle(
+                dir,
+                format!("manifest.json lists segment {} twice", twice.id),
+            ));
+        }
+        let bm = &self.bm25;
+        let why = if !(bm.k1.is_finite() && bm.k1 >= 0.0) {
+            Some(format!("bm25.k1 {} is not a number of at least 0", bm.k1))
+        } else if !(0.0..=1.0).contains(&bm.b) {
+            Some(format!("bm25.b {} is not between 0 and 1", bm.b))
+        } else if !(bm.avgdl.is_finite() && bm.avgdl >= 0.0) || (bm.n_docs > 0 && bm.avgdl <= 0.0) {
+            Some(format!(
+                "bm25.avgdl {} does not fit {} chunks",
+                bm.avgdl, bm.n_docs
+            ))
+        } else if bm.tokenizer != crate::extract::TOKENIZER {
+            Some(format!(
+                "bm25.tokenizer {:?} is not this trove's ({:?}): re-index with this version",
+                bm.tokenizer,
+                crate::extract::TOKENIZER
+            ))
+        } else if bm.n_docs != self.counts.chunks {
+            Some(format!(
+                "bm25.n_docs {} is not the bundle's {} chunks",
+                bm.n_docs, self.counts.chunks
+            ))
+        } else if bm.max_token_len == 0 {
+            Some("bm25.max_token_len is 0".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(Error::bundle(dir, format!("manifest.json: {why}")));
+        }
         for s in &self.segments {
             if s.embedder != self.embedder.fingerprint {
                 return Err(Error::bundle(
