@@ -137,6 +137,21 @@ fn views_macros_stdin_and_formats() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("nope"));
+    // A comment after the last statement is no statement of its own; only comments are no SQL.
+    let t = trove()
+        .arg("sql")
+        .arg(&b)
+        .args(["SELECT 41 + 1 AS n; -- the answer", "--format", "csv"])
+        .assert()
+        .success();
+    assert_eq!(String::from_utf8_lossy(&t.get_output().stdout), "n\n42\n");
+    trove()
+        .arg("sql")
+        .arg(&b)
+        .arg("/* nothing; here */ -- at all")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("no SQL given"));
 }
 
 #[test]

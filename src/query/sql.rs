@@ -157,29 +157,63 @@ impl Bundle {
     }
 }
 
-/// Splits a script into statements at `;` outside quotes (for stdin scripts).
+/// Splits a script into statements at `;` outside quotes and comments (`-- ...` to the end of
+/// the line, `/* ... */`). A statement that is only comments is dropped, so `SELECT 1; -- done`
+/// is one statement and a script of comments none.
 pub fn split_statements(script: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    for ch in script.chars() {
-        match (quote, ch) {
-            (Some(q), c) if c == q => quote = None,
-            (None, '\'' | '"') => quote = Some(ch),
-            (None, ';') => {
-                if !cur.trim().is_empty() {
-                    out.push(cur.trim().to_string());
-                }
-                cur.clear();
-                continue;
-            }
-            _ => {}
+    let mut code = false;
+    let mut chars = script.chars().peekable();
+    let mut push = |cur: &mut String, code: &mut bool| {
+        if *code {
+            out.push(cur.trim().to_string());
         }
-        cur.push(ch);
+        cur.clear();
+        *code = false;
+    };
+    while let Some(ch) = chars.next() {
+        match ch {
+            '\'' | '"' => {
+                code = true;
+                cur.push(ch);
+                // A doubled quote inside is an escaped one: it closes and reopens.
+                for c in chars.by_ref() {
+                    cur.push(c);
+                    if c == ch {
+                        break;
+                    }
+                }
+            }
+            '-' if chars.peek() == Some(&'-') => {
+                cur.push(ch);
+                for c in chars.by_ref() {
+                    cur.push(c);
+                    if c == '\n' {
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                cur.push(ch);
+                cur.push(chars.next().unwrap_or('*'));
+                let mut prev = ' ';
+                for c in chars.by_ref() {
+                    cur.push(c);
+                    if prev == '*' && c == '/' {
+                        break;
+                    }
+                    prev = c;
+                }
+            }
+            ';' => push(&mut cur, &mut code),
+            c => {
+                code |= !c.is_whitespace();
+                cur.push(c);
+            }
+        }
     }
-    if !cur.trim().is_empty() {
-        out.push(cur.trim().to_string());
-    }
+    push(&mut cur, &mut code);
     out
 }
 
@@ -226,6 +260,26 @@ mod tests {
         assert_eq!(
             split_statements("SELECT ';'; SELECT 2;\n"),
             ["SELECT ';'", "SELECT 2"]
+        );
+    }
+
+    #[test]
+    fn comments_neither_split_nor_make_statements() {
+        assert_eq!(split_statements("SELECT 1; -- done"), ["SELECT 1"]);
+        assert_eq!(
+            split_statements("-- only\n/* a; b */\n"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            split_statements("SELECT 1 -- one; not a split\n+ 1; /* x; */ SELECT 'it''s; fine'"),
+            [
+                "SELECT 1 -- one; not a split\n+ 1",
+                "/* x; */ SELECT 'it''s; fine'"
+            ]
+        );
+        assert_eq!(
+            split_statements("SELECT 3 /* unclosed"),
+            ["SELECT 3 /* unclosed"]
         );
     }
 }
