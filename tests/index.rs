@@ -245,6 +245,51 @@ fn verify_catches_a_changed_file_and_bad_input_is_exit_2() {
         .arg(out.path().join("c"))
         .assert()
         .code(2);
+    // Counts past reason and empty globs are refused before any work (100000 threads aborted).
+    for (args, says) in [
+        (&["--threads", "100000"][..], "not in 0..=1024"),
+        (&["--include", ""][..], "is empty"),
+        (&["--exclude", " "][..], "is empty"),
+    ] {
+        trove()
+            .arg("index")
+            .arg(repo.path())
+            .arg("-o")
+            .arg(out.path().join("c"))
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(says));
+        assert!(!out.path().join("c").exists());
+    }
+    // The other front ends' counts and addresses, checked before they start.
+    for (args, says) in [
+        (&["serve", "--workers", "0"][..], "not in 1..=1024"),
+        (&["serve", "--workers", "100000"][..], "not in 1..=1024"),
+        (
+            &["serve", "--ask-url", "not a url"][..],
+            "not an http:// or https:// URL",
+        ),
+        (
+            &["ask", "--timeout", "0"][..],
+            "--timeout must be at least 1",
+        ),
+        (
+            &["ask", "--url", "localhost:1"][..],
+            "not an http:// or https:// URL",
+        ),
+    ] {
+        let mut c = trove();
+        c.arg(args[0]).arg(&b);
+        if args[0] == "ask" {
+            c.arg("where is the invoice total computed");
+        }
+        c.args(&args[1..])
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(says));
+    }
 }
 
 #[test]

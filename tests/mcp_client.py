@@ -104,6 +104,11 @@ async def single_bundle_checks(client):
     await call(client, "search_code", {"query": "x", "mode": "fuzzy"}, error=True, contains=("mode",))
     await call(client, "search_code", {"query": "x", "language": "klingon"}, error=True, contains=("klingon",))
     await call(client, "search_code", {"query": "x", "path": "["}, error=True, contains=("glob",))
+    await call(client, "search_code", {"query": "x", "path": "**/*.{py"}, error=True, contains=("never closed",))
+    await call(client, "search_code", {"query": "invoice handler", "path": "**/*.{py,go}", "k": 20},
+               contains=(".py:", ".go:"), absent=(".ts:", ".rs:", ".md:"))
+    await call(client, "search_code", {"query": "x", "path": "a\0"}, error=True, contains=("NUL",))
+    await call(client, "resolve_symbol", {"name": "In\0voice"}, error=True, contains=("NUL",))
     await call(client, "search_code", {"query": "x", "k": 1000}, error=True, contains=("k must be",))
     await call(client, "search_code", {"query": "zzzqqqxxyy"}, contains=("No results",))
     # resolve_symbol

@@ -126,8 +126,15 @@ fn exit_codes_and_clear_errors() {
     // Bad filter input is exit 2 with a reason, never an empty result (exit 1).
     for (args, says) in [
         (&["payment", "--path", "["][..], "never closed"),
+        (&["payment", "--path", "**/*.{py"][..], "never closed"),
+        (&["payment", "--path", "a}"][..], "has no '{'"),
+        (&["payment", "--path", "[z-a]*"][..], "reversed"),
+        (&["payment", "--path", "billing\\"][..], "ends in an escape"),
+        (&["payment", "--path", ""][..], "empty"),
         (&["payment", "--lang", "pyhton"][..], "unknown language"),
         (&["payment", "--kind", "functoin"][..], "no chunk of kind"),
+        (&["payment", "-k", "0"][..], "not in 1.."),
+        (&["payment", "-k", "18446744073709551615"][..], "not in 1.."),
     ] {
         trove()
             .arg("query")
@@ -142,6 +149,43 @@ fn exit_codes_and_clear_errors() {
         .arg("query")
         .arg(&b)
         .args(["payment", "--path", "[a-z]*", "--lang", "python"])
+        .assert()
+        .code(0);
+    // `{a,b}` alternatives, as `trove index --include` has them: either, and nothing else.
+    let paths = |glob: &str| -> std::collections::BTreeSet<String> {
+        let out = trove()
+            .arg("query")
+            .arg(&b)
+            .args(["payment", "-k", "50", "--format", "jsonl", "--path", glob])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["path"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    let either = paths("**/*.{py,ts}");
+    assert!(either.iter().any(|p| p.ends_with(".py")), "{either:?}");
+    assert!(either.iter().any(|p| p.ends_with(".ts")), "{either:?}");
+    assert!(
+        either
+            .iter()
+            .all(|p| p.ends_with(".py") || p.ends_with(".ts")),
+        "{either:?}"
+    );
+    let mut both = paths("**/*.py");
+    both.extend(paths("**/*.ts"));
+    assert_eq!(either, both);
+    // A -k past every hit is every hit, not an allocation of k rows (it aborted once).
+    trove()
+        .arg("query")
+        .arg(&b)
+        .args(["payment", "-k", "9223372036854775807"])
         .assert()
         .code(0);
     // A truncated Parquet file, a missing manifest, a newer format: exit 2 with a reason, no panic.

@@ -677,6 +677,9 @@ def check_bad_query():
         ({"query": "invoice", "source_type": "binary"}, "an unknown source_type"),
         ({"query": "invoice", "bundles": ARGS.bundle}, "bundles a string"),
         ({"query": "invoice", "path": 3}, "path a number"),
+        ({"query": "invoice", "path": "**/*.{py"}, "path an unclosed {"),
+        ({"query": "invoice", "path": "[z-a]*"}, "path a reversed range"),
+        ({"query": "invoice", "path": "a\u0000"}, "path with a NUL"),
     ]
     for body, what in cases:
         expect_error(post("/query", body), f"POST /query {what}", 400)
@@ -729,6 +732,14 @@ def check_bad_other(name, path):
     expect_error(get("/deps" + q(bundle="no-such.bundle")), "GET /deps unknown bundle", 404, "unknown_bundle")
     expect_error(get("/map" + q(bundle="no-such.bundle")), "GET /map unknown bundle", 404, "unknown_bundle")
     expect_error(get("/map" + q(depth="deep")), "GET /map depth=deep", 400)
+    # filters with no such value, and NUL characters (no bundle holds one; DuckDB refuses them)
+    expect_error(get("/symbols" + q(name=name, kind="functoin")), "GET /symbols kind=functoin", 400)
+    expect_error(get("/deps" + q(ecosystem="nmp")), "GET /deps ecosystem=nmp", 400)
+    expect_error(get("/deps" + q(scope="devv")), "GET /deps scope=devv", 400)
+    for route, params in (("/symbols", {"name": "\0"}), ("/symbols", {"name": name, "kind": "\0"}),
+                          ("/refs", {"name": "\0"}), ("/deps", {"name": "\0"}),
+                          ("/deps", {"ecosystem": "\0"})):
+        expect_error(get(route + q(**params)), f"GET {route} {sorted(params)} with a NUL", 400)
     expect_error(get(fpath(path) + q(bundle="no-such.bundle")), "GET /files unknown bundle", 404, "unknown_bundle")
 
     # paths that leave the bundle: sent raw, byte for byte

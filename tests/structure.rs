@@ -392,6 +392,34 @@ fn symbols_and_deps_commands() {
         stdout(&["symbols".as_ref(), bo, "noSuchThing".as_ref()], 1),
         ""
     );
+    // A name is literal: SQL's LIKE wildcards in it match nothing but themselves.
+    for q in ["%", "_", "a%a", "Circle > %"] {
+        assert_eq!(stdout(&["symbols".as_ref(), bo, q.as_ref()], 1), "", "{q}");
+    }
+    // Bad filter input is exit 2 with a reason, not an empty result.
+    let refused = |args: &[&str], says: &str| {
+        trove()
+            .args(args.iter().map(|a| if *a == "B" { bo } else { a.as_ref() }))
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(says));
+    };
+    refused(
+        &["symbols", "B", "area", "--kind", "methd"],
+        "no definition of kind \"methd\"",
+    );
+    refused(&["symbols", "B", "area", "-k", "0"], "not in 1..");
+    refused(
+        &["refs", "B", "area", "-k", "18446744073709551615"],
+        "not in 1..",
+    );
+    refused(
+        &["deps", "B", "--ecosystem", "nmp"],
+        "unknown ecosystem \"nmp\"",
+    );
+    refused(&["deps", "B", "--scope", "devv"], "unknown scope \"devv\"");
+    refused(&["map", "B", "no/such/dir"], "no indexed files under");
+    refused(&["map", "B", "src/lib.rs"], "is a file, not a folder");
 
     let text = stdout(&["deps".as_ref(), bo], 0);
     assert!(
@@ -528,7 +556,7 @@ fn summaries_map_and_sql_macros() {
         .unwrap();
     assert_eq!(util["type"], "file");
     assert_eq!(util["summary"], "Defines class Store, function local.");
-    stdout(&["map".as_ref(), bo, "nowhere".as_ref()], 1);
+    stdout(&["map".as_ref(), bo, "nowhere".as_ref()], 2);
 
     let callers = stdout(
         &[

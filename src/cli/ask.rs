@@ -160,6 +160,15 @@ impl AskConfig {
             .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
             .filter(|u| !u.trim().is_empty())
             .unwrap_or_else(|| "https://api.openai.com/v1".into());
+        let host = url
+            .strip_prefix("http://")
+            .or_else(|| url.strip_prefix("https://"))
+            .map(|r| r.split('/').next().unwrap_or(""));
+        if host.is_none_or(|h| h.is_empty() || h.contains(char::is_whitespace)) {
+            anyhow::bail!(
+                "the chat server's URL {url:?} is not an http:// or https:// URL with a host"
+            );
+        }
         let model = model
             .map(str::to_string)
             .or_else(|| std::env::var("TROVE_ASK_MODEL").ok())
@@ -357,7 +366,10 @@ pub fn run(a: AskArgs) -> anyhow::Result<i32> {
     if a.max_steps == 0 {
         anyhow::bail!("--max-steps must be at least 1");
     }
-    let tools = Tools::open(&a.bundles)?.with_rerank(a.late.rerank);
+    if a.timeout == 0 {
+        anyhow::bail!("--timeout must be at least 1 second");
+    }
+    // The flags first: a mistyped URL or prompts file says so before the bundles are opened.
     let mut cfg = AskConfig::new(
         a.url.as_deref(),
         a.model.as_deref(),
@@ -368,6 +380,7 @@ pub fn run(a: AskArgs) -> anyhow::Result<i32> {
     )?;
     cfg.max_steps = a.max_steps;
     cfg.max_tokens = a.max_tokens;
+    let tools = Tools::open(&a.bundles)?.with_rerank(a.late.rerank);
     let r = research(
         &tools,
         &cfg,

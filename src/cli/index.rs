@@ -53,8 +53,9 @@ pub struct IndexArgs {
     /// Chunker: ast (syntax scopes) or lines (fixed windows, the baseline) [config default: ast].
     #[arg(long, value_parser = ["ast", "lines"])]
     pub chunker: Option<String>,
-    /// Worker threads; 0 = one per core. `--threads 1` writes the same bytes as any other count.
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    /// Worker threads, up to 1024; 0 = one per core. `--threads 1` writes the same bytes as any
+    /// other count.
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = super::threads(true))]
     pub threads: usize,
     /// Extra directory of language files (*.toml, same schema as pipelines/languages); repeatable.
     #[arg(long, value_name = "DIR")]

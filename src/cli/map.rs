@@ -389,6 +389,25 @@ fn prune(v: &mut serde_json::Value, depth: usize) {
     }
 }
 
+/// When a map finds no files: an empty bundle has no results (exit 1); a folder it does not
+/// hold is bad input (an error, exit 2), and a file is named as one.
+fn nothing_under(b: &Bundle, path: Option<&str>) -> anyhow::Result<i32> {
+    let Some(p) = path else {
+        eprintln!("no indexed files in the bundle");
+        return Ok(1);
+    };
+    let (_, rows) = b.run_sql(&format!(
+        "SELECT 1 FROM files WHERE path = {} LIMIT 1",
+        lit(p.trim_matches('/'))
+    ))?;
+    if rows.is_empty() {
+        anyhow::bail!(
+            "no indexed files under {p:?} (trove map BUNDLE without a path lists the top)"
+        );
+    }
+    anyhow::bail!("{p:?} is a file, not a folder: trove show BUNDLE {p} prints it");
+}
+
 /// Runs `trove map`.
 pub fn run(a: MapArgs) -> anyhow::Result<i32> {
     let b = Bundle::open(&a.bundle)?;
@@ -401,11 +420,7 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
     if a.format == OutFormat::Text {
         let Some(lines) = map_lines(&b, &view)? else {
-            eprintln!(
-                "no indexed files under {}",
-                a.path.as_deref().unwrap_or("the root")
-            );
-            return Ok(1);
+            return nothing_under(&b, a.path.as_deref());
         };
         for l in lines {
             writeln!(out, "{l}")?;
@@ -413,11 +428,7 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let Some(root) = map_tree(&b, view.path)? else {
-        eprintln!(
-            "no indexed files under {}",
-            a.path.as_deref().unwrap_or("the root")
-        );
-        return Ok(1);
+        return nothing_under(&b, a.path.as_deref());
     };
     if a.format == OutFormat::Json {
         writeln!(out, "{}", serde_json::to_string_pretty(&root)?)?;

@@ -27,7 +27,7 @@ pub struct QueryArgs {
     #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
     pub mode: Mode,
     /// Number of results.
-    #[arg(short = 'k', long = "limit", default_value_t = 10)]
+    #[arg(short = 'k', long = "limit", default_value_t = 10, value_parser = super::limit())]
     pub k: usize,
     /// Only this language id (see `trove languages`); repeatable.
     #[arg(long = "lang", value_name = "LANG")]
@@ -35,7 +35,8 @@ pub struct QueryArgs {
     /// Only this source type; repeatable.
     #[arg(long = "type", value_name = "TYPE", value_parser = ["code", "doc", "test", "config"])]
     pub types: Vec<String>,
-    /// Only paths matching this glob (`*` matches across `/`), e.g. 'src/*.rs'.
+    /// Only paths matching this glob (`*` matches across `/`, `{a,b}` either), e.g. 'src/*.rs',
+    /// '**/*.{py,pyi}'.
     #[arg(long, value_name = "GLOB")]
     pub path: Option<String>,
     /// Only this chunk kind (function, method, class, struct, section, block ...); repeatable.

@@ -28,7 +28,7 @@ pub struct SymbolsArgs {
     #[arg(long = "kind", value_name = "KIND")]
     pub kinds: Vec<String>,
     /// At most this many definitions.
-    #[arg(short, default_value_t = 20)]
+    #[arg(short, default_value_t = 20, value_parser = super::limit())]
     pub k: usize,
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutFormat::Text)]
@@ -64,7 +64,7 @@ pub fn symbols_sql(name: &str, kinds: &[String], k: usize) -> String {
     format!(
         "WITH m AS (SELECT * FROM symbols s \
                     WHERE (s.name = {n} OR lower(s.name) = lower({n}) OR s.symbol_path = {p} \
-                           OR s.symbol_path LIKE '%> ' || {p}) {kinds} \
+                           OR ends_with(s.symbol_path, '> ' || {p})) {kinds} \
                     ORDER BY {} LIMIT {k}) \
          SELECT m.path, m.start_line, m.end_line, m.kind, m.name, m.symbol_path, m.signature, \
                 m.docs, p.symbol_path AS parent, m.exported, m.language, m.symbol_id, m.scip_symbol \
@@ -99,6 +99,80 @@ pub fn symbol_line(r: &[duckdb::types::Value]) -> String {
     line
 }
 
+/// The distinct values of `col` in `table` over `bundles`, sorted.
+fn values_in<'a>(
+    bundles: impl IntoIterator<Item = &'a Bundle>,
+    table: &str,
+    col: &str,
+) -> anyhow::Result<std::collections::BTreeSet<String>> {
+    let mut out = std::collections::BTreeSet::new();
+    for b in bundles {
+        let (_, rows) = b.run_sql(&format!(
+            "SELECT DISTINCT {col} FROM {table} WHERE {col} IS NOT NULL"
+        ))?;
+        out.extend(rows.iter().map(|r| to_text(&r[0])));
+    }
+    Ok(out)
+}
+
+/// Bad filter input is an error, not an empty result, as in `trove query`: a `--kind` that no
+/// definition in the bundles has.
+pub fn check_symbol_kinds<'a>(
+    bundles: impl IntoIterator<Item = &'a Bundle>,
+    kinds: &[String],
+) -> anyhow::Result<()> {
+    if kinds.is_empty() {
+        return Ok(());
+    }
+    let there = values_in(bundles, "symbols", "kind")?;
+    if let Some(bad) = kinds.iter().find(|k| !there.contains(*k)) {
+        anyhow::bail!(
+            "no definition of kind {bad:?} in the bundle(s) for --kind (kinds there: {})",
+            there.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The ecosystems `trove deps` reads manifests of.
+pub const ECOSYSTEMS: &[&str] = &[
+    "npm", "composer", "cargo", "go", "pypi", "maven", "rubygems",
+];
+/// The scopes manifests' dependencies are sorted into (a pyproject group keeps its own name).
+pub const SCOPES: &[&str] = &[
+    "runtime", "dev", "build", "peer", "optional", "indirect", "module",
+];
+
+/// Bad filter input is an error, not an empty result: an `--ecosystem` trove does not read, a
+/// `--scope` that is neither a standard one nor in the bundles. A known one the bundles do not
+/// have is no error (there are just no such dependencies).
+pub fn check_deps_filters<'a>(
+    bundles: impl IntoIterator<Item = &'a Bundle>,
+    ecosystems: &[String],
+    scopes: &[String],
+) -> anyhow::Result<()> {
+    if let Some(bad) = ecosystems
+        .iter()
+        .find(|e| !ECOSYSTEMS.contains(&e.as_str()))
+    {
+        anyhow::bail!(
+            "unknown ecosystem {bad:?} for --ecosystem (one of {})",
+            ECOSYSTEMS.join(", ")
+        );
+    }
+    if scopes.iter().any(|s| !SCOPES.contains(&s.as_str())) {
+        let mut there = values_in(bundles, "deps", "scope")?;
+        there.extend(SCOPES.iter().map(|s| s.to_string()));
+        if let Some(bad) = scopes.iter().find(|s| !there.contains(*s)) {
+            anyhow::bail!(
+                "unknown scope {bad:?} for --scope (one of {})",
+                there.into_iter().collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Runs `trove symbols`.
 pub fn run_symbols(a: SymbolsArgs) -> anyhow::Result<i32> {
     let b = Bundle::open(&a.bundle)?;
@@ -106,6 +180,7 @@ pub fn run_symbols(a: SymbolsArgs) -> anyhow::Result<i32> {
     if name.is_empty() {
         anyhow::bail!("the name is empty: trove symbols BUNDLE NAME");
     }
+    check_symbol_kinds([&b], &a.kinds)?;
     let (names, rows) = b.run_sql(&symbols_sql(name, &a.kinds, a.k))?;
     let mut out = std::io::stdout().lock();
     print(&mut out, a.format, &names, &rows, symbol_line)?;
@@ -149,7 +224,7 @@ pub struct RefsArgs {
     #[arg(long, conflicts_with_all = ["callers", "callees", "imports", "subtypes"])]
     pub uses: bool,
     /// At most this many references.
-    #[arg(short, default_value_t = 100)]
+    #[arg(short, default_value_t = 100, value_parser = super::limit())]
     pub k: usize,
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutFormat::Text)]
@@ -311,6 +386,7 @@ pub fn deps_sql(ecosystems: &[String], scopes: &[String], name: Option<&str>) ->
 /// Runs `trove deps`.
 pub fn run_deps(a: DepsArgs) -> anyhow::Result<i32> {
     let b = Bundle::open(&a.bundle)?;
+    check_deps_filters([&b], &a.ecosystems, &a.scopes)?;
     let sql = deps_sql(&a.ecosystems, &a.scopes, a.name.as_deref());
     let (names, rows) = b.run_sql(&sql)?;
     let mut out = std::io::stdout().lock();

@@ -184,6 +184,11 @@ impl<'a> Args<'a> {
     fn str(&self, k: &str) -> Result<Option<String>, ToolError> {
         match self.v.get(k) {
             None | Some(Value::Null) => Ok(None),
+            // No bundle holds a NUL, and DuckDB refuses one in a statement.
+            Some(Value::String(s)) if s.contains('\0') => Err(failed(format!(
+                "{}: {k} must not contain a NUL character",
+                self.tool
+            ))),
             Some(Value::String(s)) => Ok(Some(s.trim().to_string()).filter(|s| !s.is_empty())),
             Some(other) => Err(failed(format!(
                 "{}: {k} must be a string, got {other}",
@@ -379,7 +384,7 @@ impl Tools {
         o.kinds = a.str("kind")?.into_iter().collect();
         o.path = a.str("path")?.map(|p| {
             let p = p.trim_start_matches("./").to_string();
-            if p.contains(['*', '?', '[']) {
+            if p.contains(['*', '?', '[', '{']) {
                 p
             } else {
                 format!("{}*", p)

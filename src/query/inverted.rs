@@ -252,7 +252,7 @@ impl Inverted {
             return Vec::new();
         }
         // The best k: a heap whose top is the worst kept; every accumulator is reset on the way.
-        let mut heap: BinaryHeap<Worst> = BinaryHeap::with_capacity(k + 1);
+        let mut heap: BinaryHeap<Worst> = BinaryHeap::with_capacity(k.min(scores.len()) + 1);
         for (o, acc) in scores.iter_mut().enumerate() {
             let s = std::mem::take(acc);
             if s == 0.0 || dead.is_some_and(|d| d.get(o).copied().unwrap_or(false)) {

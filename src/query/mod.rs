@@ -530,7 +530,17 @@ impl Bundle {
             conds.push(format!("c.kind IN ({})", list(&o.kinds)));
         }
         if let Some(g) = &o.path {
-            conds.push(format!("c.path GLOB {}", lit(g)));
+            // Checked before a search (`check_filters`); a glob that still fails matches nothing.
+            let any = expand_glob(g)
+                .unwrap_or_default()
+                .iter()
+                .map(|p| format!("c.path GLOB {}", lit(p)))
+                .collect::<Vec<_>>();
+            conds.push(if any.is_empty() {
+                "FALSE".to_string()
+            } else {
+                format!("({})", any.join(" OR "))
+            });
         }
         conds.join(" AND ")
     }
@@ -719,7 +729,7 @@ impl Bundle {
         let path = parts.join(" > ");
         let sql = format!(
             "SELECT chunk_id FROM symbols WHERE name = {n} AND chunk_id IS NOT NULL \
-             AND (symbol_path = {p} OR symbol_path LIKE '%> ' || {p} OR {single}) \
+             AND (symbol_path = {p} OR ends_with(symbol_path, '> ' || {p}) OR {single}) \
              ORDER BY symbol_path = {p} DESC, coalesce(exported, true) DESC, path, start_line LIMIT 10",
             n = lit(name),
             p = lit(&path),
@@ -1042,7 +1052,8 @@ impl Bundle {
         named: &FxHashSet<i64>,
         k: usize,
     ) -> Result<(Vec<Hit>, Vec<usize>)> {
-        let mut out: Vec<Hit> = Vec::with_capacity(k);
+        // `k` is the caller's (`-k` has no upper bound): reserve for what is there at most.
+        let mut out: Vec<Hit> = Vec::with_capacity(k.min(1024));
         let mut widened: Vec<usize> = Vec::new();
         for mut h in ranked {
             if out.len() == k {
@@ -1270,36 +1281,157 @@ pub fn rrf(lists: &[(&[(i64, f64)], f64)]) -> Vec<(i64, f64)> {
     v
 }
 
-/// Checks a `--path` glob (DuckDB GLOB: `*`, `?`, `[...]`, `[!...]`): an unclosed `[` is an error,
-/// where DuckDB would quietly match nothing.
+/// Checks a `--path` glob (see [`expand_glob`]): what DuckDB would quietly match nothing with is
+/// an error.
 pub fn check_glob(glob: &str) -> Result<()> {
-    let b = glob.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'[' {
-            let mut j = i + 1;
-            if j < b.len() && b[j] == b'!' {
-                j += 1;
+    expand_glob(glob).map(|_| ())
+}
+
+/// At most this many patterns from one `--path` glob's `{a,b}` alternatives.
+const MAX_GLOB_PATTERNS: usize = 256;
+
+/// A `--path` glob as the DuckDB GLOB patterns it stands for: `*` (also across `/`), `?`,
+/// `[...]`, `[!...]` and `\` (the next character literally) as DuckDB has them, and `{a,b}`
+/// alternatives (nested too) as in `trove index --include`, expanded to one pattern each. An
+/// empty glob, an unclosed `[` or `{`, a `}` with no `{`, a reversed range (`[z-a]`) and a
+/// trailing `\` are errors: DuckDB would match nothing.
+pub fn expand_glob(glob: &str) -> Result<Vec<String>> {
+    let g = Glob {
+        text: glob,
+        c: glob.chars().collect(),
+    };
+    if glob.is_empty() {
+        return Err(g.bad("it is empty".into()));
+    }
+    if glob.contains('\0') {
+        return Err(g.bad("it contains a NUL character".into()));
+    }
+    let mut out = Vec::new();
+    g.expand(0, g.c.len(), String::new(), &mut out)?;
+    out.dedup();
+    Ok(out)
+}
+
+/// A `--path` glob being read by [`expand_glob`].
+struct Glob<'a> {
+    text: &'a str,
+    c: Vec<char>,
+}
+
+impl Glob<'_> {
+    fn bad(&self, why: String) -> Error {
+        Error::Other(format!("invalid path glob {:?}: {why}", self.text))
+    }
+
+    /// The index of the `]` that closes the `[` at `i`, its ranges checked.
+    fn class_end(&self, i: usize) -> Result<usize> {
+        let c = &self.c;
+        let mut j = i + 1;
+        if c.get(j) == Some(&'!') {
+            j += 1;
+        }
+        // A `]` right after the opening is a member of the class, not its end.
+        let first = j;
+        if c.get(j) == Some(&']') {
+            j += 1;
+        }
+        let Some(k) = c[j..].iter().position(|&x| x == ']') else {
+            return Err(self.bad(format!(
+                "the '[' at position {} is never closed (to match a literal '[' write [[])",
+                i + 1
+            )));
+        };
+        let members = &c[first..j + k];
+        for w in 0..members.len().saturating_sub(2) {
+            if members[w + 1] == '-' && members[w] > members[w + 2] {
+                return Err(self.bad(format!(
+                    "the range {}-{} at position {} is reversed",
+                    members[w],
+                    members[w + 2],
+                    first + w + 1
+                )));
             }
-            // A `]` right after the opening is a member of the class, not its end.
-            if j < b.len() && b[j] == b']' {
-                j += 1;
+        }
+        Ok(j + k)
+    }
+
+    /// The index of the `}` that closes the `{` at `i`, and the commas at its level.
+    fn brace_end(&self, i: usize) -> Result<(usize, Vec<usize>)> {
+        let (mut depth, mut commas, mut j) = (0usize, Vec::new(), i);
+        while j < self.c.len() {
+            match self.c[j] {
+                '\\' => j += 1,
+                '[' => j = self.class_end(j)?,
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Ok((j, commas));
+                    }
+                }
+                ',' if depth == 1 => commas.push(j),
+                _ => {}
             }
-            match b[j..].iter().position(|&c| c == b']') {
-                Some(k) => i = j + k + 1,
-                None => {
-                    return Err(Error::Other(format!(
-                        "invalid path glob {glob:?}: the '[' at position {} is never closed (to match \
-                         a literal '[' write [[])",
-                        i + 1
-                    )));
+            j += 1;
+        }
+        Err(self.bad(format!(
+            "the '{{' at position {} is never closed (to match a literal '{{' write \\{{)",
+            i + 1
+        )))
+    }
+
+    /// Expands `c[from..to]` after `prefix` into `out`.
+    fn expand(&self, from: usize, to: usize, prefix: String, out: &mut Vec<String>) -> Result<()> {
+        let c = &self.c;
+        let mut p = prefix;
+        let mut i = from;
+        while i < to {
+            match c[i] {
+                '\\' => {
+                    if i + 1 >= to {
+                        return Err(self.bad("it ends in an escape '\\'".into()));
+                    }
+                    p.push('\\');
+                    p.push(c[i + 1]);
+                    i += 2;
+                }
+                '[' => {
+                    let end = self.class_end(i)?;
+                    p.extend(&c[i..=end]);
+                    i = end + 1;
+                }
+                '{' => {
+                    let (end, commas) = self.brace_end(i)?;
+                    let starts = std::iter::once(i + 1).chain(commas.iter().map(|&k| k + 1));
+                    let ends = commas.iter().copied().chain(std::iter::once(end));
+                    for (s, e) in starts.zip(ends) {
+                        // Each alternative, then the rest of the glob after the braces.
+                        let mut heads = Vec::new();
+                        self.expand(s, e, p.clone(), &mut heads)?;
+                        for h in heads {
+                            self.expand(end + 1, to, h, out)?;
+                            if out.len() > MAX_GLOB_PATTERNS {
+                                return Err(self.bad(format!(
+                                    "its {{...}} alternatives make more than {MAX_GLOB_PATTERNS} \
+                                     patterns"
+                                )));
+                            }
+                        }
+                    }
+                    return Ok(());
+                }
+                '}' => {
+                    return Err(self.bad(format!("the '}}' at position {} has no '{{'", i + 1)));
+                }
+                ch => {
+                    p.push(ch);
+                    i += 1;
                 }
             }
-        } else {
-            i += 1;
         }
+        out.push(p);
+        Ok(())
     }
-    Ok(())
 }
 
 /// Convex combination of two ranked lists' min-max normalized scores: (1 − α)·bm25 + α·vector with
@@ -1461,9 +1593,28 @@ mod tests {
         for ok in ["src/*.rs", "[a-z]*", "[!x]y", "[]]", "a[[]b", "*"] {
             assert!(check_glob(ok).is_ok(), "{ok}");
         }
-        for bad in ["[", "src/[a-z", "[!", "a[]"] {
+        for bad in [
+            "[", "src/[a-z", "[!", "a[]", "", "**/{a", "a}", "[z-a]", "x\\", "{a,{b}", "{[}",
+            "{a,b}}",
+        ] {
             assert!(check_glob(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn globs_expand_their_alternatives() {
+        let e = |g: &str| expand_glob(g).unwrap();
+        assert_eq!(e("src/*.rs"), ["src/*.rs"]);
+        assert_eq!(e("**/*.{py,go}"), ["**/*.py", "**/*.go"]);
+        assert_eq!(e("{a,b{c,d}}/x"), ["a/x", "bc/x", "bd/x"]);
+        assert_eq!(e("{a,}x"), ["ax", "x"]);
+        // Escaped and bracketed braces are literal; the escape stays for DuckDB.
+        assert_eq!(e("a\\{b,c\\}"), ["a\\{b,c\\}"]);
+        assert_eq!(e("[{]x"), ["[{]x"]);
+        assert_eq!(e("{[,]a,b}"), ["[,]a", "b"]);
+        assert_eq!(e("[a-z]{1,2}"), ["[a-z]1", "[a-z]2"]);
+        assert!(expand_glob(&"{a,b}".repeat(9)).is_err());
+        assert_eq!(expand_glob(&"{a,b}".repeat(8)).unwrap().len(), 256);
     }
 
     #[test]

@@ -88,6 +88,9 @@ pub struct Rules {
 fn globset(globs: &[String], what: &str) -> Result<GlobSet> {
     let mut b = GlobSetBuilder::new();
     for g in globs {
+        if g.trim().is_empty() {
+            return Err(Error::Config(format!("{what} glob {g:?} is empty")));
+        }
         b.add(Glob::new(g).map_err(|e| Error::Config(format!("{what} glob {g:?}: {e}")))?);
     }
     b.build().map_err(|e| Error::Config(format!("{what}: {e}")))

@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 use trove::query::sql::to_json;
 use trove::query::{Bundle, Fusion, Mode, QueryOptions, search_all};
 
-use super::super::structure::{Follow, deps_sql, refs_sql, symbols_sql};
+use super::super::structure::{
+    Follow, check_deps_filters, check_symbol_kinds, deps_sql, refs_sql, symbols_sql,
+};
 use super::super::tools::ToolError;
 use super::Shared;
 use super::state::{Generation, Lane, Lease};
@@ -316,6 +318,12 @@ impl Params {
                 allowed.join(", ")
             )));
         }
+        // No bundle holds a NUL, and DuckDB refuses one in a statement.
+        if let Some((k, _)) = pairs.iter().find(|(_, v)| v.contains('\0')) {
+            return Err(bad(format!(
+                "{route}: the parameter {k} must not contain a NUL character"
+            )));
+        }
         Ok(Params { route, pairs })
     }
 
@@ -382,10 +390,14 @@ pub async fn symbols(State(app): State<Shared>, q: QueryParams) -> ApiResult {
     let p = Params::new("/symbols", q, &["name", "kind", "k", "bundle"])?;
     let name = p.need("name")?;
     let k = p.int("k", 1, MAX_K, 20)?;
-    let sql = symbols_sql(&name, &p.all("kind"), k);
+    let kinds = p.all("kind");
+    let sql = symbols_sql(&name, &kinds, k);
     let names = p.bundle();
     on_bundles(&app, Lane::Lookup, move |lease| {
-        rows_of(&chosen(lease, names.as_deref())?, &sql)
+        let bundles = chosen(lease, names.as_deref())?;
+        check_symbol_kinds(bundles.iter().copied(), &kinds)
+            .map_err(|e| bad(format!("/symbols: {e:#}")))?;
+        rows_of(&bundles, &sql)
     })
     .await
 }
@@ -419,14 +431,14 @@ pub async fn refs(State(app): State<Shared>, q: QueryParams) -> ApiResult {
 /// `GET /deps`: declared dependencies, as `trove deps --format json`.
 pub async fn deps(State(app): State<Shared>, q: QueryParams) -> ApiResult {
     let p = Params::new("/deps", q, &["ecosystem", "scope", "name", "bundle"])?;
-    let sql = deps_sql(
-        &p.all("ecosystem"),
-        &p.all("scope"),
-        p.get("name").as_deref(),
-    );
+    let (ecosystems, scopes) = (p.all("ecosystem"), p.all("scope"));
+    let sql = deps_sql(&ecosystems, &scopes, p.get("name").as_deref());
     let names = p.bundle();
     on_bundles(&app, Lane::Lookup, move |lease| {
-        rows_of(&chosen(lease, names.as_deref())?, &sql)
+        let bundles = chosen(lease, names.as_deref())?;
+        check_deps_filters(bundles.iter().copied(), &ecosystems, &scopes)
+            .map_err(|e| bad(format!("/deps: {e:#}")))?;
+        rows_of(&bundles, &sql)
     })
     .await
 }

@@ -76,8 +76,8 @@ pub struct ServeArgs {
     pub max_in_flight: usize,
     /// Open handles per bundle for searches and file reads, and as many for look-ups (symbols,
     /// refs, deps, maps, /ask): each lane runs this many requests at once [default: the CPU
-    /// count].
-    #[arg(long, value_name = "N")]
+    /// count; at most 1024].
+    #[arg(long, value_name = "N", value_parser = super::threads(false))]
     pub workers: Option<usize>,
     /// Seconds between checks of the bundles' manifests for a new version (0: never reload).
     #[arg(long, default_value_t = 2.0, value_name = "SECS")]
