@@ -177,9 +177,21 @@ fn every_command_refuses_every_damage_with_one_line_and_exit_2() {
     assert_eq!(tried, 40);
 }
 
+/// Rewrites `b`'s manifest.json after `f`.
+fn edit_manifest(b: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let mut m = manifest(b);
+    f(&mut m);
+    std::fs::write(
+        b.join("manifest.json"),
+        serde_json::to_vec_pretty(&m).unwrap(),
+    )
+    .unwrap();
+}
+
 /// A bundle of two segments damaged in the ways only segments can be — a manifest naming a
-/// segment whose folder is gone, a tombstone file with flipped bytes, a segment stamped with
-/// another embedder — is refused by every command with one line and exit 2, and left as it was.
+/// segment whose folder is gone, a tombstone file with flipped bytes, a segment listed twice, an
+/// impossible BM25 stamp, a segment stamped with another embedder — is refused by every command
+/// with one line and exit 2, and left as it was.
 #[test]
 fn damaged_segments_are_refused_with_one_line_and_exit_2() {
     let repo = sample_repo();
@@ -220,38 +232,22 @@ fn damaged_segments_are_refused_with_one_line_and_exit_2() {
         (
             "segment listed twice",
             Box::new(|b: &Path| {
-                let mut m = manifest(b);
-                let first = m["segments"][0].clone();
-                m["segments"].as_array_mut().unwrap().push(first);
-                std::fs::write(
-                    b.join("manifest.json"),
-                    serde_json::to_vec_pretty(&m).unwrap(),
-                )
-                .unwrap();
+                edit_manifest(b, |m| {
+                    let first = m["segments"][0].clone();
+                    m["segments"].as_array_mut().unwrap().push(first);
+                })
             }),
         ),
         (
             "bm25 b out of range",
-            Box::new(|b: &Path| {
-                let mut m = manifest(b);
-                m["bm25"]["b"] = 99.into();
-                std::fs::write(
-                    b.join("manifest.json"),
-                    serde_json::to_vec_pretty(&m).unwrap(),
-                )
-                .unwrap();
-            }),
+            Box::new(|b: &Path| edit_manifest(b, |m| m["bm25"]["b"] = 99.into())),
         ),
         (
             "other embedder",
             Box::new(|b: &Path| {
-                let mut m = manifest(b);
-                m["segments"][1]["embedder"] = "another-model-fingerprint".into();
-                std::fs::write(
-                    b.join("manifest.json"),
-                    serde_json::to_vec_pretty(&m).unwrap(),
-                )
-                .unwrap();
+                edit_manifest(b, |m| {
+                    m["segments"][1]["embedder"] = "another-model-fingerprint".into()
+                })
             }),
         ),
     ];
