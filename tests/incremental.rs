@@ -719,3 +719,49 @@ fn merge_refuses_another_build() {
         .code(2);
     assert!(String::from_utf8_lossy(&o.get_output().stderr).contains("another trove build"));
 }
+
+/// A committed file whose name is not UTF-8 (skipped: its path cannot be stored) and a
+/// worktree's `.git` file (a pointer to the repository, an absolute local path) are no
+/// uncommitted change and no source: the bundle is clean and `--since auto` builds on it.
+#[cfg(unix)]
+#[test]
+fn odd_names_and_worktree_pointers_leave_the_tree_clean() {
+    use std::os::unix::ffi::OsStrExt;
+    let r = sample_repo();
+    let root = r.path();
+    let odd = root.join(std::ffi::OsStr::from_bytes(b"odd\xff.py"));
+    std::fs::write(odd, "x = 1\n").unwrap();
+    commit(root, "a name that is not UTF-8");
+    let w = tempfile::tempdir().unwrap();
+    let b = w.path().join("b");
+    index(root, &b, &[]);
+    assert_eq!(manifest(&b)["source"]["dirty"], false);
+    write(
+        root,
+        "billing/late.py",
+        b"def late_fee(days):\n    return days * 5\n",
+    );
+    commit(root, "late fee");
+    index(root, &b, &["--since", "auto"]);
+    assert_eq!(manifest(&b)["base"]["mode"], "git-diff");
+    // A second work tree of the same repository, at the commit before.
+    let wt = w.path().join("wt");
+    git(
+        root,
+        &["worktree", "add", "-q", wt.to_str().unwrap(), "HEAD~1"],
+    );
+    assert!(wt.join(".git").is_file());
+    let bw = w.path().join("bw");
+    index(&wt, &bw, &[]);
+    assert_eq!(manifest(&bw)["source"]["dirty"], false);
+    let paths = crate::util::indexed_paths(&bw);
+    assert!(!paths.iter().any(|p| p.ends_with(".git")), "{paths:?}");
+    write(
+        &wt,
+        "billing/late.py",
+        b"def late_fee(days):\n    return days * 6\n",
+    );
+    commit(&wt, "another late fee");
+    index(&wt, &bw, &["--since", "auto"]);
+    assert_eq!(manifest(&bw)["base"]["mode"], "git-diff");
+}

@@ -658,7 +658,14 @@ pub(crate) fn worktree_changes(
         walked
             .skipped
             .iter()
-            .filter(|k| k.reason != crate::source::SkipReason::Ignored && !k.path.ends_with('/'))
+            // A name that is not UTF-8 is shown lossily, so it never equals HEAD's: whether
+            // git tracks it cannot be told, and trove does not index it either way.
+            .filter(|k| {
+                !matches!(
+                    k.reason,
+                    crate::source::SkipReason::Ignored | crate::source::SkipReason::NonUtf8Name
+                ) && !k.path.ends_with('/')
+            })
             .map(|k| k.path.as_str()),
     );
     out.extend(found.filter(|r| !tracked.contains(*r)).map(str::to_string));

@@ -268,8 +268,13 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
             if never.iter().any(|n| p == n) {
                 return false;
             }
-            if e.depth() == 0 || !e.file_type().is_some_and(|t| t.is_dir()) {
+            if e.depth() == 0 {
                 return true;
+            }
+            if !e.file_type().is_some_and(|t| t.is_dir()) {
+                // A `.git` file is a worktree's or submodule's pointer to its repository (an
+                // absolute local path), not source: skipped like the `.git` folder.
+                return e.file_name() != ".git";
             }
             let rel = lossy_rel(&root, p);
             let name = rel.rsplit('/').next().unwrap_or(&rel);
