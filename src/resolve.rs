@@ -283,7 +283,8 @@ SELECT r.path, r.line, r.kind, r.target, r.from_symbol_id, r.chunk_id,
          CASE WHEN coalesce(r.method_call, false) THEN b.id END) IS NOT NULL THEN '{repo}' END
        WHEN r.import_name IS NOT NULL THEN CASE WHEN i.id IS NOT NULL THEN '{import}' END
        ELSE CASE WHEN b.id IS NOT NULL THEN '{repo}' END END AS resolution,
-  r.scip_symbol
+  r.scip_symbol, r.family, r.import_name, r.import_files, r.method_call, r.receiver_type,
+  r.exports
 FROM open_refs r
 LEFT JOIN by_scip s ON r.family IS NOT NULL AND s.scip_key = {ref_key} AND s.n = 1
 LEFT JOIN by_member mb ON r.receiver_type IS NOT NULL AND mb.family = r.family

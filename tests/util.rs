@@ -307,11 +307,16 @@ pub fn refs_resolved_both_ways(bundle: &Path) -> Vec<(String, String)> {
             .map(|r| r.unwrap())
             .collect()
     };
+    let resolved = trove::resolve::resolved_refs_sql("stored_refs", "symbols", "deps");
+    // The view of a bundle of several segments has the stored table's columns, in its order.
+    let columns = |q: &str| rows(&format!("SELECT column_name FROM (DESCRIBE {q})"));
+    assert_eq!(
+        columns("SELECT * FROM stored_refs"),
+        columns(&resolved),
+        "the resolved references' columns"
+    );
     let stored = rows(&format!("SELECT {key} AS k FROM stored_refs ORDER BY k"));
-    let sql = rows(&format!(
-        "SELECT {key} AS k FROM ({}) ORDER BY k",
-        trove::resolve::resolved_refs_sql("stored_refs", "symbols", "deps")
-    ));
+    let sql = rows(&format!("SELECT {key} AS k FROM ({resolved}) ORDER BY k"));
     assert_eq!(stored.len(), sql.len());
     stored.into_iter().zip(sql).collect()
 }
