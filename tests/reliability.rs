@@ -127,8 +127,8 @@ fn listed_bytes(b: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
 }
 
 /// A run killed between its manifest's commit and moving its `views.sql` in leaves views older
-/// than the manifest: `verify` rewrites them from it (with a note), and refuses views the
-/// manifest does not derive from its own segments.
+/// than the manifest: `verify` rewrites them from it (with a note), and refuses views changed
+/// with no run killed and views the manifest does not derive from its own segments.
 #[test]
 fn views_left_behind_by_a_kill_after_the_commit_are_brought_up_to_date() {
     let (r, w) = (sample_repo(), tempfile::tempdir().unwrap());
@@ -140,16 +140,38 @@ fn views_left_behind_by_a_kill_after_the_commit_are_brought_up_to_date() {
     index(r.path(), &b, &["--since", "auto", "--no-compact"]);
     let new_views = std::fs::read(b.join("views.sql")).unwrap();
     assert_ne!(old_views, new_views);
-    // What the kill leaves: the new manifest, the old views.
+    // What the kill leaves: the new manifest, the old views, the new ones staged beside them.
     std::fs::write(b.join("views.sql"), &old_views).unwrap();
+    std::fs::write(b.join(".views.sql.next"), &new_views).unwrap();
     trove()
         .arg("verify")
         .arg(&b)
         .assert()
         .success()
         .stderr(predicates::str::contains(
-            "views.sql was older than manifest.json",
+            "older than manifest.json (a run was killed",
         ));
+    assert_eq!(std::fs::read(b.join("views.sql")).unwrap(), new_views);
+    assert!(!b.join(".views.sql.next").exists());
+    // Views changed with no run killed (nothing staged) were altered after they were written:
+    // an error that leaves them as they are, not a quiet rewrite. Deleted, they are written anew.
+    let mut altered = new_views.clone();
+    altered.extend_from_slice(b"COPY (SELECT 42) TO 'elsewhere.csv';\n");
+    std::fs::write(b.join("views.sql"), &altered).unwrap();
+    trove()
+        .arg("verify")
+        .arg(&b)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("changed after it was written"));
+    assert_eq!(std::fs::read(b.join("views.sql")).unwrap(), altered);
+    std::fs::remove_file(b.join("views.sql")).unwrap();
+    trove()
+        .arg("verify")
+        .arg(&b)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("views.sql was missing"));
     assert_eq!(std::fs::read(b.join("views.sql")).unwrap(), new_views);
     trove()
         .arg("verify")
@@ -157,6 +179,19 @@ fn views_left_behind_by_a_kill_after_the_commit_are_brought_up_to_date() {
         .assert()
         .success()
         .stderr(predicates::str::is_empty());
+    // A killed incremental run's unfinished segment is no part of the bundle: verify names it.
+    let building = b.join("segments/.building");
+    std::fs::create_dir_all(&building).unwrap();
+    std::fs::write(building.join("chunks.parquet"), b"half").unwrap();
+    trove()
+        .arg("verify")
+        .arg(&b)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "segments/.building not listed by manifest.json",
+        ));
+    std::fs::remove_dir_all(&building).unwrap();
     // A manifest whose views entry is not the views of its segments is damage, not a late file.
     let mut m = manifest(&b);
     for f in m["files"].as_array_mut().unwrap() {

@@ -21,6 +21,10 @@ pub struct VerifyReport {
     /// Whether `views.sql` was rewritten from the manifest (a run was killed between its commit
     /// and moving its views in).
     pub views_rewritten: bool,
+    /// What lies under `segments/` that the manifest does not list (`.building`: a killed
+    /// incremental run's unfinished segment), sorted: no part of the bundle, removed by the next
+    /// run, but copied by a plain `rsync` of the folder.
+    pub unlisted: Vec<String>,
 }
 
 /// Checks the bundle at `dir`; the first problem found is the error.
@@ -39,7 +43,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
         return Err(bad(format!("{MANIFEST} lists no segment")));
     }
     manifest.check_segments(dir)?;
-    let views_rewritten = super::settle_views(dir, &manifest)?;
+    let views_rewritten = super::settle_views(dir, &manifest, true)?;
     for name in manifest.segment_files() {
         if manifest.entry(&name).is_none() {
             return Err(bad(format!("{MANIFEST} does not list {name}")));
@@ -101,11 +105,24 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
             )));
         }
     }
+    let listed: std::collections::HashSet<&str> =
+        manifest.segments.iter().map(|s| s.id.as_str()).collect();
+    let mut unlisted: Vec<String> = std::fs::read_dir(dir.join(super::SEGMENTS))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !listed.contains(n.as_str()))
+                .map(|n| format!("{}/{n}", super::SEGMENTS))
+                .collect()
+        })
+        .unwrap_or_default();
+    unlisted.sort();
     Ok(VerifyReport {
         files_checked: manifest.files.len(),
         manifest,
         bytes_hashed,
         views_rewritten,
+        unlisted,
     })
 }
 

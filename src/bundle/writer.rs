@@ -622,13 +622,21 @@ pub fn install_views(bundle: &Path) -> Result<()> {
 /// killed between its commit and [`install_views`] (the views are derived from the manifest's
 /// segments, and checked against its entry before they are written). Whether it rewrote them;
 /// an error when the manifest's entry is not the views of its own segments.
-pub fn settle_views(bundle: &Path, m: &super::Manifest) -> Result<bool> {
+///
+/// With `strict` (`trove verify`), a `views.sql` whose bytes changed when no run was killed (no
+/// staged views of the manifest's segments wait beside it) is an error, not rewritten: a file a
+/// DuckDB user may `.read` was altered after it was written. A missing one is written.
+pub fn settle_views(bundle: &Path, m: &super::Manifest, strict: bool) -> Result<bool> {
     let staged = staged_views(bundle);
     let Some(entry) = m.entry(super::VIEWS) else {
         return Ok(false);
     };
     let p = bundle.join(super::VIEWS);
-    if std::fs::read(&p).is_ok_and(|b| crate::util::sha256_hex(&b) == entry.sha256) {
+    let now = std::fs::read(&p).ok();
+    if now
+        .as_ref()
+        .is_some_and(|b| crate::util::sha256_hex(b) == entry.sha256)
+    {
         if staged.exists() {
             std::fs::remove_file(&staged).map_err(|e| Error::io(&staged, e))?;
         }
@@ -642,6 +650,18 @@ pub fn settle_views(bundle: &Path, m: &super::Manifest) -> Result<bool> {
                 "{} does not list the {} of its own segments",
                 super::MANIFEST,
                 super::VIEWS
+            ),
+        ));
+    }
+    let killed = std::fs::read(&staged).is_ok_and(|b| b == sql.as_bytes());
+    if strict && now.is_some() && !killed {
+        return Err(Error::bundle(
+            bundle,
+            format!(
+                "{} does not match the sha256 {} records: it was changed after it was written \
+                 (it is derived from the manifest: delete it and `trove verify` writes it anew)",
+                super::VIEWS,
+                super::MANIFEST
             ),
         ));
     }

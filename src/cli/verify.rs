@@ -38,8 +38,17 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
     let r = trove::bundle::verify(&a.bundle)?;
     if r.views_rewritten {
         eprintln!(
-            "note: {} was older than {} (a run was killed right after its commit): rewritten from it",
+            "note: {} was missing, or older than {} (a run was killed right after its commit): \
+             written from it",
             trove::bundle::VIEWS,
+            trove::bundle::MANIFEST
+        );
+    }
+    if !r.unlisted.is_empty() {
+        eprintln!(
+            "note: {} not listed by {} (left by a killed run: not part of the bundle, removed by \
+             the next run; `trove sync` copies only what is listed)",
+            r.unlisted.join(", "),
             trove::bundle::MANIFEST
         );
     }

@@ -1226,7 +1226,7 @@ fn finish_unchanged(
         serde_json::Value::Object(b)
     });
     bundle::commit_manifest(&r.dir, &m)?;
-    bundle::settle_views(&r.dir, &m)?;
+    bundle::settle_views(&r.dir, &m, false)?;
     summary.source_bytes = m.counts.source_bytes;
     summary.bundle_bytes = m.files.iter().map(|e| e.bytes).sum();
     summary.bytes_written = std::fs::metadata(r.dir.join(bundle::MANIFEST)).map_or(0, |x| x.len());
