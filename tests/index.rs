@@ -262,6 +262,34 @@ fn verify_catches_a_changed_file_and_bad_input_is_exit_2() {
             .stderr(predicates::str::contains(says));
         assert!(!out.path().join("c").exists());
     }
+    // `trove chunks` reads a regular file only (a FIFO blocked it; /dev/zero grew without end).
+    let fifo = out.path().join("pipe.py");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    for f in [repo.path().join("billing"), fifo] {
+        if f.exists() || made.as_ref().is_ok_and(|s| s.success()) {
+            trove()
+                .arg("chunks")
+                .arg(&f)
+                .timeout(std::time::Duration::from_secs(30))
+                .assert()
+                .code(2)
+                .stderr(predicates::str::contains("not a regular file"));
+        }
+    }
+    // A packed file inside the bundle it packs would replace one of its files, or add one.
+    let good = out.path().join("good");
+    index(repo.path(), &good, &[]);
+    for inside in ["manifest.json", "segments/x.trove", "b.trove"] {
+        trove()
+            .arg("pack")
+            .arg(&good)
+            .arg("-o")
+            .arg(good.join(inside))
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("is inside the bundle"));
+    }
+    trove().arg("verify").arg(&good).assert().success();
     // The other front ends' counts and addresses, checked before they start.
     for (args, says) in [
         (&["serve", "--workers", "0"][..], "not in 1..=1024"),

@@ -45,6 +45,20 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
             out.display()
         )));
     }
+    // Inside the bundle it would replace one of the files it packs, or be one more file there.
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let (Ok(p), Ok(d)) = (parent.canonicalize(), dir.canonicalize())
+        && p.starts_with(&d)
+    {
+        return Err(Error::Other(format!(
+            "{} is inside the bundle {}: write the packed file beside it",
+            out.display(),
+            dir.display()
+        )));
+    }
     let mut names = vec![MANIFEST.to_string()];
     names.extend(report.manifest.files.iter().map(|f| f.name.clone()));
     let tmp = super::temp_beside(out);
