@@ -239,6 +239,15 @@ fn damaged_segments_are_refused_with_one_line_and_exit_2() {
             }),
         ),
         (
+            "file listed twice",
+            Box::new(|b: &Path| {
+                edit_manifest(b, |m| {
+                    let first = m["files"][0].clone();
+                    m["files"].as_array_mut().unwrap().push(first);
+                })
+            }),
+        ),
+        (
             "bm25 b out of range",
             Box::new(|b: &Path| edit_manifest(b, |m| m["bm25"]["b"] = 99.into())),
         ),

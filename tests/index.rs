@@ -290,6 +290,29 @@ fn verify_catches_a_changed_file_and_bad_input_is_exit_2() {
             .stderr(predicates::str::contains("is inside the bundle"));
     }
     trove().arg("verify").arg(&good).assert().success();
+    // Unpacking into the folder that holds the packed file would delete it.
+    let packed = out.path().join("p/g.trove");
+    std::fs::create_dir_all(packed.parent().unwrap()).unwrap();
+    trove()
+        .args([
+            "pack".as_ref(),
+            good.as_os_str(),
+            "-o".as_ref(),
+            packed.as_os_str(),
+        ])
+        .assert()
+        .success();
+    trove()
+        .args([
+            "unpack".as_ref(),
+            packed.as_os_str(),
+            "-o".as_ref(),
+            out.path().join("p").as_os_str(),
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("which unpacking replaces"));
+    assert!(packed.is_file());
     // The other front ends' counts and addresses, checked before they start.
     for (args, says) in [
         (&["serve", "--workers", "0"][..], "not in 1..=1024"),

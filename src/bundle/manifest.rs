@@ -120,6 +120,13 @@ impl Manifest {
                 format!("manifest.json lists segment {} twice", twice.id),
             ));
         }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = self.files.iter().find(|f| !seen.insert(f.name.as_str())) {
+            return Err(Error::bundle(
+                dir,
+                format!("manifest.json lists {} twice", twice.name),
+            ));
+        }
         let bm = &self.bm25;
         let why = if !(bm.k1.is_finite() && bm.k1 >= 0.0) {
             Some(format!("bm25.k1 {} is not a number of at least 0", bm.k1))

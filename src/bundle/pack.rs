@@ -210,6 +210,16 @@ pub fn check(file: &Path) -> Result<Manifest> {
 /// Unpacks `file` to the bundle directory `out` (replaced atomically if it is a bundle already).
 pub fn unpack(file: &Path, out: &Path) -> Result<Manifest> {
     let out = std::path::absolute(out).map_err(|e| Error::io(out, e))?;
+    // Replacing `out` would delete the packed file read from inside it.
+    if let (Ok(f), Ok(o)) = (file.canonicalize(), out.canonicalize())
+        && f.starts_with(&o)
+    {
+        return Err(Error::Other(format!(
+            "{} is inside {}, which unpacking replaces: unpack it elsewhere",
+            file.display(),
+            out.display()
+        )));
+    }
     let _lock = super::lock_output(&out)?;
     super::check_replaceable(&out)?;
     super::build_beside(&out, |tmp| extract(file, tmp))

@@ -23,8 +23,9 @@ pub struct SyncArgs {
     pub source: String,
     /// The bundle directory to bring up to SRC (created if missing).
     pub dest: PathBuf,
-    /// Seconds before one HTTP request gives up.
-    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    /// Seconds before one HTTP request gives up (at least 1).
+    #[arg(long, default_value_t = 300, value_name = "SECS",
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
     /// Tries again after a timeout, a broken connection or an HTTP 408/429/5xx.
     #[arg(long, default_value_t = 3, value_name = "N")]
