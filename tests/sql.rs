@@ -137,6 +137,20 @@ fn views_macros_stdin_and_formats() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("nope"));
+    // trove_tokens is the index's tokenizer for any script, not only ASCII (it split `wörld`).
+    let text = "hällo wörld größeZahl ΔeltaΦunction naïve_café 数据库 x_1Y";
+    let got = sql_json(&b, &format!("SELECT trove_tokens('{text}') AS t"));
+    let mut got: Vec<String> = got[0]["t"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect();
+    let mut want = trove::extract::tokens(text, 64);
+    got.sort();
+    want.sort();
+    want.dedup();
+    assert_eq!(got, want);
     // A comment after the last statement is no statement of its own; only comments are no SQL.
     let t = trove()
         .arg("sql")

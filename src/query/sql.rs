@@ -96,8 +96,8 @@ impl Bundle {
         let b = &self.manifest.bm25;
         let dim = self.manifest.embedder.dim;
         let sql = format!(
-            "CREATE MACRO trove_split(w) AS list_filter(list_transform(regexp_extract_all(regexp_replace(regexp_replace(w, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '([A-Z]+)([A-Z][a-z])', '\\1 \\2', 'g'), '[[:alnum:]]+'), lambda p: lower(p)), lambda p: length(p) >= 2);
-             CREATE MACRO trove_tokens(q) AS list_distinct(flatten(list_transform(regexp_extract_all(q, '[[:alnum:]_]+'), lambda w: list_concat([lower(trim(w, '_'))], CASE WHEN len(trove_split(w)) > 1 THEN trove_split(w) ELSE [] END))));
+            "CREATE MACRO trove_split(w) AS list_filter(list_transform(regexp_extract_all(regexp_replace(regexp_replace(w, '([\\p{{Ll}}0-9])(\\p{{Lu}})', '\\1 \\2', 'g'), '(\\p{{Lu}}+)(\\p{{Lu}}\\p{{Ll}})', '\\1 \\2', 'g'), '[\\p{{L}}\\p{{M}}\\p{{N}}]+'), lambda p: lower(p)), lambda p: length(p) >= 2);
+             CREATE MACRO trove_tokens(q) AS list_distinct(flatten(list_transform(regexp_extract_all(q, '[\\p{{L}}\\p{{M}}\\p{{N}}_]+'), lambda w: list_concat([lower(trim(w, '_'))], CASE WHEN len(trove_split(w)) > 1 THEN trove_split(w) ELSE [] END))));
              CREATE MACRO bm25_search(q, k := 10) AS TABLE
                WITH qt AS (SELECT unnest(trove_tokens(q)) AS term),
                     t AS (SELECT term, ln(1 + ({n} - df + 0.5) / (df + 0.5)) AS idf FROM terms SEMI JOIN qt USING (term)),
