@@ -652,6 +652,50 @@ fn local_minilm_late_interaction_reorders_the_best_hits() {
         hits(&h, q, &["--vector-weight", "1"]),
         hits(&h, q, &["--vector-weight", "1", "--rerank", "0"])
     );
+    // The hash bundle's hybrid scores are BM25's, the model bundle's a 0-to-1 fusion: asked
+    // together, their lists are interleaved by rank (each hit 1 / (60 + its rank in its bundle)),
+    // not sorted by scores that do not compare (the hash bundle took every place before).
+    let alone = |b: &Path| -> Vec<(String, u64)> {
+        hits(b, q, &["-k", "8"])
+            .into_iter()
+            .map(|(p, l, _)| (p, l))
+            .collect()
+    };
+    let (model_top, hash_top) = (alone(&b), alone(&h));
+    assert!(!model_top.is_empty() && !hash_top.is_empty());
+    let both: Vec<serde_json::Value> = query_jsonl_in(
+        Some(cache.path()),
+        &[
+            b.as_os_str(),
+            h.as_os_str(),
+            q.as_ref(),
+            "-k".as_ref(),
+            "8".as_ref(),
+        ],
+    );
+    assert_eq!(both.len(), 8.min(model_top.len() + hash_top.len()));
+    let mut seen = [0usize, 0usize];
+    for hit in &both {
+        let model = hit["bundle"] == b.to_str().unwrap();
+        let (n, top) = if model {
+            (&mut seen[0], &model_top)
+        } else {
+            (&mut seen[1], &hash_top)
+        };
+        let place = (
+            hit["path"].as_str().unwrap().to_string(),
+            hit["start_line"].as_u64().unwrap(),
+        );
+        assert_eq!(top[*n], place, "{hit}");
+        let score = hit["score"].as_f64().unwrap();
+        assert!((score - 1.0 / (61.0 + *n as f64)).abs() < 1e-12, "{hit}");
+        *n += 1;
+    }
+    // Both bundles' best hits are in (the hash bundle took every place before).
+    assert!(
+        seen[0] >= model_top.len().min(4) && seen[1] >= hash_top.len().min(4),
+        "{seen:?}"
+    );
 }
 
 /// A function longer than the model reads (MiniLM: 256 word pieces) whose end is what a question

@@ -743,18 +743,35 @@ impl Bundle {
         Ok(ids.into_iter().filter(|id| seen.insert(*id)).collect())
     }
 
-    /// Runs the query against this bundle: up to `o.k` hits, best first (ranks not yet assigned).
-    pub fn search(&self, query: &str, o: &QueryOptions) -> Result<Vec<Hit>> {
-        let terms = query_terms(query, self.manifest.bm25.max_token_len);
+    /// The vector arm's fusion weight for `o`, and the mode that runs: a hybrid query whose
+    /// vector arm weighs nothing is the BM25 arm (the vector arm is not run).
+    fn effective(&self, o: &QueryOptions) -> (f64, Mode) {
         let wv = o
             .vector_weight
             .unwrap_or_else(|| default_vector_weight(&self.manifest.embedder.backend));
-        // A hybrid query whose vector arm weighs nothing is the BM25 arm: the vector arm is not run.
         let mode = if o.mode == Mode::Hybrid && wv <= 0.0 {
             Mode::Bm25
         } else {
             o.mode
         };
+        (wv, mode)
+    }
+
+    /// What the scores of this bundle's hits for `o` measure: BM25 (unbounded), a cosine, a
+    /// convex fusion (0 to 1) or RRF. Bundles whose hits share a scale merge by score.
+    pub fn score_scale(&self, o: &QueryOptions) -> &'static str {
+        match (self.effective(o).1, o.fusion) {
+            (Mode::Bm25, _) => "bm25",
+            (Mode::Vector, _) => "cosine",
+            (Mode::Hybrid, Fusion::Convex) => "convex",
+            (Mode::Hybrid, Fusion::Rrf) => "rrf",
+        }
+    }
+
+    /// Runs the query against this bundle: up to `o.k` hits, best first (ranks not yet assigned).
+    pub fn search(&self, query: &str, o: &QueryOptions) -> Result<Vec<Hit>> {
+        let terms = query_terms(query, self.manifest.bm25.max_token_len);
+        let (wv, mode) = self.effective(o);
         // Refuse a foreign embedder before any work, and build ours once.
         let embedder = if mode == Mode::Bm25 {
             None
@@ -1536,8 +1553,23 @@ pub fn search_all<'a>(
     o: &QueryOptions,
 ) -> Result<Vec<Hit>> {
     let mut hits = Vec::new();
+    let mut scales = FxHashSet::default();
+    let mut lists = Vec::new();
     for b in bundles {
-        hits.extend(b.search(query, o)?);
+        scales.insert(b.score_scale(o));
+        lists.push(b.search(query, o)?);
+    }
+    // Scores on different scales (a hash bundle's BM25 beside a model bundle's 0-to-1 fusion)
+    // do not compare: the bundles' lists are interleaved by rank instead, each hit scored
+    // 1 / (RRF_K + its rank in its bundle), as reciprocal rank fusion does.
+    let by_rank = scales.len() > 1;
+    for list in lists {
+        for (i, mut h) in list.into_iter().enumerate() {
+            if by_rank {
+                h.score = 1.0 / (RRF_K + i as f64 + 1.0);
+            }
+            hits.push(h);
+        }
     }
     hits.sort_by(|a, b| {
         b.score
