@@ -181,6 +181,15 @@ fn exit_codes_and_clear_errors() {
     let mut both = paths("**/*.py");
     both.extend(paths("**/*.ts"));
     assert_eq!(either, both);
+    // A bundle named twice is searched once (its hits came twice).
+    let once = query_jsonl(&[b.as_os_str(), "payment".as_ref()]);
+    let dir = b.parent().unwrap();
+    let twice = query_jsonl(&[
+        b.as_os_str(),
+        dir.join(".").join(b.file_name().unwrap()).as_os_str(),
+        "payment".as_ref(),
+    ]);
+    assert_eq!(once, twice);
     // A -k past every hit is every hit, not an allocation of k rows (it aborted once).
     trove()
         .arg("query")

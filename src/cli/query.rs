@@ -140,8 +140,11 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
     if a.k == 0 {
         anyhow::bail!("-k must be at least 1");
     }
+    // A bundle named twice (`b b`, `./b b`) is searched once: its hits would come twice.
+    let mut seen = std::collections::HashSet::new();
     let bundles = args
         .iter()
+        .filter(|b| seen.insert(std::fs::canonicalize(b).unwrap_or_else(|_| PathBuf::from(b))))
         .map(|b| Bundle::open(&PathBuf::from(b)))
         .collect::<Result<Vec<_>, _>>()?;
     let opts = QueryOptions {
