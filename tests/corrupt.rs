@@ -19,17 +19,8 @@ fn file_entry<'a>(m: &'a mut serde_json::Value, name: &str) -> &'a mut serde_jso
 
 /// Each way a bundle is damaged: (name, what is done to a copy).
 fn damages() -> Vec<(&'static str, Damage)> {
-    let manifest_edit = |f: fn(&mut serde_json::Value)| {
-        Box::new(move |b: &Path| {
-            let mut m = manifest(b);
-            f(&mut m);
-            std::fs::write(
-                b.join("manifest.json"),
-                serde_json::to_vec_pretty(&m).unwrap(),
-            )
-            .unwrap();
-        }) as Damage
-    };
+    let manifest_edit =
+        |f: fn(&mut serde_json::Value)| Box::new(move |b: &Path| edit_manifest(b, f)) as Damage;
     vec![
         (
             "truncated",

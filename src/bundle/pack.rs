@@ -36,6 +36,11 @@ pub struct PackSummary {
     pub sha256: String,
 }
 
+/// Whether `p` is `dir` or lies under it, links resolved (false when either does not exist).
+fn within(p: &Path, dir: &Path) -> bool {
+    matches!((p.canonicalize(), dir.canonicalize()), (Ok(p), Ok(d)) if p.starts_with(&d))
+}
+
 /// Packs the bundle at `dir` (verified first) into `out`, written under a temp name and renamed.
 pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
     let report = super::verify(dir)?;
@@ -50,9 +55,7 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    if let (Ok(p), Ok(d)) = (parent.canonicalize(), dir.canonicalize())
-        && p.starts_with(&d)
-    {
+    if within(parent, dir) {
         return Err(Error::Other(format!(
             "{} is inside the bundle {}: write the packed file beside it",
             out.display(),
@@ -211,9 +214,7 @@ pub fn check(file: &Path) -> Result<Manifest> {
 pub fn unpack(file: &Path, out: &Path) -> Result<Manifest> {
     let out = std::path::absolute(out).map_err(|e| Error::io(out, e))?;
     // Replacing `out` would delete the packed file read from inside it.
-    if let (Ok(f), Ok(o)) = (file.canonicalize(), out.canonicalize())
-        && f.starts_with(&o)
-    {
+    if within(file, &out) {
         return Err(Error::Other(format!(
             "{} is inside {}, which unpacking replaces: unpack it elsewhere",
             file.display(),
