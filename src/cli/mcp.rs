@@ -4,15 +4,16 @@
 //! `rmcp` speaks the protocol: the `initialize` handshake (revisions 2024-11-05 to 2025-11-25)
 //! and the per-request envelope of 2026-07-28 (`server/discover`), JSON-RPC framing, errors for
 //! requests that are not JSON-RPC or name an unknown method (a line that is not JSON at all is
-//! skipped, as the other official SDKs do), and serving on after each. This module lists the tools
+//! skipped, as the other official SDKs do), and serving on after each; a protocol method whose
+//! params do not parse reaches [`Server::on_custom_request`] here, which answers -32602. This module lists the tools
 //! and runs them: a tool that fails (bad argument, unknown path or symbol) answers `isError: true`
 //! with a message for the model; an unknown tool is a JSON-RPC error. Tool calls run one at a
 //! time on a blocking thread (the bundles' DuckDB connections are not shared between threads).
 use clap::Args;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode, ErrorData,
-    Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, ErrorData, Implementation, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
@@ -182,6 +183,51 @@ impl<H: ToolHost> ServerHandler for Server<H> {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.listed.iter().find(|t| t.name == name).cloned()
+    }
+
+    /// rmcp hands over a request of a protocol method whose params do not parse (`tools/call`
+    /// with `arguments` a string) as a custom one: that is invalid params (-32602), not an
+    /// unknown method (-32601, rmcp's answer, with only the method's name for a message).
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        const PROTOCOL: &[&str] = &[
+            "initialize",
+            "ping",
+            "tools/list",
+            "tools/call",
+            "prompts/list",
+            "prompts/get",
+            "resources/list",
+            "resources/read",
+            "resources/templates/list",
+            "resources/subscribe",
+            "resources/unsubscribe",
+            "completion/complete",
+            "logging/setLevel",
+            "server/discover",
+        ];
+        let m = request.method;
+        Err(if PROTOCOL.contains(&m.as_str()) {
+            let takes = if m == "tools/call" {
+                r#": it takes {"name": a tool's name, "arguments": an object}"#
+            } else {
+                ""
+            };
+            ErrorData::new(
+                ErrorCode::INVALID_PARAMS,
+                format!("{m}: its params are not of the method's shape{takes}"),
+                None,
+            )
+        } else {
+            ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("no method {m:?} (trove serves tools/list and tools/call)"),
+                None,
+            )
+        })
     }
 
     async fn call_tool(
