@@ -185,46 +185,23 @@ fn mcp_serves_the_official_python_client() {
 /// unknown method is -32601 with a message, and the session answers on after both.
 #[test]
 fn mcp_tells_bad_params_from_unknown_methods() {
-    use std::io::{BufRead, Write};
     let (r, w) = (sample_repo(), tempfile::tempdir().unwrap());
     let b = w.path().join("b");
     index(r.path(), &b, &[]);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("trove"))
-        .arg("mcp")
-        .arg(&b)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
     let call = |id: u32, arguments: serde_json::Value| {
         serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": "search_code", "arguments": arguments}})
     };
-    for m in [
-        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"}}}),
-        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        call(2, "oops".into()),
-        call(3, serde_json::json!([1, 2])),
-        serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "tools/nonsense", "params": {}}),
-        call(5, serde_json::json!({"query": "invoice", "k": 1})),
-    ] {
-        writeln!(stdin, "{m}").unwrap();
-    }
-    let mut answers = std::collections::BTreeMap::new();
-    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
-        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
-        let id = v["id"].as_u64().unwrap();
-        answers.insert(id, v);
-        if id == 5 {
-            break;
-        }
-    }
-    drop(stdin);
-    child.wait().unwrap();
+    let answers = mcp_stdio(
+        &[b.as_os_str()],
+        &[
+            call(2, "oops".into()),
+            call(3, serde_json::json!([1, 2])),
+            serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "tools/nonsense", "params": {}}),
+            call(5, serde_json::json!({"query": "invoice", "k": 1})),
+        ],
+        5,
+    );
     for id in [2, 3] {
         let e = &answers[&id]["error"];
         assert_eq!(e["code"], -32602, "{id}: {e}");

@@ -448,43 +448,18 @@ fn local_minilm_on_onnx_runtime_int8_matches_the_reference_vectors_and_answers_q
 /// search_code's hits (path, first line) through `trove mcp BUNDLE --model-dir MODEL EXTRA...`
 /// over stdio (newline-delimited JSON-RPC: initialize, initialized, one tools/call).
 fn mcp_search(bundle: &Path, model: &Path, query: &str, extra: &[&str]) -> Vec<(String, u64)> {
-    use std::io::{BufRead, Write};
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("trove"))
-        .arg("mcp")
-        .arg(bundle)
-        .arg("--model-dir")
-        .arg(model)
-        .args(extra)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
     let call = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "search_code", "arguments": {"query": query, "k": 10}}});
-    for m in [
-        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"}}}),
-        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        call,
-    ] {
-        writeln!(stdin, "{m}").unwrap();
-    }
-    let mut text = String::new();
-    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
-        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
-        if v["id"] == 2 {
-            text = v["result"]["content"][0]["text"]
-                .as_str()
-                .unwrap_or_else(|| panic!("{v}"))
-                .to_string();
-            break;
-        }
-    }
-    drop(stdin);
-    child.wait().unwrap();
+    let mut args = vec![
+        bundle.as_os_str(),
+        "--model-dir".as_ref(),
+        model.as_os_str(),
+    ];
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    let v = &crate::util::mcp_stdio(&args, &[call], 2)[&2];
+    let text = v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{v}"));
     // "path:start-end  kind symbol  (score s)", then the snippet's lines (indented).
     text.lines()
         .filter(|l| !l.starts_with(' ') && l.contains("(score "))

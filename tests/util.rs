@@ -449,3 +449,46 @@ pub fn sql_json_in(cache: Option<&Path>, bundle: &Path, sql: &str) -> Vec<serde_
         .unwrap()
         .clone()
 }
+
+/// The answers, by id, of `trove mcp ARGS...` over stdio (newline-delimited JSON-RPC) to
+/// `requests`, sent after the initialize handshake, read until the answer with id `last`.
+pub fn mcp_stdio(
+    args: &[&std::ffi::OsStr],
+    requests: &[serde_json::Value],
+    last: u64,
+) -> std::collections::BTreeMap<u64, serde_json::Value> {
+    use std::io::{BufRead, Write};
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("trove"))
+        .arg("mcp")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let handshake = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    for m in handshake.iter().chain(requests) {
+        writeln!(stdin, "{m}").unwrap();
+    }
+    let mut answers = std::collections::BTreeMap::new();
+    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        // Notifications (no id) are no answers.
+        let Some(id) = v["id"].as_u64() else {
+            continue;
+        };
+        answers.insert(id, v);
+        if id == last {
+            break;
+        }
+    }
+    drop(stdin);
+    child.wait().unwrap();
+    answers
+}

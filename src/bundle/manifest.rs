@@ -109,22 +109,27 @@ impl SegmentInfo {
     }
 }
 
+/// The first name `names` holds twice.
+fn listed_twice<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut seen = std::collections::HashSet::new();
+    names.into_iter().find(|n| !seen.insert(*n))
+}
+
 impl Manifest {
-    /// Refuses a bundle with a segment another embedder made (its vectors do not compare with
-    /// the others').
+    /// Refuses a manifest that lists a segment or a file twice, whose BM25 stamp no build
+    /// writes, or with a segment another embedder made (its vectors do not compare with the
+    /// others').
     pub fn check_segments(&self, dir: &Path) -> Result<()> {
-        let mut seen = std::collections::HashSet::new();
-        if let Some(twice) = self.segments.iter().find(|s| !seen.insert(s.id.as_str())) {
+        if let Some(id) = listed_twice(self.segments.iter().map(|s| s.id.as_str())) {
             return Err(Error::bundle(
                 dir,
-                format!("manifest.json lists segment {} twice", twice.id),
+                format!("manifest.json lists segment {id} twice"),
             ));
         }
-        let mut seen = std::collections::HashSet::new();
-        if let Some(twice) = self.files.iter().find(|f| !seen.insert(f.name.as_str())) {
+        if let Some(name) = listed_twice(self.files.iter().map(|f| f.name.as_str())) {
             return Err(Error::bundle(
                 dir,
-                format!("manifest.json lists {} twice", twice.name),
+                format!("manifest.json lists {name} twice"),
             ));
         }
         let bm = &self.bm25;
@@ -757,20 +762,27 @@ pub fn commit_manifest(dir: &Path, m: &Manifest) -> Result<()> {
 /// Removes what the manifest of the bundle `dir` does not list under `segments/`: folders of
 /// segments a killed run wrote but never committed, or that a compaction replaced.
 pub fn remove_garbage(dir: &Path, m: &Manifest) -> Result<()> {
-    let listed: std::collections::HashSet<&str> =
-        m.segments.iter().map(|s| s.id.as_str()).collect();
-    let segs = dir.join(super::SEGMENTS);
-    let Ok(entries) = std::fs::read_dir(&segs) else {
-        return Ok(());
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !listed.contains(name.as_str()) {
-            let p = e.path();
-            std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, e))?;
-        }
+    for p in unlisted_segments(dir, m) {
+        std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, e))?;
     }
     Ok(())
+}
+
+/// What lies under the bundle `dir`'s `segments/` that its manifest `m` does not list, sorted
+/// (none when there is no such folder).
+pub fn unlisted_segments(dir: &Path, m: &Manifest) -> Vec<std::path::PathBuf> {
+    let listed: std::collections::HashSet<&str> =
+        m.segments.iter().map(|s| s.id.as_str()).collect();
+    let mut out: Vec<std::path::PathBuf> = std::fs::read_dir(dir.join(super::SEGMENTS))
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| !listed.contains(e.file_name().to_string_lossy().as_ref()))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
 }
 
 /// RFC 3339 UTC; `SOURCE_DATE_EPOCH` (reproducible builds) wins over the clock.

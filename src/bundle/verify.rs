@@ -105,18 +105,11 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
             )));
         }
     }
-    let listed: std::collections::HashSet<&str> =
-        manifest.segments.iter().map(|s| s.id.as_str()).collect();
-    let mut unlisted: Vec<String> = std::fs::read_dir(dir.join(super::SEGMENTS))
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| !listed.contains(n.as_str()))
-                .map(|n| format!("{}/{n}", super::SEGMENTS))
-                .collect()
-        })
-        .unwrap_or_default();
-    unlisted.sort();
+    let unlisted = super::manifest::unlisted_segments(dir, &manifest)
+        .iter()
+        .filter_map(|p| p.strip_prefix(dir).ok())
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .collect();
     Ok(VerifyReport {
         files_checked: manifest.files.len(),
         manifest,

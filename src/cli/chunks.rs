@@ -54,38 +54,22 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
     };
     let dirs: Vec<&Path> = a.languages.iter().map(PathBuf::as_path).collect();
     let reg = Registry::load(&dirs)?;
-    // Only a regular file, and no larger than `trove index` reads (a FIFO blocked, /dev/zero
-    // grew without end).
-    let meta = std::fs::metadata(&a.file)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", a.file.display()))?;
-    if !meta.is_file() {
+    // Only a regular file (opening a FIFO blocks; /dev/zero never ends), read as `trove index`
+    // reads one: no larger than `source.max_file_bytes`.
+    let cannot = |e: std::io::Error| anyhow::anyhow!("cannot read {}: {e}", a.file.display());
+    if !std::fs::metadata(&a.file).map_err(cannot)?.is_file() {
         anyhow::bail!("{} is not a regular file", a.file.display());
     }
     let cap = config.source.max_file_bytes;
-    if meta.len() > cap {
-        anyhow::bail!(
-            "{} is {} bytes, over source.max_file_bytes ({cap}): trove index skips it (a --config \
-             overlay raises the limit)",
-            a.file.display(),
-            meta.len()
-        );
-    }
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(
-        &mut std::io::Read::take(
-            std::fs::File::open(&a.file)
-                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", a.file.display()))?,
-            cap + 1,
-        ),
-        &mut bytes,
-    )
-    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", a.file.display()))?;
-    if bytes.len() as u64 > cap {
-        anyhow::bail!(
-            "{} grew past source.max_file_bytes while read",
-            a.file.display()
-        );
-    }
+    let bytes = trove::source::read_capped(&a.file, cap)
+        .map_err(cannot)?
+        .map_err(|size| {
+            anyhow::anyhow!(
+                "{} is {size} bytes, over source.max_file_bytes ({cap}): trove index skips it (a \
+                 --config overlay raises the limit)",
+                a.file.display()
+            )
+        })?;
     let text = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("{} is not UTF-8 text", a.file.display()))?;
     let rel = a.file.to_string_lossy().replace('\\', "/");

@@ -5,10 +5,11 @@
 //! and the per-request envelope of 2026-07-28 (`server/discover`), JSON-RPC framing, errors for
 //! requests that are not JSON-RPC or name an unknown method (a line that is not JSON at all is
 //! skipped, as the other official SDKs do), and serving on after each; a protocol method whose
-//! params do not parse reaches [`Server::on_custom_request`] here, which answers -32602. This module lists the tools
-//! and runs them: a tool that fails (bad argument, unknown path or symbol) answers `isError: true`
-//! with a message for the model; an unknown tool is a JSON-RPC error. Tool calls run one at a
-//! time on a blocking thread (the bundles' DuckDB connections are not shared between threads).
+//! params do not parse reaches [`Server::on_custom_request`] here, which answers -32602. This
+//! module lists the tools and runs them: a tool that fails (bad argument, unknown path or symbol)
+//! answers `isError: true` with a message for the model; an unknown tool is a JSON-RPC error.
+//! Tool calls run one at a time on a blocking thread (the bundles' DuckDB connections are not
+//! shared between threads).
 use clap::Args;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,

@@ -114,18 +114,19 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-/// Prints `v` as pretty JSON on stdout (a command's `--json` summary).
 /// A count of results (`-k`): at least 1 (0 asks for nothing, a mistake) and at most what SQL's
 /// `LIMIT` takes.
 pub(crate) fn limit() -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::<usize>::new().range(1..=i64::MAX as u64)
 }
 
-/// A count of threads or handles: 1 to 1,024 (a mistyped 100000 would try to start them all).
+/// A count of threads or handles, at most 1,024 (a mistyped 100000 would try to start them all):
+/// from 0 (one per core) when `zero`, else from 1.
 pub(crate) fn threads(zero: bool) -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::<usize>::new().range(u64::from(!zero)..=1024)
 }
 
+/// Prints `v` as pretty JSON on stdout (a command's `--json` summary).
 pub(crate) fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
     use std::io::Write;
     writeln!(

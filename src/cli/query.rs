@@ -137,9 +137,6 @@ pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
     if query.trim().is_empty() {
         anyhow::bail!("the query text is empty: trove query BUNDLE \"what to find\"");
     }
-    if a.k == 0 {
-        anyhow::bail!("-k must be at least 1");
-    }
     // A bundle named twice (`b b`, `./b b`) is searched once: its hits would come twice.
     let mut seen = std::collections::HashSet::new();
     let bundles = args
