@@ -127,8 +127,9 @@ pub enum Scope {
     /// definition of the name in the language family.
     #[default]
     Open,
-    /// A call on a name that may be an imported module (`storage.load()`): in that module's
-    /// files; when the name is no module, as [`Scope::Method`] if the flag says so, else nowhere.
+    /// A call on a name that may be an imported module (`storage.load()`; in Python also
+    /// `flask.helpers.f()`, in the submodule): in that module's files; when the name is no
+    /// module, as [`Scope::Method`] if the flag says so, else nowhere.
     Module(String, bool),
     /// A call on an object (`ctx.push()`, `self.app.route()`): the one method of that name in
     /// the language family, if there is one (its receiver's type is a type checker's to know).

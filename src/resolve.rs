@@ -6,7 +6,10 @@
 //! the writer has seen every file ([`Definitions`] + [`Pending`]): a reference still open resolves
 //! through the file's import of the name (the one definition in the module files the import may
 //! name: `import`), else to the one definition of that name in its language family (`repo`).
-//! Two candidates or none leave it unresolved: never a guess. A reference taken from a SCIP index
+//! Definitions inside a function (a closure, a class in a test) are that function's own: only
+//! their file's references land on them. A bare call of an enclosing function's parameter
+//! (`def f(load): load(x)`) lands nowhere. Two candidates or none leave it unresolved: never a
+//! guess. A reference taken from a SCIP index
 //! ([`crate::precise`]) resolves by its SCIP symbol string alone: to the one definition that
 //! carries it (`scip`), wherever it is, or to none when the symbol is defined outside the bundle.
 //!
@@ -178,17 +181,23 @@ pub fn resolved_refs_sql(stored: &str, symbols: &str, deps: &str) -> String {
         sql_list(METHOD_KINDS),
     );
     format!(
-        "WITH counted AS (SELECT * FROM {symbols}
+        "WITH RECURSIVE counted AS (SELECT * FROM {symbols}
   QUALIFY coalesce(language, '') NOT IN ({overloads})
        OR row_number() OVER (PARTITION BY path, parent_id, kind, name
                              ORDER BY start_byte, symbol_id) = 1),
+local AS (
+  SELECT s.symbol_id FROM {symbols} s JOIN {symbols} p ON p.symbol_id = s.parent_id
+  WHERE p.kind IN ({code})
+  UNION
+  SELECT s.symbol_id FROM {symbols} s JOIN local l ON s.parent_id = l.symbol_id),
+open_defs AS (SELECT * FROM counted WHERE symbol_id NOT IN (SELECT symbol_id FROM local)),
 defs AS (
-  SELECT 'c' AS class, {family} AS family, path, name, symbol_id FROM counted
+  SELECT 'c' AS class, {family} AS family, path, name, symbol_id FROM open_defs
   WHERE kind IN ({callable}) AND NOT {declaration}
   UNION ALL
-  SELECT 't', {family}, path, name, symbol_id FROM counted WHERE kind IN ({types})
+  SELECT 't', {family}, path, name, symbol_id FROM open_defs WHERE kind IN ({types})
   UNION ALL
-  SELECT 'm', {family}, path, name, symbol_id FROM counted
+  SELECT 'm', {family}, path, name, symbol_id FROM open_defs
   WHERE kind IN ({methods}) AND NOT {declaration}),
 by_name AS (SELECT class, family, name, count(*) AS n, min(symbol_id) AS id FROM defs GROUP BY ALL),
 by_file AS (SELECT class, path, name, count(*) AS n, min(symbol_id) AS id FROM (
@@ -299,6 +308,7 @@ LEFT JOIN by_name b ON r.family IS NOT NULL AND r.import_name IS NULL
         repo = Resolution::Repo.as_str(),
         scip = Resolution::Scip.as_str(),
         all_callable = sql_list(CALLABLE_KINDS),
+        code = sql_list(CODE_KINDS),
         sym_family = family.replace("language", "s.language"),
         sym_key = crate::precise::scip_key_sql("scip_symbol"),
         ref_key = crate::precise::scip_key_sql("r.scip_symbol"),
@@ -549,6 +559,28 @@ impl Pending {
                     // names.
                     Scope::Module(m, or_method) => match modules.get(m) {
                         Some(files) => Some(pending(Some((r.target.clone(), files.clone())))),
+                        // `flask.helpers.f()` after `import flask`: `f` in the submodule
+                        // `helpers` of the package `flask` names (`flask.Flask.f()`: the
+                        // member of the class there).
+                        None if language == Some("python")
+                            && let Some((head, rest)) = m.split_once('.')
+                            && let Some(files) = modules.get(head) =>
+                        {
+                            match rest.rsplit('.').next() {
+                                // (Else, as a call on any object: a member it inherits.)
+                                Some(ty) if ty.starts_with(|c: char| c.is_uppercase()) => {
+                                    Some(Pending {
+                                        member_of: Some(ty.to_string()),
+                                        method: *or_method,
+                                        ..pending(None)
+                                    })
+                                }
+                                _ => Some(pending(Some((
+                                    r.target.clone(),
+                                    py_submodule_files(files, rest),
+                                )))),
+                            }
+                        }
                         // `Engine.create()`: no module, a type by its capital (Go's capitals are
                         // a package's variables as often).
                         None if m.starts_with(|c: char| c.is_uppercase())
@@ -702,6 +734,7 @@ impl Definitions {
                 self.by_scip.entry(k).or_insert((0, sym.symbol_id)).0 += 1;
             }
         }
+        let local = local_definitions(symbols);
         let csharp = language == Some("csharp");
         for sym in symbols
             .iter()
@@ -727,6 +760,10 @@ impl Definitions {
                     sym.symbol.name.clone(),
                 );
                 self.by_member.entry(key).or_insert((0, sym.symbol_id)).0 += 1;
+            }
+            // A definition inside a function is the function's own: no other file names it.
+            if local.contains(&sym.symbol_id) {
+                continue;
             }
             for class in [Class::Callable, Class::Type, Class::Method] {
                 if class.open_kinds().contains(&sym.symbol.kind.as_str())
@@ -1111,10 +1148,22 @@ pub fn in_file(
                         let or_method = on_object(&r.target) == Scope::Method;
                         match field.and_then(|f| field_of(from, f)) {
                             Some(t) => (None, Scope::Typed(t, or_method)),
+                            // `flask.helpers.make_response()`: in a module's submodule when
+                            // `flask` is an imported module, else a call on an object.
+                            None if field.is_none()
+                                && !r.chained
+                                && recv
+                                    .split('.')
+                                    .all(|p| !p.is_empty() && p.chars().all(is_ident)) =>
+                            {
+                                (None, Scope::Module(recv.to_string(), or_method))
+                            }
                             None => (None, on_object(&r.target)),
                         }
                     }
                 }
+                // A parameter's value (`def f(load): load(x)`): nothing the bundle defines.
+                (RefKind::Call, None) if r.local => (None, Scope::Closed),
                 _ => {
                     let bare_call = r.kind == RefKind::Call;
                     let id = one(Box::new(named(&r.target).filter(of_kinds).filter(|s| {
@@ -1137,6 +1186,54 @@ pub fn in_file(
             }
         })
         .collect()
+}
+
+/// The ids of `symbols` (one file's) defined inside a function or method, however deep
+/// (`def test(): class Index: def head()`, a closure assigned in a function body).
+pub fn local_definitions(symbols: &[SymbolRecord]) -> rustc_hash::FxHashSet<i64> {
+    let by_id: FxHashMap<i64, &SymbolRecord> = symbols.iter().map(|s| (s.symbol_id, s)).collect();
+    symbols
+        .iter()
+        .filter(|s| {
+            let mut up = s.parent_id;
+            // Bounded by the file's definitions, so a cycle in bad input cannot hang.
+            for _ in 0..symbols.len() {
+                let Some(p) = up.and_then(|p| by_id.get(&p)) else {
+                    return false;
+                };
+                if CODE_KINDS.contains(&p.symbol.kind.as_str()) {
+                    return true;
+                }
+                up = p.parent_id;
+            }
+            false
+        })
+        .map(|s| s.symbol_id)
+        .collect()
+}
+
+/// The files of the submodule `rest` (`a.b`) of a Python module whose files are `files`
+/// (`flask.py` or `flask/__init__.py`, ...): `flask/a/b.py`, `flask/a/b/__init__.py`, ...
+fn py_submodule_files(files: &[String], rest: &str) -> Vec<String> {
+    let rest = rest.replace('.', "/");
+    let mut out: Vec<String> = Vec::new();
+    for f in files {
+        let Some(base) = f
+            .strip_suffix("/__init__.py")
+            .or_else(|| f.strip_suffix(".py"))
+        else {
+            continue;
+        };
+        for sub in [
+            format!("{base}/{rest}.py"),
+            format!("{base}/{rest}/__init__.py"),
+        ] {
+            if !out.contains(&sub) {
+                out.push(sub);
+            }
+        }
+    }
+    out
 }
 
 /// Where a call on the path `recv` (`Glob::new`, `crate::glob::Glob::new`, `pathutil::f`) can

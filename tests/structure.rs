@@ -937,6 +937,113 @@ func (s *Server) listen() {}
     assert_eq!(ask(&b), ask(&full));
 }
 
+/// What a function binds is its own: a bare call of a parameter (Python's, a lambda's,
+/// JavaScript's) or of a loop's variable lands nowhere, and a definition inside a function (a class in a test) is no
+/// target for another file's call. A dotted call on an imported module (`pkg.helpers.f()`)
+/// lands in its submodule, not on a method of the name. The segmented bundle's SQL agrees.
+#[test]
+fn locals_stay_in_their_function() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(root, "pkg/__init__.py", b"");
+    write(
+        root,
+        "pkg/helpers.py",
+        b"def make_response():\n    return 1\n",
+    );
+    write(
+        root,
+        "pkg/app.py",
+        b"class App:\n    def make_response(self):\n        return 2\n",
+    );
+    write(root, "lib.py", b"def load(x):\n    return x\n");
+    write(
+        root,
+        "use.py",
+        br#"import pkg
+
+
+def run(load, *, loads: object = None):
+    load(1)
+    pkg.helpers.make_response()
+    return lambda head: head()
+
+
+def go(client):
+    client.head()
+    for load in client.loaders:
+        load()
+"#,
+    );
+    write(
+        root,
+        "tests/test_views.py",
+        b"def test_head():\n    class Index:\n        def head(self):\n            return 1\n\n    return Index\n",
+    );
+    write(
+        root,
+        "web/util.js",
+        b"export function pick(xs) {\n  return xs[0];\n}\n",
+    );
+    write(
+        root,
+        "web/main.js",
+        b"export function choose(pick) {\n  return pick([1]);\n}\n",
+    );
+    git(root, &["init", "-q"]);
+    crate::util::commit(root, "locals");
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b.bundle");
+    index(root, &b, &[]);
+    let got = rows(&format!(
+        "SELECT r.path, r.line, r.target, coalesce(t.path || ':' || t.symbol_path, '-'), \
+                coalesce(r.resolution, '-') \
+         FROM {r} r LEFT JOIN {s} t ON t.symbol_id = r.target_symbol_id \
+         WHERE r.kind = 'call' ORDER BY r.path, r.line, r.target",
+        r = pq(&b, "refs"),
+        s = pq(&b, "symbols")
+    ));
+    assert_eq!(
+        got,
+        [
+            // Parameters: not lib.py's `load`, not web/util.js's `pick`.
+            "use.py | 5 | load | - | -",
+            // The submodule's function, not App's method of the name.
+            "use.py | 6 | make_response | pkg/helpers.py:make_response | import",
+            "use.py | 7 | head | - | -",
+            // The one `head` is test_head's own class's.
+            "use.py | 11 | head | - | -",
+            // A loop's variable.
+            "use.py | 13 | load | - | -",
+            "web/main.js | 2 | pick | - | -",
+        ]
+    );
+    for (stored, sql) in crate::util::refs_resolved_both_ways(&b) {
+        assert_eq!(stored, sql);
+    }
+    // A `head` any file can reach: the call lands on it, in a segmented bundle (SQL) as in a
+    // full build, the local one still not counted.
+    write(
+        root,
+        "other.py",
+        b"class Other:\n    def head(self):\n        return 0\n",
+    );
+    crate::util::commit(root, "other");
+    index(root, &b, &["--since", "auto", "--no-compact"]);
+    let full = out.path().join("full.bundle");
+    index(root, &full, &[]);
+    let ask = |x: &std::path::Path| {
+        let o = trove().arg("refs").arg(x).arg("head").output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert_eq!(
+        ask(&b),
+        "use.py:7  run  call head  -> unresolved\n\
+         use.py:11  go  call head  -> other.py:2 Other > head  [repo]\n"
+    );
+    assert_eq!(ask(&b), ask(&full));
+}
+
 #[test]
 fn imports_packages_and_overloads_decide_where_a_name_lands() {
     let t = tempfile::tempdir().unwrap();

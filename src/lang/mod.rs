@@ -260,18 +260,24 @@ pub struct Language {
 pub(crate) struct KindInfo {
     /// Index of the definition rule for the kind.
     pub rule: Option<usize>,
-    flags: u8,
+    flags: u16,
 }
 
 impl KindInfo {
-    const WRAPPER: u8 = 1;
-    const COMMENT: u8 = 2;
-    const ATTACHED: u8 = 4;
-    const IMPORT: u8 = 8;
-    const CALL: u8 = 16;
-    const TYPE_REF: u8 = 32;
+    const WRAPPER: u16 = 1;
+    const COMMENT: u16 = 2;
+    const ATTACHED: u16 = 4;
+    const IMPORT: u16 = 8;
+    const CALL: u16 = 16;
+    const TYPE_REF: u16 = 32;
     /// The kind is the `KIND` of an `inherit_nodes`/`implement_nodes` spec.
-    const HERITAGE: u8 = 64;
+    const HERITAGE: u16 = 64;
+    /// The kind may bind parameters (a function, method, lambda, closure...: its name says so);
+    /// the reference walk looks for its `parameters` field.
+    const BINDS: u16 = 128;
+    /// The kind binds local names (an assignment, a loop's variable, a `let`): the reference
+    /// walk reads them from its `left`, `name` or `pattern` field.
+    const LOCAL: u16 = 256;
 
     fn of(name: &str, def: &LanguageFile, rules: &rustc_hash::FxHashMap<String, usize>) -> Self {
         let has = |v: &[String]| v.iter().any(|k| k == name);
@@ -296,6 +302,21 @@ impl KindInfo {
             (has(&def.call_nodes), Self::CALL),
             (has(&def.type_ref_nodes), Self::TYPE_REF),
             (heritage, Self::HERITAGE),
+            (
+                [
+                    "function",
+                    "method",
+                    "lambda",
+                    "closure",
+                    "constructor",
+                    "arrow",
+                    "func_literal",
+                ]
+                .iter()
+                .any(|w| name.contains(w)),
+                Self::BINDS,
+            ),
+            (refs::LOCAL_BINDINGS.contains(&name), Self::LOCAL),
         ]
         .iter()
         .filter(|(on, _)| *on)
@@ -327,6 +348,12 @@ impl KindInfo {
     pub fn is_heritage(self) -> bool {
         self.flags & Self::HERITAGE != 0
     }
+    pub fn binds(self) -> bool {
+        self.flags & Self::BINDS != 0
+    }
+    pub fn binds_locals(self) -> bool {
+        self.flags & Self::LOCAL != 0
+    }
 }
 
 /// Field ids looked up per node (`None`: the grammar has no such field, so no node has it).
@@ -339,6 +366,12 @@ pub(crate) struct Fields {
     pub callee: [Option<std::num::NonZeroU16>; 7],
     /// `refs::RECEIVER_FIELDS`, in order.
     pub receiver: [Option<std::num::NonZeroU16>; 3],
+    /// A function's parameter list: `parameters`, else `parameter` (JavaScript's `x => ..`).
+    pub parameters: [Option<std::num::NonZeroU16>; 2],
+    /// Where a local binding's names are: `left`, `name`, `pattern`.
+    pub bound: [Option<std::num::NonZeroU16>; 3],
+    /// What a binding or loop takes its value from: `right` (`value` is [`Fields::value`]).
+    pub right: Option<std::num::NonZeroU16>,
 }
 
 impl Fields {
@@ -349,6 +382,9 @@ impl Fields {
             rhs: g.field_id_for_name("rhs"),
             callee: refs::CALLEE_FIELDS.map(|f| g.field_id_for_name(f)),
             receiver: refs::RECEIVER_FIELDS.map(|f| g.field_id_for_name(f)),
+            parameters: ["parameters", "parameter"].map(|f| g.field_id_for_name(f)),
+            bound: ["left", "name", "pattern"].map(|f| g.field_id_for_name(f)),
+            right: g.field_id_for_name("right"),
         }
     }
 }

@@ -25,6 +25,12 @@ pub struct Reference {
     /// The receiver is a path (`serde_json::from_str`, `Regex::builder`, `Foo::bar` in C++ or
     /// PHP): a module or a type, never an object.
     pub path_call: bool,
+    /// A bare call of a name that is a parameter of a function around it (`def f(load):
+    /// load(x)`): a value the caller passes, never the definition of that name elsewhere.
+    pub local: bool,
+    /// The receiver is a value some call or index gave (`a.b().c()`, `xs[0].f()`), whatever
+    /// names `receiver` keeps of it.
+    pub chained: bool,
 }
 
 /// Fields that hold a call's callee, tried in order.
@@ -40,6 +46,22 @@ pub(crate) const CALLEE_FIELDS: [&str; 7] = [
 /// Fields that hold what a call is made on when the callee field holds the name alone (Java's
 /// `method_invocation`: `object` . `name`; Ruby's `receiver`; PHP's `scope` :: `name`).
 pub(crate) const RECEIVER_FIELDS: [&str; 3] = ["object", "receiver", "scope"];
+
+/// Node kinds that bind local names inside a function (their `left`, `name` or `pattern`):
+/// Python's and JavaScript's assignments and loop variables, declarators, Rust's `let` and `for`, Go's
+/// `:=` and `range`.
+pub(crate) const LOCAL_BINDINGS: [&str; 10] = [
+    "assignment",
+    "for_statement",
+    "for_expression",
+    "for_in_statement",
+    "for_in_clause",
+    "variable_declarator",
+    "let_declaration",
+    "short_var_declaration",
+    "range_clause",
+    "var_spec",
+];
 
 /// Longest import text kept.
 const MAX_IMPORT: usize = 120;
@@ -96,6 +118,10 @@ pub(crate) struct RefWalk<'a> {
     lang: &'a Language,
     text: &'a str,
     out: Vec<Reference>,
+    /// The functions around the node visited, outermost first: where each ends, and the names
+    /// it binds, each with the byte from which it is bound (0 for a parameter; for `x = f(x)`,
+    /// past the value, so that `f` there is not yet `x`).
+    scopes: Vec<(usize, Vec<(String, usize)>)>,
 }
 
 impl<'a> RefWalk<'a> {
@@ -104,6 +130,7 @@ impl<'a> RefWalk<'a> {
             lang,
             text,
             out: Vec::new(),
+            scopes: Vec::new(),
         }
     }
 
@@ -132,6 +159,60 @@ impl<'a> RefWalk<'a> {
         in_heritage: bool,
     ) -> Option<bool> {
         let (d, text) = (&self.lang.def, self.text);
+        // Functions the walk has left (it visits in source order) bind nothing here.
+        while self.scopes.last().is_some_and(|s| s.0 <= n.start_byte()) {
+            self.scopes.pop();
+        }
+        if info.binds()
+            && let Some(params) = self
+                .lang
+                .fields
+                .parameters
+                .iter()
+                .find_map(|&f| child_by_field(n, f))
+        {
+            let names = bound_names(text, params).into_iter().map(|x| (x, 0));
+            self.scopes.push((n.end_byte(), names.collect()));
+        }
+        // A comprehension binds its loop variables for its whole text (`[f() for f in fs]`:
+        // the call comes first).
+        if n.kind().ends_with("comprehension") || n.kind() == "generator_expression" {
+            let mut c = n.walk();
+            let names: Vec<(String, usize)> = n
+                .named_children(&mut c)
+                .filter(|ch| ch.kind() == "for_in_clause")
+                .filter_map(|ch| child_by_field(ch, self.lang.fields.bound[0]))
+                .flat_map(|left| bound_names(text, left))
+                .map(|x| (x, 0))
+                .collect();
+            if !names.is_empty() {
+                self.scopes.push((n.end_byte(), names));
+            }
+        }
+        // A name the function binds as it goes (`for f in fs:`, `let g = ..`), but for a
+        // function given a name (`const h = () => ..`: a definition of the file, found there).
+        if info.binds_locals()
+            && let Some(scope) = self.scopes.last_mut()
+            && let Some(bound) = self
+                .lang
+                .fields
+                .bound
+                .iter()
+                .find_map(|&f| child_by_field(n, f))
+        {
+            let value = child_by_field(n, self.lang.fields.value)
+                .or_else(|| child_by_field(n, self.lang.fields.right));
+            let named_function = value.is_some_and(|v| {
+                let k = v.kind();
+                k.contains("function") || k.contains("arrow") || k.contains("lambda")
+            });
+            if !named_function {
+                let from = value.map_or(n.end_byte(), |v| v.end_byte());
+                scope
+                    .1
+                    .extend(bound_names(text, bound).into_iter().map(|x| (x, from)));
+            }
+        }
         let mut heritage_here = in_heritage;
         if info.is_heritage() {
             for (specs, rel) in [
@@ -149,6 +230,8 @@ impl<'a> RefWalk<'a> {
                                 line: at.start_position().row + 1,
                                 receiver: None,
                                 path_call: false,
+                                local: false,
+                                chained: false,
                             });
                         }
                     }
@@ -162,10 +245,12 @@ impl<'a> RefWalk<'a> {
             return None;
         }
         if info.is_call()
-            && let Some((name, receiver, path_call)) = callee(text, n, &self.lang.fields.callee)
+            && let Some((name, receiver, path_call, chained)) =
+                callee(text, n, &self.lang.fields.callee)
         {
             let mut r = reference(RefKind::Call, name, n);
             r.path_call = path_call;
+            r.chained = chained;
             r.receiver = receiver.or_else(|| {
                 // The callee field is the name alone: the receiver is a field of its own.
                 let f = self
@@ -178,6 +263,12 @@ impl<'a> RefWalk<'a> {
                 let t = t.trim();
                 (!t.is_empty()).then(|| t.to_string())
             });
+            r.local = r.receiver.is_none()
+                && self.scopes.iter().any(|(_, names)| {
+                    names
+                        .iter()
+                        .any(|(x, from)| *x == r.target && *from <= r.start_byte)
+                });
             self.out.push(r);
         }
         // A type named where it is used (not where it is defined: a definition's own name).
@@ -279,7 +370,61 @@ fn reference(kind: RefKind, target: String, n: Node<'_>) -> Reference {
         line: n.start_position().row + 1,
         receiver: None,
         path_call: false,
+        local: false,
+        chained: false,
     }
+}
+
+/// The names a function's parameter list `params` binds: its identifiers, but for types,
+/// default values (`x=load`, `x = load`) and annotations.
+fn bound_names(text: &str, params: Node<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![params];
+    while let Some(n) = stack.pop() {
+        let kind = n.kind();
+        // A type (`type_identifier`, `type_annotation`), not a typed parameter; an attribute
+        // (`self.x = ..`, `a[i] = ..`) binds no name.
+        if (kind.contains("type") && !kind.contains("parameter"))
+            || [
+                "attribute",
+                "member",
+                "subscript",
+                "field_expression",
+                "selector",
+                "index",
+            ]
+            .iter()
+            .any(|w| kind.contains(w))
+        {
+            continue;
+        }
+        if n.named_child_count() == 0 {
+            if kind.contains("identifier") {
+                out.push(node_text(text, n).to_string());
+            }
+            continue;
+        }
+        let mut c = n.walk();
+        if !c.goto_first_child() {
+            continue;
+        }
+        loop {
+            let child = c.node();
+            // `value` is a default (`x=1`) but in a pattern (`{ key: value }`), the name bound.
+            let skip = match c.field_name() {
+                Some("type" | "default" | "default_value" | "right" | "return_type") => true,
+                Some("value") => !kind.contains("pattern"),
+                _ => false,
+            };
+            if child.is_named() && !skip {
+                stack.push(child);
+            }
+            if !c.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    out
 }
 
 fn collapse(s: &str) -> String {
@@ -287,17 +432,20 @@ fn collapse(s: &str) -> String {
 }
 
 /// The called name: a callee field's text (else the first named child's), its last path segment;
-/// and what precedes it, the receiver (none for a bare name).
+/// what precedes it, the receiver (none for a bare name); whether that is a path; and whether
+/// the callee's text holds a call or an index (`a.b().c`: the receiver is a value).
 fn callee(
     text: &str,
     n: Node<'_>,
     fields: &[Option<NonZeroU16>],
-) -> Option<(String, Option<String>, bool)> {
+) -> Option<(String, Option<String>, bool, bool)> {
     let f = match fields.iter().find_map(|&f| child_by_field(n, f)) {
         Some(f) => f,
         None => n.named_children(&mut n.walk()).next()?,
     };
-    let head = callee_head(node_text(text, f));
+    let raw = node_text(text, f);
+    let chained = raw.contains(['(', '[']);
+    let head = callee_head(raw);
     let seps = ['.', ':', '>', '-', ' ', '\n', '\t'];
     let head = head.trim_end_matches(seps);
     let last = head.rsplit(seps).find(|s| !s.is_empty())?;
@@ -315,7 +463,7 @@ fn callee(
     } else {
         None
     };
-    (!name.is_empty()).then(|| (name.to_string(), receiver, path_call))
+    (!name.is_empty()).then(|| (name.to_string(), receiver, path_call, chained))
 }
 
 /// A callee's text without its groups: `a.b.c`, `a::b`, `a->b`, `a:b` keep their segments,
@@ -353,6 +501,73 @@ mod tests {
             .filter(|r| r.kind == RefKind::Call)
             .map(|r| (r.target, r.receiver))
             .collect()
+    }
+
+    /// The bare calls of `src` that call a parameter of a function around them.
+    fn locals(lang: &Language, src: &str) -> Vec<String> {
+        references(lang, src)
+            .into_iter()
+            .filter(|r| r.local)
+            .map(|r| r.target)
+            .collect()
+    }
+
+    #[test]
+    fn parameters_are_local_names() {
+        let reg = Registry::load(&[]).unwrap();
+        let ts = reg.get("typescript").unwrap();
+        // Bound: plain, typed, destructured, defaulted, a lambda's; not a default's value, a
+        // type, a call on a receiver, nor a call after the function ends.
+        let src = "function f(a: Foo, { b, c: d }, e = g, ...h: H[]) {\n\
+                   a(); b(); d(); e(); g(); h(); Foo(); x.a();\n\
+                   return [1].map((k) => k()).map(m => m());\n}\na();\n";
+        assert_eq!(locals(ts, src), ["a", "b", "d", "e", "h", "k", "m"]);
+        let rs = reg.get("rust").unwrap();
+        assert_eq!(
+            locals(
+                rs,
+                "fn f(g: impl Fn(), mut h: H) { g(); h(); i(); let c = |j: u8| j(); }"
+            ),
+            ["g", "h", "j"]
+        );
+        let go = reg.get("go").unwrap();
+        assert_eq!(
+            locals(
+                go,
+                "package p\nfunc f(g func(), h, i int) { g(); h(); j() }\n"
+            ),
+            ["g", "h"]
+        );
+        // Bound as the function goes, from past the value: `x = x()` calls the outer `x`.
+        assert_eq!(
+            locals(
+                rs,
+                "fn f() { let (c, d) = c(); c(); let g = |x: u8| x; g(1); for k in k() { k(); } }"
+            ),
+            ["c", "g", "k"]
+        );
+        assert_eq!(
+            locals(
+                ts,
+                "function f() { let a = a(); a(); const h = () => 1; h(); for (const k of ks) k(); }"
+            ),
+            ["a", "k"]
+        );
+        let py = reg.get("python").unwrap();
+        assert_eq!(
+            locals(
+                py,
+                "def f(fs):\n    g = g()\n    g()\n    self.h = 1\n    h()\n    for k in fs:\n        k()\n    return [m() for m in fs]\ng = 1\ng()\n"
+            ),
+            ["g", "k", "m"]
+        );
+        assert_eq!(
+            locals(
+                py,
+                "def f(a, b: int, *c, d=e, f: T = g, **h):\n    a(); b(); c(); d(); e(); f(); g(); h()\n    def inner():\n        a()\n    return lambda i: i()\na()\n"
+            ),
+            ["a", "b", "c", "d", "f", "h", "a", "i"]
+        );
     }
 
     #[test]
