@@ -470,3 +470,58 @@ fn a_piece_of_a_split_function_stands_for_the_whole_function() {
             line_of("quarantine_overdraft")
         )));
 }
+
+/// The text output shows a snippet's lines as written, shifted left together: a method's first
+/// line keeps its place beside its body (a chunk's content starts at its code, after the
+/// indentation), whether the hit is a chunk or a split method shown whole.
+#[test]
+fn text_snippets_keep_the_code_indentation() {
+    let repo = tempfile::tempdir().unwrap();
+    let mut src = String::from(
+        "class Ledger:\n    \"\"\"Books.\"\"\"\n\n    def post_entry(self, amount):\n        \"\"\"Posts one zebra entry.\"\"\"\n        if amount:\n            return amount\n        return 0\n\n    def settle_all(self, book):\n",
+    );
+    for i in 0..60 {
+        src.push_str(&format!(
+            "        total_{i} = book.amount({i}) * 2 + book.fee({i})  # step {i}\n"
+        ));
+    }
+    src.push_str("        return book.quarantine_overdraft()\n");
+    write(repo.path(), "books/ledger.py", src.as_bytes());
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    index(repo.path(), &b, &[]);
+    let text = |q: &str| {
+        let out = trove()
+            .arg("query")
+            .arg(&b)
+            .args([q, "-k", "1", "--color", "never"])
+            .assert()
+            .success();
+        String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+    };
+    let got = text("post_entry");
+    let lines: Vec<&str> = got.lines().skip(1).collect();
+    assert_eq!(
+        lines,
+        [
+            "    def post_entry(self, amount):",
+            "        \"\"\"Posts one zebra entry.\"\"\"",
+            "        if amount:",
+            "            return amount",
+            "",
+        ],
+        "{got}"
+    );
+    // A piece of the long method stands for the method, shown from its `def`.
+    let got = text("quarantine overdraft");
+    assert!(got.starts_with("books/ledger.py:10-"), "{got}");
+    let lines: Vec<&str> = got.lines().skip(1).take(2).collect();
+    assert_eq!(
+        lines,
+        [
+            "    def settle_all(self, book):",
+            "        total_0 = book.amount(0) * 2 + book.fee(0)  # step 0",
+        ],
+        "{got}"
+    );
+}

@@ -212,7 +212,7 @@ fn print_text(
             h.score
         )?;
         if let Some(c) = &h.content {
-            let snippet: String = c.split_inclusive('\n').take(SNIPPET_LINES).collect();
+            let snippet = snippet(&h.indent, c);
             let painted = color
                 .then_some(h.language.as_deref())
                 .flatten()
@@ -233,4 +233,32 @@ fn print_text(
         writeln!(out)?;
     }
     Ok(())
+}
+
+/// The first [`SNIPPET_LINES`] lines of a hit's `content` as written: its first line with the
+/// `indent` it had, then all of them shifted left together by what they share.
+fn snippet(indent: &str, content: &str) -> String {
+    let lines: Vec<String> = content
+        .split_inclusive('\n')
+        .take(SNIPPET_LINES)
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 {
+                format!("{indent}{l}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    let lead = |l: &str| l.len() - l.trim_start_matches([' ', '\t']).len();
+    let common = lines
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| lead(l))
+        .min()
+        .unwrap_or(0);
+    lines
+        .iter()
+        .map(|l| l.get(common.min(lead(l))..).unwrap_or(""))
+        .collect()
 }

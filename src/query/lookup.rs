@@ -86,24 +86,47 @@ pub fn document_frequencies(path: &Path, terms: &[&str]) -> Result<FxHashMap<Str
     Ok(out)
 }
 
-/// Content of the chunks `ids`, which lie in the files `paths`, from `chunks.parquet`.
-pub fn contents(path: &Path, ids: &[i64], paths: &[&str]) -> Result<FxHashMap<i64, String>> {
+/// Content of the chunks `ids`, which lie in the files `paths`, from `chunks.parquet`, each with
+/// the whitespace before its first line (its content starts at the code).
+pub fn contents(
+    path: &Path,
+    ids: &[i64],
+    paths: &[&str],
+) -> Result<FxHashMap<i64, (String, String)>> {
     let wanted: FxHashSet<i64> = ids.iter().copied().collect();
     let mut out = FxHashMap::default();
     if wanted.is_empty() {
         return Ok(out);
     }
-    for batch in reader(path, "path", paths, &["chunk_id", "content"])? {
+    for batch in reader(path, "path", paths, &["chunk_id", "content", "lead"])? {
         let batch = batch.map_err(|e| Error::bundle(path, format!("unreadable ({e})")))?;
         let id = column::<Int64Array>(&batch, "chunk_id", path)?;
         let content = column::<StringArray>(&batch, "content", path)?;
+        let lead = column::<StringArray>(&batch, "lead", path)?;
         for r in 0..batch.num_rows() {
             if wanted.contains(&id.value(r)) && !content.is_null(r) {
-                out.insert(id.value(r), content.value(r).to_string());
+                out.insert(
+                    id.value(r),
+                    (
+                        content.value(r).to_string(),
+                        indent_of((!lead.is_null(r)).then(|| lead.value(r))),
+                    ),
+                );
             }
         }
     }
     Ok(out)
+}
+
+/// The indentation a chunk's `lead` (the text between the chunk before it and its first code)
+/// ends with: the whitespace before its first line's code.
+fn indent_of(lead: Option<&str>) -> String {
+    let last = lead.map_or("", |l| l.rsplit('\n').next().unwrap_or(""));
+    if last.chars().all(|c| c == ' ' || c == '\t') {
+        last.to_string()
+    } else {
+        String::new()
+    }
 }
 
 /// The text of the file `path` from one segment's `chunks.parquet` and `files.parquet`: its

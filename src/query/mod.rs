@@ -180,6 +180,10 @@ pub struct Hit {
     /// Content (with `--content`, and always for the text output's snippet).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// The whitespace before the content's first line, which the content (from its first code
+    /// on) leaves out: what the text output's snippet puts back to show the lines as written.
+    #[serde(skip)]
+    pub indent: String,
 }
 
 /// One segment of an open bundle: which of its rows later segments killed, and its query caches
@@ -685,6 +689,7 @@ impl Bundle {
                         source_type: r.source_type.to_string(),
                         signature: own(r.signature),
                         content: None,
+                        indent: String::new(),
                     },
                 )
             })
@@ -713,7 +718,10 @@ impl Bundle {
             let chunks = self.dir.join(self.segments[i].info.file("chunks"));
             let mut content = lookup::contents(&chunks, &ids, &paths)?;
             for k in at {
-                hits[k].content = content.remove(&hits[k].chunk_id);
+                if let Some((text, indent)) = content.remove(&hits[k].chunk_id) {
+                    hits[k].content = Some(text);
+                    hits[k].indent = indent;
+                }
             }
         }
         Ok(())
@@ -951,9 +959,10 @@ impl Bundle {
                     continue;
                 };
                 // From the first line's code on, as a chunk's content starts.
-                let lines = line_range(text, h.start_line, h.end_line);
-                let lines = lines.trim_start_matches([' ', '\t']);
+                let whole = line_range(text, h.start_line, h.end_line);
+                let lines = whole.trim_start_matches([' ', '\t']);
                 if !lines.is_empty() {
+                    h.indent = whole[..whole.len() - lines.len()].to_string();
                     h.content = Some(lines.to_string());
                 }
             }
