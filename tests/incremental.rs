@@ -516,6 +516,21 @@ fn three_shards_merged_equal_the_full_bundle() {
         c
     };
     assert_eq!(live(&merged), live(&full));
+    // `inspect` says so beside them; a one-segment bundle has nothing to say.
+    let inspect = |b: &Path| {
+        let o = trove().arg("inspect").arg(b).assert().success();
+        String::from_utf8_lossy(&o.get_output().stdout).into_owned()
+    };
+    let segments = m["segments"].as_array().unwrap().len();
+    assert!(segments > 1, "{m}");
+    assert!(
+        inspect(&merged).contains(&format!(
+            "postings as stored in {segments} segments: with dead rows until `trove compact`"
+        )),
+        "{}",
+        inspect(&merged)
+    );
+    assert!(!inspect(&full).contains("as stored in"));
     assert_eq!(m["languages"], manifest(&full)["languages"]);
     trove().arg("verify").arg(&merged).assert().success();
     assert_eq!(crate::util::compacted_tables(&merged), tables(&full));

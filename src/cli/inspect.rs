@@ -76,9 +76,17 @@ pub fn run(a: InspectArgs) -> anyhow::Result<()> {
         m.bm25.k1, m.bm25.b, m.bm25.avgdl, m.bm25.n_docs, m.bm25.tokenizer
     )?;
     let c = &m.counts;
+    // Terms and postings are counted as stored: a later segment's tombstones leave the rows of
+    // the files they kill in the earlier ones until a compaction.
+    let stored = match m.segments.len() {
+        0 | 1 => String::new(),
+        n => format!(
+            " (terms and postings as stored in {n} segments: with dead rows until `trove compact`)"
+        ),
+    };
     writeln!(
         out,
-        "counts      {} files ({}), {} chunks, {} terms, {} postings, {} skipped",
+        "counts      {} files ({}), {} chunks, {} terms, {} postings, {} skipped{stored}",
         c.files,
         human_bytes(c.source_bytes),
         c.chunks,
