@@ -1375,3 +1375,56 @@ export function run() {
         ]
     );
 }
+
+/// A JSX element of a component is a use of it, as a call is (`<Button />` lands on the
+/// imported `Button`, `<UI.Card>` on `Card` in the module `UI` names); an element of the
+/// platform's (`<div>`, `<span>`) is none.
+#[test]
+fn jsx_components_are_used_where_rendered() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(
+        root,
+        "web/App.tsx",
+        b"import { Button } from \"./Button\";\nimport * as UI from \"./ui\";\n\nexport function App() {\n  return (\n    <div className=\"app\">\n      <Button label=\"x\" />\n      <UI.Card>\n        <span>hi</span>\n      </UI.Card>\n    </div>\n  );\n}\n",
+    );
+    write(
+        root,
+        "web/Button.tsx",
+        b"export function Button(props: { label: string }) {\n  return <button>{props.label}</button>;\n}\n",
+    );
+    write(
+        root,
+        "web/ui.jsx",
+        b"export function Card(props) {\n  return <section>{props.children}</section>;\n}\n",
+    );
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    index(root, &b, &[]);
+    let got = rows(&format!(
+        "SELECT r.path, r.line, r.target, coalesce(t.path || ':' || t.symbol_path, '-'), \
+                coalesce(r.resolution, '-') \
+         FROM {r} r LEFT JOIN {s} t ON t.symbol_id = r.target_symbol_id \
+         WHERE r.kind = 'call' ORDER BY r.path, r.line, r.target",
+        r = pq(&b, "refs"),
+        s = pq(&b, "symbols")
+    ));
+    assert_eq!(
+        got,
+        [
+            "web/App.tsx | 7 | Button | web/Button.tsx:Button | import",
+            "web/App.tsx | 8 | Card | web/ui.jsx:Card | import",
+        ]
+    );
+    let callers = |name: &str| {
+        let o = trove().arg("refs").arg(&b).arg(name).assert().success();
+        String::from_utf8_lossy(&o.get_output().stdout).into_owned()
+    };
+    assert_eq!(
+        callers("Button"),
+        "web/App.tsx:7  App  call Button  -> web/Button.tsx:1 Button  [import]\n"
+    );
+    for (stored, sql) in crate::util::refs_resolved_both_ways(&b) {
+        assert_eq!(stored, sql);
+    }
+}

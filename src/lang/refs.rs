@@ -247,6 +247,10 @@ impl<'a> RefWalk<'a> {
         if info.is_call()
             && let Some((name, receiver, path_call, chained)) =
                 callee(text, n, &self.lang.fields.callee)
+            // `<div>`: an element of the platform's, not a component.
+            && !(n.kind().starts_with("jsx_")
+                && receiver.is_none()
+                && name.starts_with(|c: char| c.is_lowercase()))
         {
             let mut r = reference(RefKind::Call, name, n);
             r.path_call = path_call;
