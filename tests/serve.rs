@@ -369,11 +369,67 @@ fn serve_needs_a_token_off_loopback_and_answers_503_and_504_under_pressure() {
         assert_eq!(st, 403, "{k}: {body}");
         assert!(body.contains("\"forbidden\""), "{body}");
     }
+    // An origin is scheme, host and port: a page on another port of this host is another.
     let (st, _, body) = s.http(
         "GET",
         "/bundles",
         None,
         &[("Host", "localhost"), ("Origin", "http://localhost:3000")],
+    );
+    assert_eq!(st, 403, "{body}");
+    let own = format!("http://{}", s.addr);
+    let (st, _, body) = s.http("GET", "/bundles", None, &[("Origin", own.as_str())]);
+    assert_eq!(st, 200, "{body}");
+    drop(s);
+
+    // A connection that never finishes its request's headers, or sends nothing, is closed at
+    // --timeout (before any token is asked for); at most --max-connections are open.
+    let s = Server::start(
+        &[
+            b.to_str().unwrap(),
+            "--timeout",
+            "1",
+            "--max-connections",
+            "3",
+            "--token",
+            "s3cret",
+            "--no-access-log",
+        ],
+        &[],
+    );
+    let started = Instant::now();
+    let mut half = std::net::TcpStream::connect(&s.addr).unwrap();
+    half.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let idle = std::net::TcpStream::connect(&s.addr).unwrap();
+    for mut c in [half, idle] {
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut rest = Vec::new();
+        // Closed by the server: the read ends (with whatever it said, if anything).
+        let _ = c.read_to_end(&mut rest);
+    }
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+    // Three held open: a fourth is closed at once; once they go, requests are answered.
+    let held: Vec<std::net::TcpStream> = (0..3)
+        .map(|_| std::net::TcpStream::connect(&s.addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut fourth = std::net::TcpStream::connect(&s.addr).unwrap();
+    fourth
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let _ = fourth.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut got = Vec::new();
+    let _ = fourth.read_to_end(&mut got);
+    assert!(got.is_empty(), "{}", String::from_utf8_lossy(&got));
+    drop(held);
+    std::thread::sleep(Duration::from_millis(300));
+    let (st, _, body) = s.http(
+        "GET",
+        "/health",
+        None,
+        &[("Authorization", "Bearer s3cret")],
     );
     assert_eq!(st, 200, "{body}");
 }

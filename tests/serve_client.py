@@ -597,6 +597,35 @@ def check_mcp():
         fail(f"MCP list_bundles does not name {ARGS.bundle}: {t[:500]}")
     ok("MCP tools/call list_bundles -> names the bundle")
 
+    # At most 256 sessions are kept: 256 more close the first (its client gets 404), the newest
+    # answers. (Sessions that clients open and leave must not grow the server without bound.)
+    first = session["id"]
+    newest = None
+    for i in range(256):
+        session["id"] = None
+        _, hdrs, _, _ = rpc({"jsonrpc": "2.0", "id": 10, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "serve_client.py", "version": str(i)}}}, f"initialize #{i}")
+        newest = hdrs.get("mcp-session-id")
+
+    def ping(sid):
+        h = dict(headers)
+        h.update(auth_headers(None))
+        h["Mcp-Session-Id"] = sid
+        h["MCP-Protocol-Version"] = "2025-06-18"
+        c = http.client.HTTPConnection(HOST, PORT, timeout=TIMEOUT)
+        try:
+            c.request("POST", PREFIX + "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": 11, "method": "ping"}).encode(),
+                      headers=h)
+            r = c.getresponse()
+            r.read()
+            return r.status
+        finally:
+            c.close()
+    if ping(first) != 404 or ping(newest) != 200:
+        fail(f"MCP session cap: the first session answers {ping(first)} (404 wanted), the newest {ping(newest)}")
+    ok("MCP sessions capped at 256: the oldest closed (404), the newest answers")
+
 
 def read_jsonrpc(r, ct, want_id, what):
     """The JSON-RPC reply to `want_id` from a plain JSON body or an SSE stream."""

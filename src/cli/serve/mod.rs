@@ -5,6 +5,7 @@
 //! timeouts, bounded concurrency, JSON errors) are layers here.
 mod api;
 mod metrics;
+mod sessions;
 mod state;
 
 use axum::Router;
@@ -45,7 +46,8 @@ use state::Served;
 /// (--token or $TROVE_TOKEN), or --insecure-no-auth. Without a token only loopback host names are
 /// answered, and pages of other web origins are refused (403). Request bodies are limited (--max-body),
 /// every request has a deadline (--timeout, then 504), and at most --max-in-flight requests are
-/// handled at once: beyond that the answer is 503 with Retry-After. Nothing outside the bundles
+/// handled at once: beyond that the answer is 503 with Retry-After. A connection that sends no
+/// complete request headers within --timeout is closed, and at most --max-connections are open. Nothing outside the bundles
 /// named is read. An access log line per request goes to stderr.
 #[derive(Debug, Args)]
 #[command(
@@ -74,6 +76,10 @@ pub struct ServeArgs {
     /// Requests handled at once; more are answered 503 with Retry-After.
     #[arg(long, default_value_t = 64, value_name = "N")]
     pub max_in_flight: usize,
+    /// Connections open at once; more are closed as they arrive. A connection that sends no
+    /// complete request headers within --timeout (idle, or half-sent) is closed.
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub max_connections: usize,
     /// Open handles per bundle for searches and file reads, and as many for look-ups (symbols,
     /// refs, deps, maps, /ask): each lane runs this many requests at once [default: the CPU
     /// count; at most 1024].
@@ -122,6 +128,8 @@ pub struct App {
     token: Option<String>,
     /// Host names (without port) requests may name; empty: any (a token guards the server).
     hosts: Vec<String>,
+    /// Host names whose pages (any port) may call the server: the ones --allow-host gives.
+    origins: Vec<String>,
     /// MCP tool calls at once (rmcp runs them in its sessions, past the HTTP layers' limits).
     mcp_permits: Arc<tokio::sync::Semaphore>,
     /// A request's deadline (MCP tool calls too).
@@ -154,8 +162,8 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             anyhow::bail!("{what} must be a positive number of seconds");
         }
     }
-    if a.max_in_flight == 0 || a.max_body == 0 {
-        anyhow::bail!("--max-in-flight and --max-body must be at least 1");
+    if a.max_in_flight == 0 || a.max_body == 0 || a.max_connections == 0 {
+        anyhow::bail!("--max-in-flight, --max-connections and --max-body must be at least 1");
     }
     let workers = a
         .workers
@@ -190,9 +198,18 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             .map(|h| h.to_ascii_lowercase())
             .collect()
     } else if token.is_none() && a.listen.ip().is_loopback() {
-        ["localhost", "127.0.0.1", "[::1]", "::1"]
+        // And the address listened on, which any loopback address may be (127.1.2.3).
+        let own = match a.listen.ip() {
+            std::net::IpAddr::V4(ip) => ip.to_string(),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        };
+        let mut hosts = ["localhost", "127.0.0.1", "[::1]", "::1"]
             .map(String::from)
-            .to_vec()
+            .to_vec();
+        if !hosts.contains(&own) {
+            hosts.push(own);
+        }
+        hosts
     } else {
         Vec::new()
     };
@@ -214,6 +231,11 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         access_log: !a.no_access_log,
         token,
         hosts,
+        origins: a
+            .allow_hosts
+            .iter()
+            .map(|h| h.to_ascii_lowercase())
+            .collect(),
         mcp_permits: Arc::new(tokio::sync::Semaphore::new(a.max_in_flight)),
         timeout: Duration::from_secs_f64(a.timeout),
     });
@@ -229,7 +251,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
 
 async fn serve(a: ServeArgs, app: Shared) -> anyhow::Result<()> {
     use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        StreamableHttpServerConfig, StreamableHttpService,
     };
     // The Host header is checked for every route by `authorize` (the same rule).
     let mcp_config = StreamableHttpServerConfig::default()
@@ -239,7 +261,7 @@ async fn serve(a: ServeArgs, app: Shared) -> anyhow::Result<()> {
     let mcp_server = super::mcp::Server::new(api::ServedTools(app.clone()), None);
     let mcp = StreamableHttpService::new(
         move || Ok(mcp_server.clone()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions::Capped::new(sessions::MAX_SESSIONS)),
         mcp_config,
     );
     let mcp_cancel = mcp.config.cancellation_token.clone();
@@ -308,17 +330,70 @@ async fn serve(a: ServeArgs, app: Shared) -> anyhow::Result<()> {
             }
         });
     }
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
-        shutdown_signal().await;
-        eprintln!("trove serve: shutting down (requests in flight finish first)");
-        mcp_cancel.cancel();
-    })
-    .await?;
+    accept_loop(listener, router, a.timeout, a.max_connections).await;
+    eprintln!("trove serve: shutting down (requests in flight finish first)");
+    mcp_cancel.cancel();
     Ok(())
+}
+
+/// Serves `router` on `listener` until Ctrl-C or SIGTERM, then lets the open connections finish
+/// what they are doing. A connection must send a request's headers within `timeout` seconds of
+/// opening or of its last answer (hyper's header read timeout: an idle or half-sent connection is
+/// closed, so clients that never finish cannot hold the server's sockets), and at most
+/// `max_connections` are open at once (more are closed as they are accepted).
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    timeout: f64,
+    max_connections: usize,
+) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use tower::ServiceExt;
+    let open = Arc::new(tokio::sync::Semaphore::new(max_connections));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs_f64(timeout));
+    let mut stop = std::pin::pin!(shutdown_signal());
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(x) => x,
+                Err(e) => {
+                    // Out of file descriptors (or a connection reset before it was taken): the
+                    // open connections finish and free theirs.
+                    eprintln!("trove serve: cannot accept a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut stop => break,
+        };
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let service = router
+            .clone()
+            .map_request(move |mut req: Request<hyper::body::Incoming>| {
+                req.extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+                req.map(axum::body::Body::new)
+            });
+        let conn = builder.serve_connection(
+            TokioIo::new(stream),
+            hyper_util::service::TowerToHyperService::new(service),
+        );
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            let _ = conn.await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
 }
 
 /// Ctrl-C or SIGTERM.
@@ -365,19 +440,35 @@ async fn authorize(State(app): State<Shared>, req: Request, next: Next) -> Respo
             .and_then(|v| v.to_str().ok())
             .map(host_name)
             .unwrap_or_default();
+        // A page's origin is its scheme, host and port: another port of the same host is
+        // another origin (`http://localhost:3000` is not this server).
+        let authority = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .map(|h| h.trim().to_ascii_lowercase())
+            .unwrap_or_default();
         let origin = req
             .headers()
             .get(header::ORIGIN)
             .and_then(|v| v.to_str().ok())
-            .map(|o| host_name(o.split("://").nth(1).unwrap_or(o)));
+            .map(|o| {
+                let o = o.trim().trim_end_matches('/').to_ascii_lowercase();
+                let rest = o.split("://").nth(1).unwrap_or(&o).to_string();
+                (host_name(&rest), rest)
+            });
         let refused = if !app.hosts.contains(&host) {
             Some(format!(
                 "host {host:?} is not one this server answers (--allow-host adds names)"
             ))
         } else {
-            origin.filter(|o| !app.hosts.contains(o)).map(|o| {
-                format!("requests from pages of {o:?} are refused (--allow-host adds names)")
-            })
+            origin
+                .filter(|(name, whole)| *whole != authority && !app.origins.contains(name))
+                .map(|(_, whole)| {
+                    format!(
+                        "requests from pages of {whole:?} are refused (--allow-host adds names)"
+                    )
+                })
         };
         if let Some(why) = refused {
             return ApiError::new(StatusCode::FORBIDDEN, "forbidden", why).into_response();
