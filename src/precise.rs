@@ -156,7 +156,7 @@ impl Rebase {
             return Rebase::Prefix(String::new());
         };
         let slash = |p: &Path| {
-            let s = p.to_string_lossy().replace('\\', "/");
+            let s = crate::util::slash_path(p);
             if s.is_empty() { s } else { format!("{s}/") }
         };
         if let Ok(below) = project.strip_prefix(root) {

@@ -66,3 +66,14 @@ pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
     }
     h
 }
+
+/// `p` as a `/`-separated path string (lossy where it is not UTF-8). Only on Windows is `\` a
+/// separator to turn into `/`: elsewhere it is a character a file name may hold (`a\b.py`).
+pub fn slash_path(p: &std::path::Path) -> String {
+    let s = p.to_string_lossy();
+    if cfg!(windows) {
+        s.replace('\\', "/")
+    } else {
+        s.into_owned()
+    }
+}

@@ -779,4 +779,32 @@ fn odd_names_and_worktree_pointers_leave_the_tree_clean() {
     commit(&wt, "another late fee");
     index(&wt, &bw, &["--since", "auto"]);
     assert_eq!(manifest(&bw)["base"]["mode"], "git-diff");
+
+    // `\` is a character of a name, not a separator: an edit of `a\b.py` is re-read (it kept
+    // the old rows), committed or not, and the bundle equals a full build.
+    write(root, "a\\b.py", b"def old_name():\n    return 1\n");
+    commit(root, "a backslash");
+    index(root, &b, &["--since", "auto"]);
+    write(root, "a\\b.py", b"def new_name():\n    return 2\n");
+    commit(root, "edited");
+    index(root, &b, &["--since", "auto", "--no-compact"]);
+    let found = trove()
+        .args(["symbols"])
+        .arg(&b)
+        .arg("new_name")
+        .assert()
+        .success();
+    let found = String::from_utf8_lossy(&found.get_output().stdout).into_owned();
+    assert!(found.starts_with("a\\b.py:1-2"), "{found}");
+    let full = w.path().join("full");
+    index(root, &full, &[]);
+    assert_eq!(crate::util::compacted_tables(&b), tables(&full));
+    write(root, "a\\b.py", b"def third_name():\n    return 3\n");
+    index(root, &b, &["--since", "auto", "--include-uncommitted"]);
+    trove()
+        .args(["symbols"])
+        .arg(&b)
+        .arg("third_name")
+        .assert()
+        .success();
 }

@@ -108,7 +108,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
     let unlisted = super::manifest::unlisted_segments(dir, &manifest)
         .iter()
         .filter_map(|p| p.strip_prefix(dir).ok())
-        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .map(crate::util::slash_path)
         .collect();
     Ok(VerifyReport {
         files_checked: manifest.files.len(),

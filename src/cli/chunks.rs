@@ -72,7 +72,7 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
         })?;
     let text = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("{} is not UTF-8 text", a.file.display()))?;
-    let rel = a.file.to_string_lossy().replace('\\', "/");
+    let rel = trove::util::slash_path(&a.file);
     let (lang, how) = match &a.lang {
         Some(id) => (
             Some(reg.get(id).ok_or_else(|| {

@@ -476,7 +476,8 @@ pub(crate) struct DiffStats {
 /// The repo path `p` relative to the indexed root (`prefix` = the root within the work tree), or
 /// `None` when it lies outside it.
 fn under_root(p: &Path, prefix: &str) -> Option<String> {
-    let s = p.to_string_lossy().replace('\\', "/");
+    // Git's paths are `/`-separated everywhere; `\\` is a character of the name.
+    let s = p.to_string_lossy().into_owned();
     if prefix.is_empty() {
         return Some(s);
     }
@@ -629,9 +630,7 @@ pub(crate) fn worktree_changes(
         .iter()
         .filter_map(|p| {
             let p = p.canonicalize().unwrap_or_else(|_| p.clone());
-            p.strip_prefix(workdir)
-                .ok()
-                .map(|r| r.to_string_lossy().replace('\\', "/"))
+            p.strip_prefix(workdir).ok().map(crate::util::slash_path)
         })
         .collect();
     let mut out = Vec::new();

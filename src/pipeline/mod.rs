@@ -1254,7 +1254,7 @@ fn git_stamp(root: &Path) -> (bundle::SourceInfo, Option<(git2::Repository, Path
     let sub = root
         .strip_prefix(&workdir)
         .ok()
-        .map(|p| p.to_string_lossy().replace('\\', "/"));
+        .map(crate::util::slash_path);
     info.subdir = sub.filter(|s| !s.is_empty());
     if let Ok(head) = repo.head() {
         info.commit = head.peel_to_commit().ok().map(|c| c.id().to_string());

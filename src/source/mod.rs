@@ -230,7 +230,7 @@ fn rel_string(root: &Path, p: &Path) -> Option<String> {
 
 fn lossy_rel(root: &Path, p: &Path) -> String {
     let rel = p.strip_prefix(root).unwrap_or(p);
-    rel.to_string_lossy().replace('\\', "/")
+    crate::util::slash_path(rel)
 }
 
 /// Walks `root`: candidates to read and everything skipped, both sorted by path.
