@@ -26,6 +26,23 @@ fn one_entry_pack(out: &Path, name: &[u8], data: &[u8]) {
     tar.into_inner().unwrap().finish().unwrap().flush().unwrap();
 }
 
+/// Writes a zstd-compressed tar of `entries` (name, bytes) in that order.
+fn pack_of(out: &Path, entries: &[(String, Vec<u8>)]) {
+    let f = std::fs::File::create(out).unwrap();
+    let z = zstd::Encoder::new(f, 3).unwrap();
+    let mut tar = tar::Builder::new(z);
+    for (name, data) in entries {
+        let mut h = tar::Header::new_ustar();
+        h.set_path(name).unwrap();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_cksum();
+        tar.append(&h, data.as_slice()).unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap().flush().unwrap();
+}
+
 fn refused(args: &[&std::ffi::OsStr]) -> String {
     let o = trove().args(args).assert().code(2);
     String::from_utf8_lossy(&o.get_output().stderr).into_owned()
@@ -101,8 +118,18 @@ fn pack_round_trip_is_bit_exact_and_queryable() {
 
 #[test]
 fn truncated_tampered_and_hostile_packs_are_refused() {
-    let (_t, scratch, _b, packed) = packed_sample();
+    let (_t, scratch, b, packed) = packed_sample();
     let bytes = std::fs::read(&packed).unwrap();
+    // The bundle's files and one its manifest does not list, in a segment folder it does.
+    let mut files = contents(&b);
+    let segment = files
+        .iter()
+        .find_map(|(n, _)| n.strip_suffix("/chunks.parquet"))
+        .unwrap()
+        .to_string();
+    files.push((format!("{segment}/extra.parquet"), b"PAR1".to_vec()));
+    let extra = scratch.path().join("extra.trove");
+    pack_of(&extra, &files);
 
     let truncated = scratch.path().join("truncated.trove");
     std::fs::write(&truncated, &bytes[..bytes.len() * 2 / 3]).unwrap();
@@ -126,6 +153,7 @@ fn truncated_tampered_and_hostile_packs_are_refused() {
         (&tampered, "damaged"),
         (&hostile, "not a bundle file name"),
         (&older, "older bundle format"),
+        (&extra, "is not a file its manifest.json lists"),
         (&not_pack, "not a packed bundle"),
     ] {
         let out = scratch.path().join("out");

@@ -190,9 +190,20 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
     if !seen.iter().any(|n| n == MANIFEST) {
         return Err(damaged(format!("it holds no {MANIFEST}")));
     }
-    super::verify(dir)
+    let m = super::verify(dir)
         .map(|r| r.manifest)
-        .map_err(|e| damaged(e.to_string()))
+        .map_err(|e| damaged(e.to_string()))?;
+    // A bundle's files are the ones its manifest lists (and the views derived from it): a
+    // table name it does not list is no part of it.
+    if let Some(extra) = seen
+        .iter()
+        .find(|n| *n != MANIFEST && *n != super::VIEWS && !m.files.iter().any(|f| f.name == **n))
+    {
+        return Err(damaged(format!(
+            "entry {extra:?} is not a file its {MANIFEST} lists"
+        )));
+    }
+    Ok(m)
 }
 
 /// Checks a packed file end to end (entries, checksum, and the unpacked bundle's verify) in a
