@@ -393,7 +393,8 @@ fn ask_runs_the_research_loop_and_checks_the_citations() {
             200,
             answer(
                 "Invoice is defined at billing/billing.py:10-18; its total is billing/billing.py:16. \
-                 Also see nowhere.py:3 and billing/billing.py:900-910.",
+                 Also see nowhere.py:3 and billing/billing.py:900-910, \
+                 billing/billing.py:1-18446744073709551616.",
             ),
         ),
     });
@@ -451,6 +452,11 @@ fn ask_runs_the_research_loop_and_checks_the_citations() {
             ("billing/billing.py:16".to_string(), true),
             ("nowhere.py:3".to_string(), false),
             ("billing/billing.py:900-910".to_string(), false),
+            // An end past any number is past the end, not the start line.
+            (
+                "billing/billing.py:1-18446744073709551616".to_string(),
+                false
+            ),
         ],
         "{doc}"
     );

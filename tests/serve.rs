@@ -626,3 +626,96 @@ fn serve_runs_the_research_loop_at_ask_when_a_model_server_is_configured() {
     );
     assert_eq!(st, 404, "{v}");
 }
+
+/// Several bundles served: `k` bounds the rows in all (not per bundle); a file none holds is
+/// answered with the near paths of each, by bundle; an empty `path` glob is bad input (as for
+/// `trove query --path ''`), in POST /query and in MCP `search_code`; `/map` and `read_map` of a
+/// file say it is one; `trove map --format json --depth N` cuts the tree where `/map` does.
+#[test]
+fn serve_over_several_bundles_bounds_and_names_each() {
+    let w = tempfile::tempdir().unwrap();
+    let r = sample_repo();
+    let (a, b) = (w.path().join("a.bundle"), w.path().join("b.bundle"));
+    index(r.path(), &a, &[]);
+    index(r.path(), &b, &[]);
+    let s = Server::start(&[a.to_str().unwrap(), b.to_str().unwrap()], &[]);
+    for route in [
+        "/symbols?name=PaymentService&k=1",
+        "/refs?name=format_amount&follow=callers&k=1",
+    ] {
+        let (st, v) = s.json("GET", route, None);
+        assert_eq!(st, 200, "{route}: {v}");
+        assert_eq!(v.as_array().unwrap().len(), 1, "{route}: {v}");
+    }
+    let (st, v) = s.json("GET", "/symbols?name=PaymentService&k=5", None);
+    assert_eq!((st, v.as_array().unwrap().len()), (200, 2), "{v}");
+
+    let (st, v) = s.json("GET", "/files/billing.py", None);
+    assert_eq!(st, 404, "{v}");
+    let m = v["error"]["message"].as_str().unwrap();
+    assert!(
+        m.contains("the bundles a.bundle, b.bundle")
+            && m.contains("a.bundle: billing/billing.py")
+            && m.contains("b.bundle: billing/billing.py"),
+        "{m}"
+    );
+
+    let (st, v) = s.json(
+        "POST",
+        "/query",
+        Some(r#"{"query": "invoice", "path": ""}"#),
+    );
+    assert_eq!(st, 400, "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("empty"),
+        "{v}"
+    );
+
+    let (st, v) = s.json("GET", "/map?bundle=a.bundle&path=billing/billing.py", None);
+    assert_eq!(st, 400, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is a file"),
+        "{v}"
+    );
+
+    let (st, served) = s.json("GET", "/map?bundle=a.bundle&depth=1", None);
+    assert_eq!(st, 200);
+    let cli = trove()
+        .arg("map")
+        .arg(&a)
+        .args(["--format", "json", "--depth", "1"])
+        .output()
+        .unwrap();
+    let cli: serde_json::Value = serde_json::from_slice(&cli.stdout).unwrap();
+    assert_eq!(cli, served);
+    assert!(
+        cli["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c.get("children").is_none()),
+        "{cli}"
+    );
+
+    let answers = crate::util::mcp_stdio(
+        &[a.as_os_str()],
+        &[
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "search_code", "arguments": {"query": "invoice", "path": " "}}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+                "name": "read_map", "arguments": {"path": "billing/billing.py"}}}),
+        ],
+        3,
+    );
+    for (id, says) in [(2, "path is empty"), (3, "is a file, not a folder")] {
+        let r = &answers[&id]["result"];
+        assert_eq!(r["isError"], true, "{r}");
+        assert!(
+            r["content"][0]["text"].as_str().unwrap().contains(says),
+            "{r}"
+        );
+    }
+}

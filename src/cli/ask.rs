@@ -457,11 +457,11 @@ fn check_citations(tools: &Tools, answer: &str) -> Vec<Citation> {
         {
             continue;
         }
-        let start: usize = m[2].parse().unwrap_or(0);
+        // A number past usize is past any file's end (not 0, not "no end given").
+        let start: usize = m[2].parse().unwrap_or(usize::MAX);
         let end: usize = m
             .get(3)
-            .and_then(|e| e.as_str().parse().ok())
-            .unwrap_or(start);
+            .map_or(start, |e| e.as_str().parse().unwrap_or(usize::MAX));
         let text = m[0].to_string();
         if out.iter().any(|c| c.text == text) {
             continue;

@@ -389,6 +389,15 @@ fn prune(v: &mut serde_json::Value, depth: usize) {
     }
 }
 
+/// Whether `p` is a file of the bundle (not a folder).
+pub fn is_file(b: &Bundle, p: &str) -> anyhow::Result<bool> {
+    let (_, rows) = b.run_sql(&format!(
+        "SELECT 1 FROM files WHERE path = {} LIMIT 1",
+        lit(p.trim_matches('/'))
+    ))?;
+    Ok(!rows.is_empty())
+}
+
 /// When a map finds no files: an empty bundle has no results (exit 1); a folder it does not
 /// hold is bad input (an error, exit 2), and a file is named as one.
 fn nothing_under(b: &Bundle, path: Option<&str>) -> anyhow::Result<i32> {
@@ -396,11 +405,7 @@ fn nothing_under(b: &Bundle, path: Option<&str>) -> anyhow::Result<i32> {
         eprintln!("no indexed files in the bundle");
         return Ok(1);
     };
-    let (_, rows) = b.run_sql(&format!(
-        "SELECT 1 FROM files WHERE path = {} LIMIT 1",
-        lit(p.trim_matches('/'))
-    ))?;
-    if rows.is_empty() {
+    if !is_file(b, p)? {
         anyhow::bail!(
             "no indexed files under {p:?} (trove map BUNDLE without a path lists the top)"
         );
@@ -431,11 +436,17 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
         return nothing_under(&b, a.path.as_deref());
     };
     if a.format == OutFormat::Json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&root)?)?;
+        // `--depth` as the text map and `GET /map?depth=` have it.
+        let mut v = serde_json::to_value(&root)?;
+        if let Some(d) = a.depth {
+            prune(&mut v, d);
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(0);
     }
-    let mut stack = vec![(String::new(), &root)];
-    while let Some((parent, n)) = stack.pop() {
+    // (path of the parent, node, its level: the root is 0, its entries 1.)
+    let mut stack = vec![(String::new(), &root, 0usize)];
+    while let Some((parent, n, level)) = stack.pop() {
         let path = if parent.is_empty() {
             n.name.clone()
         } else {
@@ -455,7 +466,14 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
                 "summary": n.summary,
             })
         )?;
-        stack.extend(n.children.iter().rev().map(|c| (path.clone(), c)));
+        if a.depth.is_none_or(|d| level < d) {
+            stack.extend(
+                n.children
+                    .iter()
+                    .rev()
+                    .map(|c| (path.clone(), c, level + 1)),
+            );
+        }
     }
     Ok(0)
 }

@@ -96,28 +96,39 @@ pub fn numbered_lines(
 /// The error for a `path` bundle `b` does not hold, naming the files whose paths end like it
 /// (`Err` only when that lookup itself fails).
 pub fn not_a_file(b: &Bundle, path: &str) -> anyhow::Result<anyhow::Error> {
+    not_a_file_in(&[b], path)
+}
+
+/// The error for a `path` none of `bundles` holds, naming the files of each whose paths end like
+/// it (with their bundle when there are several).
+pub fn not_a_file_in(bundles: &[&Bundle], path: &str) -> anyhow::Result<anyhow::Error> {
     let name = path.rsplit('/').next().unwrap_or(path);
-    let (_, rows) = b.run_sql(&format!(
-        "SELECT path FROM files WHERE path LIKE {} ORDER BY length(path), path LIMIT 5",
-        trove::query::lit(&format!("%{}", name.replace(['%', '_'], "")))
-    ))?;
-    let near: Vec<String> = rows
-        .iter()
-        .filter_map(|r| {
-            trove::query::sql::to_json(&r[0])
-                .as_str()
-                .map(str::to_string)
-        })
-        .collect();
-    if near.is_empty() {
-        return Ok(anyhow::anyhow!(
-            "{path} is not a file of the bundle {}",
-            b.label
-        ));
+    let mut near: Vec<String> = Vec::new();
+    for b in bundles {
+        let (_, rows) = b.run_sql(&format!(
+            "SELECT path FROM files WHERE path LIKE {} ORDER BY length(path), path LIMIT 5",
+            trove::query::lit(&format!("%{}", name.replace(['%', '_'], "")))
+        ))?;
+        near.extend(rows.iter().filter_map(|r| {
+            let p = trove::query::sql::to_json(&r[0]).as_str()?.to_string();
+            Some(if bundles.len() > 1 {
+                format!("{}: {p}", b.label)
+            } else {
+                p
+            })
+        }));
     }
+    let labels: Vec<&str> = bundles.iter().map(|b| b.label.as_str()).collect();
+    let of = match labels.as_slice() {
+        [one] => format!("the bundle {one}"),
+        many => format!("the bundles {}", many.join(", ")),
+    };
+    if near.is_empty() {
+        return Ok(anyhow::anyhow!("{path} is not a file of {of}"));
+    }
+    near.truncate(5);
     Ok(anyhow::anyhow!(
-        "{path} is not a file of the bundle {} (did you mean {}?)",
-        b.label,
+        "{path} is not a file of {of} (did you mean {}?)",
         near.join(", ")
     ))
 }

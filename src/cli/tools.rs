@@ -357,6 +357,15 @@ impl Tools {
             }
         }
         if out.is_empty() {
+            if let Some(p) = path.as_deref()
+                && chosen
+                    .iter()
+                    .any(|&i| super::map::is_file(&self.bundles[i], p).unwrap_or(false))
+            {
+                return Err(failed(format!(
+                    "read_map: {p:?} is a file, not a folder: read_file reads it"
+                )));
+            }
             return Err(failed(format!(
                 "read_map: no indexed file under {:?} (call read_map without a path for the top level)",
                 path.unwrap_or_default()
@@ -382,6 +391,12 @@ impl Tools {
         o.rerank = self.rerank;
         o.langs = a.str("language")?.into_iter().collect();
         o.kinds = a.str("kind")?.into_iter().collect();
+        // An empty glob is bad input, as for `trove query --path ''`: leave it out for every file.
+        if matches!(a.v.get("path"), Some(Value::String(p)) if p.trim().is_empty()) {
+            return Err(failed(
+                "search_code: path is empty: leave it out to search every file",
+            ));
+        }
         o.path = a.str("path")?.map(|p| {
             let p = p.trim_start_matches("./").to_string();
             if p.contains(['*', '?', '[', '{']) {
@@ -485,7 +500,14 @@ impl Tools {
                 "{name} is defined (action=definition shows where), but no {action} of it were found."
             ));
         }
-        Ok(bounded(out, "use a more qualified name, like Class.method"))
+        // The references were read up to one past what is shown: how many more is not known.
+        if out.len() > MAX_LINES {
+            out.truncate(MAX_LINES);
+            out.push(
+                "[more lines not shown: use a more qualified name, like Class.method]".to_string(),
+            );
+        }
+        Ok(out.join("\n"))
     }
 
     fn read_file(&self, a: &Args<'_>) -> Result<String, ToolError> {
@@ -506,7 +528,8 @@ impl Tools {
             }
         }
         let Some((b, text)) = found else {
-            let err = super::show::not_a_file(&self.bundles[chosen[0]], &path)?;
+            let among: Vec<&Bundle> = chosen.iter().map(|&i| &self.bundles[i]).collect();
+            let err = super::show::not_a_file_in(&among, &path)?;
             return Err(failed(format!(
                 "read_file: {err:#} (read_map and search_code show the paths)"
             )));

@@ -278,7 +278,8 @@ pub async fn query(
         k,
         langs: OneOrMany::list(q.language),
         types,
-        path: q.path.filter(|p| !p.is_empty()),
+        // An empty glob is refused by check_filters, as `trove query --path ''` is.
+        path: q.path,
         kinds: OneOrMany::list(q.kind),
         content: q.content.unwrap_or(false),
         vector_weight: q.alpha,
@@ -370,8 +371,17 @@ impl Params {
 
 /// Runs `sql` on each bundle chosen; the rows as objects with their bundle's name.
 fn rows_of(bundles: &[&Bundle], sql: &str) -> Result<Value, ApiError> {
+    rows_upto(bundles, sql, usize::MAX)
+}
+
+/// [`rows_of`], at most `k` rows in all (each bundle's query has `k` too: a few bundles'
+/// first rows, in the order the bundles are named).
+fn rows_upto(bundles: &[&Bundle], sql: &str, k: usize) -> Result<Value, ApiError> {
     let mut out = Vec::new();
     for b in bundles {
+        if out.len() >= k {
+            break;
+        }
         let (names, rows) = b.run_sql(sql)?;
         for r in rows {
             let mut o: serde_json::Map<String, Value> =
@@ -380,6 +390,7 @@ fn rows_of(bundles: &[&Bundle], sql: &str) -> Result<Value, ApiError> {
             out.push(Value::Object(o));
         }
     }
+    out.truncate(k);
     Ok(Value::Array(out))
 }
 
@@ -397,7 +408,7 @@ pub async fn symbols(State(app): State<Shared>, q: QueryParams) -> ApiResult {
         let bundles = chosen(lease, names.as_deref())?;
         check_symbol_kinds(bundles.iter().copied(), &kinds)
             .map_err(|e| bad(format!("/symbols: {e:#}")))?;
-        rows_of(&bundles, &sql)
+        rows_upto(&bundles, &sql, k)
     })
     .await
 }
@@ -423,7 +434,7 @@ pub async fn refs(State(app): State<Shared>, q: QueryParams) -> ApiResult {
     let sql = refs_sql(&name, follow, k);
     let names = p.bundle();
     on_bundles(&app, Lane::Lookup, move |lease| {
-        rows_of(&chosen(lease, names.as_deref())?, &sql)
+        rows_upto(&chosen(lease, names.as_deref())?, &sql, k)
     })
     .await
 }
@@ -476,13 +487,23 @@ pub async fn map(State(app): State<Shared>, q: QueryParams) -> ApiResult {
         let b = &lease.tools().bundles()[i];
         // The map's rows are kept by the handle (as for the MCP read_map): loaded once per version.
         let files = lease.tools().map_files(i)?;
-        super::super::map::map_json(files, &b.manifest.source.repo, path.as_deref(), depth)?
-            .ok_or_else(|| {
-                not_found_error(format!(
-                    "/map: no indexed file under {}",
-                    path.as_deref().unwrap_or("the root")
-                ))
-            })
+        match super::super::map::map_json(files, &b.manifest.source.repo, path.as_deref(), depth)? {
+            Some(v) => Ok(v),
+            None if path
+                .as_deref()
+                .is_some_and(|p| super::super::map::is_file(b, p).unwrap_or(false)) =>
+            {
+                Err(bad(format!(
+                    "/map: {} is a file, not a folder: GET /files/{} returns it",
+                    path.as_deref().unwrap_or(""),
+                    path.as_deref().unwrap_or("").trim_matches('/')
+                )))
+            }
+            None => Err(not_found_error(format!(
+                "/map: no indexed file under {}",
+                path.as_deref().unwrap_or("the root")
+            ))),
+        }
     })
     .await
 }
@@ -548,7 +569,7 @@ pub async fn file(
                 }));
             }
         }
-        let why = super::super::show::not_a_file(bundles[0], &path)?;
+        let why = super::super::show::not_a_file_in(&bundles, &path)?;
         Err(not_found_error(format!("/files: {why:#}")))
     })
     .await

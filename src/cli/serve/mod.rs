@@ -553,6 +553,10 @@ async fn observe(State(app): State<Shared>, req: Request, next: Next) -> Respons
                 "payload_too_large",
                 "the request body is larger than the server takes (--max-body)",
             ),
+            StatusCode::GATEWAY_TIMEOUT if route == "/ask" => (
+                "timeout",
+                "the request took longer than the server allows (--ask-timeout)",
+            ),
             StatusCode::GATEWAY_TIMEOUT => (
                 "timeout",
                 "the request took longer than the server allows (--timeout)",
