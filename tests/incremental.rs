@@ -550,6 +550,40 @@ fn three_shards_merged_equal_the_full_bundle() {
         .assert()
         .success();
     assert!(String::from_utf8_lossy(&o.get_output().stderr).contains("lacks the other slices"));
+    // That part and the last shard are the whole tree: the warning does not say it lacks
+    // anything for sure.
+    let o = trove()
+        .arg("merge")
+        .arg(scratch.path().join("whole"))
+        .arg(scratch.path().join("part"))
+        .arg(&shards[2])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&o.get_output().stderr).into_owned();
+    assert!(
+        err.contains("whole only if those hold the other slices") && !err.contains("lacks"),
+        "{err}"
+    );
+    assert_eq!(
+        crate::util::compacted_tables(&scratch.path().join("whole")),
+        tables(&full),
+        "the part and the last shard merge into the full bundle"
+    );
+    // A shard of another split: refused, naming the split, not a path both hold.
+    let half = scratch.path().join("half");
+    index(root, &half, &["--shard", "1/2"]);
+    let o = trove()
+        .arg("merge")
+        .arg(scratch.path().join("mixed"))
+        .arg(&shards[0])
+        .arg(&half)
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&o.get_output().stderr).into_owned();
+    assert!(
+        err.contains("is shard 1/2") && err.contains("one split"),
+        "{err}"
+    );
     let o = trove()
         .args(["index", ".", "-o", "x", "--shard", "4/3"])
         .assert()

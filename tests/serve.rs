@@ -660,6 +660,24 @@ fn serve_over_several_bundles_bounds_and_names_each() {
         "{m}"
     );
 
+    // A bundle named twice is searched once.
+    let (st, v) = s.json(
+        "POST",
+        "/query",
+        Some(r#"{"query": "invoice", "bundles": ["a.bundle", "a.bundle"], "k": 3}"#),
+    );
+    assert_eq!(st, 200, "{v}");
+    let ids: Vec<&serde_json::Value> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| &h["chunk_id"])
+        .collect();
+    assert!(
+        ids.len() > 1 && (1..ids.len()).all(|i| !ids[..i].contains(&ids[i])),
+        "{v}"
+    );
+
     let (st, v) = s.json(
         "POST",
         "/query",

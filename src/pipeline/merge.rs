@@ -94,6 +94,23 @@ pub fn run_merge(out: &Path, inputs: &[PathBuf]) -> Result<(Manifest, MergeSumma
                 ),
             ));
         }
+        // Shards of splits with other counts slice the tree differently: the overlap check
+        // would blame a path, not the split.
+        if let Some((other, o)) = inputs.iter().zip(&manifests).find_map(|(q, o)| {
+            o.shard
+                .zip(m.shard)
+                .filter(|(x, y)| x.count != y.count)
+                .map(|(x, _)| (q, x))
+        }) {
+            return Err(Error::bundle(
+                p,
+                format!(
+                    "is shard {} and {} is shard {o}: merge the shards of one split (--shard I/N with one N)",
+                    m.shard.map_or_else(String::new, |s| s.to_string()),
+                    other.display()
+                ),
+            ));
+        }
         bundle::check_sizes(p, &m)?;
         bundle::pack::check_hashes(p, &m)?;
         manifests.push(m);
@@ -233,13 +250,23 @@ fn shard_warning(manifests: &[Manifest]) -> Option<String> {
     let complete = shards.len() == manifests.len()
         && shards.iter().all(|s| s.count == n)
         && have.len() == n as usize;
+    let listed = have
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let unstamped = manifests.len() - shards.len();
     (!complete).then(|| {
-        format!(
-            "the inputs hold shard(s) {} of {n}: the merged bundle lacks the other slices of the tree",
-            have.iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+        if unstamped > 0 {
+            // A merge of some shards (or a full build) carries no shard stamp: it may hold the
+            // other slices.
+            format!(
+                "the inputs hold shard(s) {listed} of {n} and {unstamped} bundle(s) that are no single shard (a merge of shards, or a full build): the merged bundle is whole only if those hold the other slices"
+            )
+        } else {
+            format!(
+                "the inputs hold shard(s) {listed} of {n}: the merged bundle lacks the other slices of the tree"
+            )
+        }
     })
 }

@@ -132,21 +132,24 @@ fn pick(served: &[&str], names: Option<&[String]>) -> Result<Vec<usize>, ApiErro
             "bundles is empty: name at least one, or leave it out for all",
         ));
     }
-    names
-        .iter()
-        .map(|n| {
-            served.iter().position(|s| s == n).ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::NOT_FOUND,
-                    "unknown_bundle",
-                    format!(
-                        "no bundle named {n:?} is served (GET /bundles lists them: {})",
-                        served.join(", ")
-                    ),
-                )
-            })
-        })
-        .collect()
+    let mut out: Vec<usize> = Vec::with_capacity(names.len());
+    for n in names {
+        let i = served.iter().position(|s| s == n).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "unknown_bundle",
+                format!(
+                    "no bundle named {n:?} is served (GET /bundles lists them: {})",
+                    served.join(", ")
+                ),
+            )
+        })?;
+        // A bundle named twice is searched once, as `trove query b b` does.
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    Ok(out)
 }
 
 /// The bundles of `lease` a request names (`None`: all), as [`pick`] chooses them.
