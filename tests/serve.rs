@@ -736,4 +736,39 @@ fn serve_over_several_bundles_bounds_and_names_each() {
             "{r}"
         );
     }
+    drop(s);
+
+    // With --reload-interval 0 a new version is taken on SIGHUP (it used to end the server).
+    let s = Server::start(
+        &[
+            a.to_str().unwrap(),
+            "--reload-interval",
+            "0",
+            "--no-access-log",
+        ],
+        &[],
+    );
+    write(
+        r.path(),
+        "billing/late.py",
+        b"def late_fee(days):\n    return days * 5\n",
+    );
+    index(r.path(), &a, &[]);
+    let generation = |s: &Server| s.json("GET", "/health", None).1["generation"].as_u64();
+    assert_eq!(generation(&s), Some(1));
+    let pid = s.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while generation(&s) == Some(1) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(generation(&s), Some(2), "{}", s.log());
+    let (st, v) = s.json("GET", "/symbols?name=late_fee", None);
+    assert_eq!((st, v.as_array().unwrap().len()), (200, 1), "{v}");
 }

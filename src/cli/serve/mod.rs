@@ -85,7 +85,7 @@ pub struct ServeArgs {
     /// count; at most 1024].
     #[arg(long, value_name = "N", value_parser = super::threads(false))]
     pub workers: Option<usize>,
-    /// Seconds between checks of the bundles' manifests for a new version (0: never reload).
+    /// Seconds between checks of the bundles' manifests for a new version (0: only on SIGHUP).
     #[arg(long, default_value_t = 2.0, value_name = "SECS")]
     pub reload_interval: f64,
     /// Host names /mcp accepts in the Host header, repeatable [default: loopback names, or any
@@ -315,6 +315,20 @@ async fn serve(a: ServeArgs, app: Shared) -> anyhow::Result<()> {
         let mut out = std::io::stdout().lock();
         writeln!(out, "trove serve: listening on http://{bound}")?;
         out.flush()?;
+    }
+    // SIGHUP: look for new versions now (with --reload-interval 0, the only reload there is).
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        Ok(mut hup) => {
+            let app = app.clone();
+            tokio::spawn(async move {
+                while hup.recv().await.is_some() {
+                    eprintln!("trove serve: SIGHUP: checking the bundles for a new version");
+                    let app = app.clone();
+                    let _ = tokio::task::spawn_blocking(move || app.served.poll()).await;
+                }
+            });
+        }
+        Err(e) => eprintln!("trove serve: SIGHUP will not reload ({e})"),
     }
     if a.reload_interval > 0.0 {
         let app = app.clone();

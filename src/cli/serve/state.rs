@@ -170,6 +170,8 @@ pub struct Served {
     roots: Vec<Option<(PathBuf, std::fs::File)>>,
     /// Whether the "cannot link" warning was printed, per slot.
     warned: Mutex<Vec<bool>>,
+    /// Held by the one poll running (the timer's and SIGHUP's take turns).
+    polling: Mutex<()>,
 }
 
 /// Now, as RFC 3339 (UTC, seconds).
@@ -217,6 +219,7 @@ impl Served {
             .collect();
         let mut served = Served {
             warned: Mutex::new(vec![false; slots.len()]),
+            polling: Mutex::new(()),
             slots,
             current: RwLock::new(Arc::new(Generation {
                 id: 0,
@@ -432,6 +435,7 @@ impl Served {
     /// same version) are loaded and verified, and a new generation over them swapped in; failures
     /// are recorded in the slots' status.
     pub fn poll(&self) {
+        let _one = self.polling.lock().unwrap_or_else(|e| e.into_inner());
         let current = self.current();
         let mut snaps = current.snapshots.clone();
         let mut changed = Vec::new();
