@@ -202,6 +202,19 @@ fn symbols_and_deps_tables_hold_exactly_what_the_code_declares() {
     trove().arg("verify").arg(&b).assert().success();
 }
 
+/// Every call of bundle `b`: `path | line | target | where it lands (path:symbol path, or -) |
+/// resolution (or -)`, in path and line order.
+fn call_rows(b: &std::path::Path) -> Vec<String> {
+    rows(&format!(
+        "SELECT r.path, r.line, r.target, coalesce(t.path || ':' || t.symbol_path, '-'), \
+                coalesce(r.resolution, '-') \
+         FROM {r} r LEFT JOIN {s} t ON t.symbol_id = r.target_symbol_id \
+         WHERE r.kind = 'call' ORDER BY r.path, r.line, r.target",
+        r = pq(b, "refs"),
+        s = pq(b, "symbols")
+    ))
+}
+
 /// Calls resolve to the one definition of their name (in the file first, then the repository);
 /// a name defined twice elsewhere stays unresolved, and so does a call on an object of a method
 /// name the standard library's types share (`store.get()`) unless the code declares the object's
@@ -853,14 +866,7 @@ func (s *Server) listen() {}
     let out = tempfile::tempdir().unwrap();
     let b = out.path().join("b.bundle");
     index(root, &b, &[]);
-    let got = rows(&format!(
-        "SELECT r.path, r.line, r.target, coalesce(t.path || ':' || t.symbol_path, '-'), \
-                coalesce(r.resolution, '-') \
-         FROM {r} r LEFT JOIN {s} t ON t.symbol_id = r.target_symbol_id \
-         WHERE r.kind = 'call' ORDER BY r.path, r.line, r.target",
-        r = pq(&b, "refs"),
-        s = pq(&b, "symbols")
-    ));
+    let got = call_rows(&b);
     assert_eq!(
         got,
         [
@@ -995,14 +1001,7 @@ def go(client):
     let out = tempfile::tempdir().unwrap();
     let b = out.path().join("b.bundle");
     index(root, &b, &[]);
-    let got = rows(&format!(
-        "SELECT r.path, r.line, r.target, coalesce(t.path || ':' || t.symbol_path, '-'), \
-                coalesce(r.resolution, '-') \
-         FROM {r} r LEFT JOIN {s} t ON t.symbol_id = r.target_symbol_id \
-         WHERE r.kind = 'call' ORDER BY r.path, r.line, r.target",
-        r = pq(&b, "refs"),
-        s = pq(&b, "symbols")
-    ));
+    let got = call_rows(&b);
     assert_eq!(
         got,
         [
@@ -1401,14 +1400,7 @@ fn jsx_components_are_used_where_rendered() {
     let out = tempfile::tempdir().unwrap();
     let b = out.path().join("b");
     index(root, &b, &[]);
-    let got = rows(&format!(
-        "SELECT r.path, r.line, r.target, coalesce(t.path || ':' || t.symbol_path, '-'), \
-                coalesce(r.resolution, '-') \
-         FROM {r} r LEFT JOIN {s} t ON t.symbol_id = r.target_symbol_id \
-         WHERE r.kind = 'call' ORDER BY r.path, r.line, r.target",
-        r = pq(&b, "refs"),
-        s = pq(&b, "symbols")
-    ));
+    let got = call_rows(&b);
     assert_eq!(
         got,
         [

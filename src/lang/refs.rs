@@ -164,12 +164,7 @@ impl<'a> RefWalk<'a> {
             self.scopes.pop();
         }
         if info.binds()
-            && let Some(params) = self
-                .lang
-                .fields
-                .parameters
-                .iter()
-                .find_map(|&f| child_by_field(n, f))
+            && let Some(params) = first_field(n, &self.lang.fields.parameters)
         {
             let names = bound_names(text, params).into_iter().map(|x| (x, 0));
             self.scopes.push((n.end_byte(), names.collect()));
@@ -193,12 +188,7 @@ impl<'a> RefWalk<'a> {
         // function given a name (`const h = () => ..`: a definition of the file, found there).
         if info.binds_locals()
             && let Some(scope) = self.scopes.last_mut()
-            && let Some(bound) = self
-                .lang
-                .fields
-                .bound
-                .iter()
-                .find_map(|&f| child_by_field(n, f))
+            && let Some(bound) = first_field(n, &self.lang.fields.bound)
         {
             let value = child_by_field(n, self.lang.fields.value)
                 .or_else(|| child_by_field(n, self.lang.fields.right));
@@ -257,12 +247,7 @@ impl<'a> RefWalk<'a> {
             r.chained = chained;
             r.receiver = receiver.or_else(|| {
                 // The callee field is the name alone: the receiver is a field of its own.
-                let f = self
-                    .lang
-                    .fields
-                    .receiver
-                    .iter()
-                    .find_map(|&f| child_by_field(n, f))?;
+                let f = first_field(n, &self.lang.fields.receiver)?;
                 let t = callee_head(node_text(text, f));
                 let t = t.trim();
                 (!t.is_empty()).then(|| t.to_string())
@@ -379,6 +364,11 @@ fn reference(kind: RefKind, target: String, n: Node<'_>) -> Reference {
     }
 }
 
+/// `n`'s child in the first of the fields `ids` it has.
+fn first_field<'t>(n: Node<'t>, ids: &[Option<NonZeroU16>]) -> Option<Node<'t>> {
+    ids.iter().find_map(|&f| child_by_field(n, f))
+}
+
 /// The names a function's parameter list `params` binds: its identifiers, but for types,
 /// default values (`x=load`, `x = load`) and annotations.
 fn bound_names(text: &str, params: Node<'_>) -> Vec<String> {
@@ -443,7 +433,7 @@ fn callee(
     n: Node<'_>,
     fields: &[Option<NonZeroU16>],
 ) -> Option<(String, Option<String>, bool, bool)> {
-    let f = match fields.iter().find_map(|&f| child_by_field(n, f)) {
+    let f = match first_field(n, fields) {
         Some(f) => f,
         None => n.named_children(&mut n.walk()).next()?,
     };
