@@ -4,7 +4,7 @@
 //! Input: a URL, a JSON body, an optional API key. Output: the response's JSON, or a [`Failure`]
 //! that says whether trying again could help. Calls that time out, cannot connect, get 408/429/5xx
 //! or a 2xx whose body is not JSON are retried with exponential backoff and jitter, waiting what a
-//! `Retry-After` header asks (capped); any other 4xx is answered at once with the server's own
+//! `Retry-After` header asks (capped at 120 s and at the call's timeout); any other 4xx is answered at once with the server's own
 //! message. The API key goes into the `Authorization` header only, and is masked out of every
 //! message.
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -12,7 +12,8 @@ use std::time::Duration;
 
 /// First backoff delay; doubled per retry.
 const BASE_DELAY: Duration = Duration::from_millis(250);
-/// Longest wait between two tries, `Retry-After` included.
+/// Longest wait between two tries, `Retry-After` included (and never longer than a call's
+/// timeout).
 const MAX_DELAY: Duration = Duration::from_secs(120);
 /// Largest response body read.
 const MAX_BODY: u64 = 256 << 20;
@@ -40,6 +41,8 @@ impl std::fmt::Display for Failure {
 /// A client for one server.
 pub struct Client {
     agent: ureq::Agent,
+    /// How long one call may take: no wait between tries is longer.
+    timeout: Duration,
     key: Option<String>,
     retries: u32,
     /// Calls tried again.
@@ -66,6 +69,7 @@ impl Client {
             .into();
         Client {
             agent,
+            timeout,
             key: key.filter(|k| !k.is_empty()),
             retries,
             retried: AtomicU64::new(0),
@@ -120,7 +124,9 @@ impl Client {
             }
             let backoff = BASE_DELAY.saturating_mul(1 << attempt.min(16));
             let wait = retry_after.unwrap_or(backoff + jitter(backoff / 2));
-            std::thread::sleep(wait.min(MAX_DELAY));
+            // A server asking for a longer wait than a call may take is not waited for longer
+            // (`Retry-After: 100000` with a 5 s timeout: 5 s).
+            std::thread::sleep(wait.min(MAX_DELAY).min(self.timeout));
             self.retried.fetch_add(1, Relaxed);
             attempt += 1;
         }

@@ -574,4 +574,48 @@ fn ask_stops_a_looping_model_and_fails_clearly_when_the_server_does() {
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(err.contains("chat server") && err.contains("503"), "{err}");
     assert_eq!(down.requests().len(), 2);
+    // A model that asks for tools past its budget is told once more that none can be called;
+    // it answers then, or the run says what it did.
+    let said = |req: &serde_json::Value, what: &str| {
+        req["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["content"].as_str().is_some_and(|c| c.contains(what)))
+    };
+    for stubborn in [false, true] {
+        let server = ChatServer::start(move |n, req| {
+            if said(req, "No more tools can be called") && !stubborn {
+                (200, answer("See billing/billing.py:10."))
+            } else {
+                (
+                    200,
+                    tool_call(n, "search_code", serde_json::json!({"query": "invoice"})),
+                )
+            }
+        });
+        let o = trove()
+            .arg("ask")
+            .arg(&b)
+            .arg("Where are invoices made?")
+            .args(["--url", &server.url, "--max-steps", "2"])
+            .output()
+            .unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        if stubborn {
+            assert_eq!(o.status.code(), Some(2), "{out}{err}");
+            assert!(
+                err.contains("kept asking for tools after its budget was spent (2 research steps)"),
+                "{err}"
+            );
+        } else {
+            assert!(o.status.success(), "{out}{err}");
+            assert!(out.starts_with("See billing/billing.py:10"), "{out}");
+        }
+        // Two steps, the call with the final prompt, the one telling it no tools are left.
+        assert_eq!(server.requests().len(), 4);
+    }
 }

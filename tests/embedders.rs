@@ -159,11 +159,13 @@ fn openai_retries_429_with_retry_after_500_and_timeouts_without_losing_chunks() 
     let cfg = overlay(
         w.path(),
         &mock,
-        "batch_size = 100\nconcurrency = 1\ntimeout_secs = 1\nretries = 4",
+        "batch_size = 100\nconcurrency = 1\ntimeout_secs = 1\nretries = 5",
     );
-    // probe ok; then 429 (Retry-After 1), 500, a reply slower than the timeout, then success.
+    // probe ok; then 429 (Retry-After 1), 429 asking for a day, 500, a reply slower than the
+    // timeout, then success.
     mock.then(Fault::Delay(Duration::ZERO))
         .then(Fault::Status(429, Some(1)))
+        .then(Fault::Status(429, Some(86_400)))
         .then(Fault::Status(500, None))
         .then(Fault::Delay(Duration::from_millis(2500)));
     let b = w.path().join("b");
@@ -176,11 +178,14 @@ fn openai_retries_429_with_retry_after_500_and_timeouts_without_losing_chunks() 
             .unwrap()
             .into_iter()
             .collect();
-    assert_eq!(warnings.get("retried"), Some(&3), "{s}");
+    assert_eq!(warnings.get("retried"), Some(&4), "{s}");
     let seen = mock.seen();
     let i429 = seen.iter().position(|s| s.status == 429).unwrap();
     // Retry-After was honoured: the next try came a second later at the earliest.
     assert!(seen[i429 + 1].at - seen[i429].at >= Duration::from_millis(950));
+    // A day is not waited: no longer than a call may take (timeout_secs).
+    let gap = seen[i429 + 2].at - seen[i429 + 1].at;
+    assert!(gap < Duration::from_secs(10), "{gap:?}");
     // No chunk lost: the bundle has every chunk, each with its vector.
     let chunks = chunk_count(&b);
     let vectors: usize = duck(&format!("SELECT count(*) FROM {}", pq(&b, "embeddings")))[0][0]

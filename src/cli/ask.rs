@@ -90,6 +90,13 @@ struct Prompts {
     user: String,
     #[serde(rename = "final")]
     final_: String,
+    /// Said once to a model that still asks for tools after `final` (none are offered then).
+    #[serde(default = "no_more_tools")]
+    no_more_tools: String,
+}
+
+fn no_more_tools() -> String {
+    NO_MORE_TOOLS.to_string()
 }
 
 /// One tool call of the loop.
@@ -211,6 +218,10 @@ impl Research {
     }
 }
 
+/// [`Prompts::no_more_tools`] when a prompts file has none.
+const NO_MORE_TOOLS: &str = "No more tools can be called: your research budget is spent. Answer \
+                             now, in text, from what you have found, citing path:line.";
+
 /// Runs the research loop on `question` over `tools`, at most `max_steps` tool calls; `progress`
 /// prints each step on stderr.
 pub fn research(
@@ -235,6 +246,7 @@ pub fn research(
     let mut tokens: u64 = 0;
     let mut calls = 0usize;
     let mut stopped = None;
+    let mut nudged = false;
     let answer = loop {
         let budget_left = steps.len() < max_steps && tokens < cfg.max_tokens;
         if !budget_left && stopped.is_none() {
@@ -281,6 +293,19 @@ pub fn research(
                 .unwrap_or("")
                 .trim()
                 .to_string();
+            if text.is_empty() && !tool_calls.is_empty() && !nudged {
+                // Tools past the budget: told once more that none can be called.
+                nudged = true;
+                messages.push(json!({"role": "user", "content": prompts.no_more_tools}));
+                continue;
+            }
+            if text.is_empty() && !tool_calls.is_empty() {
+                anyhow::bail!(
+                    "chat server {url}: the model kept asking for tools after its budget was spent \
+                     ({} research steps) and gave no answer",
+                    steps.len()
+                );
+            }
             if text.is_empty() {
                 anyhow::bail!(
                     "chat server {url}: the model gave neither an answer nor a tool call ({})",
