@@ -383,16 +383,12 @@ fn serve_needs_a_token_off_loopback_and_answers_503_and_504_under_pressure() {
     drop(s);
 
     // A connection that never finishes its request's headers, or sends nothing, is closed at
-    // --timeout (before any token is asked for); at most --max-connections are open.
+    // --timeout (before any token is asked for).
     let s = Server::start(
         &[
             b.to_str().unwrap(),
-            // Long enough that the three connections held below stay open while the fourth
-            // comes, on a loaded machine too.
             "--timeout",
-            "4",
-            "--max-connections",
-            "3",
+            "1",
             "--token",
             "s3cret",
             "--no-access-log",
@@ -412,7 +408,21 @@ fn serve_needs_a_token_off_loopback_and_answers_503_and_504_under_pressure() {
     }
     let waited = started.elapsed();
     assert!(waited < Duration::from_secs(15), "{waited:?}");
-    // Three held open: a fourth is closed at once; once they go, requests are answered.
+    drop(s);
+
+    // At most --max-connections are open: with three held, a fourth is closed unanswered; once
+    // they go, requests are answered. (A long --timeout: the held ones stay open meanwhile.)
+    let s = Server::start(
+        &[
+            b.to_str().unwrap(),
+            "--max-connections",
+            "3",
+            "--token",
+            "s3cret",
+            "--no-access-log",
+        ],
+        &[],
+    );
     let held: Vec<std::net::TcpStream> = (0..3)
         .map(|_| std::net::TcpStream::connect(&s.addr).unwrap())
         .collect();
