@@ -7,8 +7,8 @@
 //! through the file's import of the name (the one definition in the module files the import may
 //! name: `import`), else to the one definition of that name in its language family (`repo`).
 //! Definitions inside a function (a closure, a class in a test) are that function's own: only
-//! their file's references land on them. A bare call of an enclosing function's parameter
-//! (`def f(load): load(x)`) lands nowhere. Two candidates or none leave it unresolved: never a
+//! their file's references land on them. A bare call of a name an enclosing function binds (a
+//! parameter, loop variable or local: `def f(load): load(x)`) lands nowhere. Two candidates or none leave it unresolved: never a
 //! guess. A reference taken from a SCIP index
 //! ([`crate::precise`]) resolves by its SCIP symbol string alone: to the one definition that
 //! carries it (`scip`), wherever it is, or to none when the symbol is defined outside the bundle.
@@ -1162,7 +1162,7 @@ pub fn in_file(
                         }
                     }
                 }
-                // A parameter's value (`def f(load): load(x)`): nothing the bundle defines.
+                // A value the function binds (`def f(load): load(x)`): nothing the bundle defines.
                 (RefKind::Call, None) if r.local => (None, Scope::Closed),
                 _ => {
                     let bare_call = r.kind == RefKind::Call;

@@ -365,14 +365,19 @@ pub fn map_json(
     path: Option<&str>,
     depth: Option<usize>,
 ) -> anyhow::Result<Option<serde_json::Value>> {
-    let Some(root) = files.tree(repo, path) else {
-        return Ok(None);
-    };
-    let mut v = serde_json::to_value(&root)?;
+    files
+        .tree(repo, path)
+        .map(|root| tree_json(&root, depth))
+        .transpose()
+}
+
+/// The map `root` as JSON, folders expanded `depth` levels (all when none).
+fn tree_json(root: &Node, depth: Option<usize>) -> anyhow::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(root)?;
     if let Some(d) = depth {
         prune(&mut v, d);
     }
-    Ok(Some(v))
+    Ok(v)
 }
 
 /// Drops the children below `depth` levels (their counts stay on their folder).
@@ -437,10 +442,7 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
     };
     if a.format == OutFormat::Json {
         // `--depth` as the text map and `GET /map?depth=` have it.
-        let mut v = serde_json::to_value(&root)?;
-        if let Some(d) = a.depth {
-            prune(&mut v, d);
-        }
+        let v = tree_json(&root, a.depth)?;
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(0);
     }

@@ -231,11 +231,16 @@ impl<'a> Args<'a> {
 }
 
 /// `lines` cut to [`MAX_LINES`], with a note saying how to see the rest.
-fn bounded(mut lines: Vec<String>, more: &str) -> String {
+fn bounded(lines: Vec<String>, more: &str) -> String {
+    bounded_with(lines, |cut| format!("[{cut} more lines not shown: {more}]"))
+}
+
+/// `lines` cut to [`MAX_LINES`], then the line `note` gives for how many were cut.
+fn bounded_with(mut lines: Vec<String>, note: impl FnOnce(usize) -> String) -> String {
     if lines.len() > MAX_LINES {
         let cut = lines.len() - MAX_LINES;
         lines.truncate(MAX_LINES);
-        lines.push(format!("[{cut} more lines not shown: {more}]"));
+        lines.push(note(cut));
     }
     lines.join("\n")
 }
@@ -357,14 +362,14 @@ impl Tools {
             }
         }
         if out.is_empty() {
-            if let Some(p) = path.as_deref()
-                && chosen
-                    .iter()
-                    .any(|&i| super::map::is_file(&self.bundles[i], p).unwrap_or(false))
-            {
-                return Err(failed(format!(
-                    "read_map: {p:?} is a file, not a folder: read_file reads it"
-                )));
+            for &i in &chosen {
+                if let Some(p) = path.as_deref()
+                    && super::map::is_file(&self.bundles[i], p)?
+                {
+                    return Err(failed(format!(
+                        "read_map: {p:?} is a file, not a folder: read_file reads it"
+                    )));
+                }
             }
             return Err(failed(format!(
                 "read_map: no indexed file under {:?} (call read_map without a path for the top level)",
@@ -501,13 +506,9 @@ impl Tools {
             ));
         }
         // The references were read up to one past what is shown: how many more is not known.
-        if out.len() > MAX_LINES {
-            out.truncate(MAX_LINES);
-            out.push(
-                "[more lines not shown: use a more qualified name, like Class.method]".to_string(),
-            );
-        }
-        Ok(out.join("\n"))
+        Ok(bounded_with(out, |_| {
+            "[more lines not shown: use a more qualified name, like Class.method]".to_string()
+        }))
     }
 
     fn read_file(&self, a: &Args<'_>) -> Result<String, ToolError> {

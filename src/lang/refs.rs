@@ -25,8 +25,9 @@ pub struct Reference {
     /// The receiver is a path (`serde_json::from_str`, `Regex::builder`, `Foo::bar` in C++ or
     /// PHP): a module or a type, never an object.
     pub path_call: bool,
-    /// A bare call of a name that is a parameter of a function around it (`def f(load):
-    /// load(x)`): a value the caller passes, never the definition of that name elsewhere.
+    /// A bare call of a name a function around it binds: a parameter, a loop variable, a local
+    /// (`def f(load): load(x)`, `for p in ps: p()`): a value, never the definition of that name
+    /// elsewhere.
     pub local: bool,
     /// The receiver is a value some call or index gave (`a.b().c()`, `xs[0].f()`), whatever
     /// names `receiver` keeps of it.
@@ -497,7 +498,7 @@ mod tests {
             .collect()
     }
 
-    /// The bare calls of `src` that call a parameter of a function around them.
+    /// The bare calls of `src` that call a name a function around them binds.
     fn locals(lang: &Language, src: &str) -> Vec<String> {
         references(lang, src)
             .into_iter()

@@ -490,21 +490,19 @@ pub async fn map(State(app): State<Shared>, q: QueryParams) -> ApiResult {
         let b = &lease.tools().bundles()[i];
         // The map's rows are kept by the handle (as for the MCP read_map): loaded once per version.
         let files = lease.tools().map_files(i)?;
-        match super::super::map::map_json(files, &b.manifest.source.repo, path.as_deref(), depth)? {
-            Some(v) => Ok(v),
-            None if path
-                .as_deref()
-                .is_some_and(|p| super::super::map::is_file(b, p).unwrap_or(false)) =>
-            {
-                Err(bad(format!(
-                    "/map: {} is a file, not a folder: GET /files/{} returns it",
-                    path.as_deref().unwrap_or(""),
-                    path.as_deref().unwrap_or("").trim_matches('/')
-                )))
-            }
-            None => Err(not_found_error(format!(
+        if let Some(v) =
+            super::super::map::map_json(files, &b.manifest.source.repo, path.as_deref(), depth)?
+        {
+            return Ok(v);
+        }
+        match path.as_deref() {
+            Some(p) if super::super::map::is_file(b, p)? => Err(bad(format!(
+                "/map: {p} is a file, not a folder: GET /files/{} returns it",
+                p.trim_matches('/')
+            ))),
+            p => Err(not_found_error(format!(
                 "/map: no indexed file under {}",
-                path.as_deref().unwrap_or("the root")
+                p.unwrap_or("the root")
             ))),
         }
     })

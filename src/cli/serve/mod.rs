@@ -192,11 +192,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     }
     // Without a token, only loopback names: a web page that rebinds its own name to 127.0.0.1
     // (DNS rebinding) is refused.
-    let hosts: Vec<String> = if !a.allow_hosts.is_empty() {
-        a.allow_hosts
-            .iter()
-            .map(|h| h.to_ascii_lowercase())
-            .collect()
+    let allowed: Vec<String> = a
+        .allow_hosts
+        .iter()
+        .map(|h| h.to_ascii_lowercase())
+        .collect();
+    let hosts: Vec<String> = if !allowed.is_empty() {
+        allowed.clone()
     } else if token.is_none() && a.listen.ip().is_loopback() {
         // And the address listened on, which any loopback address may be (127.1.2.3).
         let own = match a.listen.ip() {
@@ -231,11 +233,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         access_log: !a.no_access_log,
         token,
         hosts,
-        origins: a
-            .allow_hosts
-            .iter()
-            .map(|h| h.to_ascii_lowercase())
-            .collect(),
+        origins: allowed,
         mcp_permits: Arc::new(tokio::sync::Semaphore::new(a.max_in_flight)),
         timeout: Duration::from_secs_f64(a.timeout),
     });

@@ -39,30 +39,8 @@ impl Capped {
     }
 }
 
-/// The trait's view of a session manager's streams (`Send + Sync`), whatever its impl declares.
-async fn stream<M: SessionManager>(
-    m: &M,
-    id: &SessionId,
-    message: ClientJsonRpcMessage,
-) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, M::Error> {
-    m.create_stream(id, message).await
-}
-
-async fn standalone<M: SessionManager>(
-    m: &M,
-    id: &SessionId,
-) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, M::Error> {
-    m.create_standalone_stream(id).await
-}
-
-async fn resumed<M: SessionManager>(
-    m: &M,
-    id: &SessionId,
-    last: String,
-) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, M::Error> {
-    m.resume(id, last).await
-}
-
+// `restore_session` is not handed on: rmcp's would bring back a session this cap closed (or any
+// id a client names) outside `order`; the trait's default refuses, and the client opens anew.
 impl SessionManager for Capped {
     type Error = <LocalSessionManager as SessionManager>::Error;
     type Transport = <LocalSessionManager as SessionManager>::Transport;
@@ -105,7 +83,7 @@ impl SessionManager for Capped {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        stream(&self.inner, id, message).await
+        self.inner.create_stream(id, message).await
     }
 
     async fn accept_message(
@@ -120,7 +98,7 @@ impl SessionManager for Capped {
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        standalone(&self.inner, id).await
+        self.inner.create_standalone_stream(id).await
     }
 
     async fn resume(
@@ -128,6 +106,6 @@ impl SessionManager for Capped {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        resumed(&self.inner, id, last_event_id).await
+        self.inner.resume(id, last_event_id).await
     }
 }
