@@ -25,22 +25,24 @@ pub enum Error {
         /// What is wrong with it.
         msg: String,
     },
+    // The wrapped errors below are part of the message, not a `source()`, as for `Io`: a chained
+    // report would print each twice (DuckDB's twice and then "Error code 1: Unknown error code").
     /// Arrow failures (building record batches).
     #[error("arrow: {0}")]
-    Arrow(#[from] arrow::error::ArrowError),
+    Arrow(arrow::error::ArrowError),
     /// Parquet failures (writing or reading files).
     #[error("parquet: {0}")]
-    Parquet(#[from] parquet::errors::ParquetError),
+    Parquet(parquet::errors::ParquetError),
     /// JSON (manifest) failures.
     #[error("json: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(serde_json::Error),
     /// DuckDB failures (query engine).
     #[cfg(feature = "engine")]
     #[error("duckdb: {0}")]
-    Duck(#[from] duckdb::Error),
+    Duck(duckdb::Error),
     /// A walk failure from the `ignore` crate.
     #[error("walk: {0}")]
-    Walk(#[from] ignore::Error),
+    Walk(ignore::Error),
     /// Anything else, with a message.
     #[error("{0}")]
     Other(String),
@@ -62,6 +64,25 @@ impl Error {
         }
     }
 }
+
+/// `From` for the wrapped errors, without making them a `source()` (see the variants).
+macro_rules! wraps {
+    ($($variant:ident($t:ty)),* $(,)?) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                Error::$variant(e)
+            }
+        }
+    )*};
+}
+wraps!(
+    Arrow(arrow::error::ArrowError),
+    Parquet(parquet::errors::ParquetError),
+    Json(serde_json::Error),
+    Walk(ignore::Error),
+);
+#[cfg(feature = "engine")]
+wraps!(Duck(duckdb::Error));
 
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -611,11 +611,38 @@ fn ask_stops_a_looping_model_and_fails_clearly_when_the_server_does() {
                 err.contains("kept asking for tools after its budget was spent (2 research steps)"),
                 "{err}"
             );
+            // The research made is not lost with the failure: on stderr, and in the JSON.
+            assert!(
+                err.contains("the research before the failure:")
+                    && err.contains(r#"1. search_code {"query":"invoice"} (ok"#),
+                "{err}"
+            );
+            let o = trove()
+                .arg("ask")
+                .arg(&b)
+                .arg("Where are invoices made?")
+                .args(["--url", &server.url, "--max-steps", "2", "--format", "json"])
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(2));
+            let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert!(doc["answer"].is_null(), "{doc}");
+            assert!(
+                doc["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("kept asking for tools"),
+                "{doc}"
+            );
+            assert_eq!(doc["steps"].as_array().unwrap().len(), 2, "{doc}");
+            assert_eq!(doc["stopped"], "max-steps", "{doc}");
+            assert_eq!(doc["calls"], 4, "{doc}");
         } else {
             assert!(o.status.success(), "{out}{err}");
             assert!(out.starts_with("See billing/billing.py:10"), "{out}");
         }
-        // Two steps, the call with the final prompt, the one telling it no tools are left.
-        assert_eq!(server.requests().len(), 4);
+        // Two steps, the call with the final prompt, the one telling it no tools are left (twice
+        // when stubborn: the text run and the JSON one).
+        assert_eq!(server.requests().len(), if stubborn { 8 } else { 4 });
     }
 }

@@ -353,3 +353,96 @@ fn bm25_three_ways(b: &std::path::Path) -> Vec<Vec<(String, String, i64)>> {
     }
     out
 }
+
+#[test]
+fn every_duckdb_type_prints_as_its_value() {
+    let (t, b) = tiny_bundle();
+    let run = |args: &[&str]| {
+        let o = trove().arg("sql").arg(&b).args(args).output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).to_string(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    // An untyped NULL column, decimals, dates, intervals, nested values, NaN and a HUGEINT sum.
+    let sql = "SELECT NULL AS nothing, 0.5 AS half, DATE '2024-01-02' AS d, \
+               INTERVAL 1 DAY AS iv, {'k': 1} AS st, [1, NULL] AS l, MAP {'a': 2} AS m, \
+               'nan'::DOUBLE AS x, ''::VARCHAR AS e, sum(bytes) AS total FROM files";
+    let (code, out, err) = run(&[sql, "--format", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let r = &rows[0];
+    assert!(r["nothing"].is_null(), "{r}");
+    assert_eq!(r["half"], 0.5, "{r}");
+    assert_eq!(r["d"], "2024-01-02", "{r}");
+    assert_eq!(r["iv"], "1 days", "{r}");
+    assert_eq!(r["st"], serde_json::json!({"k": 1}), "{r}");
+    assert_eq!(r["l"], serde_json::json!([1, null]), "{r}");
+    assert_eq!(r["m"], serde_json::json!({"a": 2}), "{r}");
+    assert_eq!(r["x"], "NaN", "{r}");
+    assert_eq!(r["e"], "", "{r}");
+    assert!(r["total"].as_i64().is_some_and(|n| n > 0), "{r}");
+    let (code, out, _) = run(&[sql]);
+    assert_eq!(code, Some(0));
+    let row = out.lines().nth(2).unwrap();
+    for v in [
+        "NULL",
+        "0.5",
+        "2024-01-02",
+        "1 days",
+        "{k: 1}",
+        "[1, NULL]",
+        "NaN",
+    ] {
+        assert!(row.contains(v), "{v} in {row}");
+    }
+    assert!(!out.contains("Decimal") && !out.contains("Date32"), "{out}");
+    // CSV: NULL is an empty field, the empty string a quoted one.
+    let (_, out, _) = run(&["SELECT NULL AS a, '' AS b, 'x,y' AS c", "--format", "csv"]);
+    assert_eq!(out, "a,b,c\n,\"\",\"x,y\"\n");
+    // A join's two `path` columns are both kept.
+    let (_, out, _) = run(&[
+        "SELECT f.path, g.path FROM files f, files g WHERE f.path = 'a.yaml' AND g.path = 'b.yaml'",
+        "--format",
+        "json",
+    ]);
+    let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        rows[0],
+        serde_json::json!({"path": "a.yaml", "path_1": "b.yaml"})
+    );
+    // An error is said once, without DuckDB's "Unknown error code" tail.
+    let (code, _, err) = run(&["SELEC 1"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(err.matches("syntax error").count(), 1, "{err}");
+    assert!(!err.contains("Unknown error code"), "{err}");
+    // COPY into the bundle is refused, before anything runs; COPY elsewhere works.
+    let seg = std::fs::read_dir(b.join("segments"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let target = seg.join("files.parquet");
+    let before = std::fs::read(&target).unwrap();
+    let (code, _, err) = run(&[&format!(
+        "CREATE TABLE x AS SELECT 1 AS n; COPY (SELECT 1 AS x) TO '{}' (FORMAT parquet)",
+        target.display()
+    )]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("refusing to write"), "{err}");
+    assert_eq!(std::fs::read(&target).unwrap(), before);
+    let out_csv = t.path().join("out.csv");
+    let (code, _, err) = run(&[&format!(
+        "COPY (SELECT path FROM files ORDER BY path) TO '{}'",
+        out_csv.display()
+    )]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        std::fs::read_to_string(&out_csv)
+            .unwrap()
+            .contains("a.yaml")
+    );
+    trove().arg("verify").arg(&b).assert().success();
+}

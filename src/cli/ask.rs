@@ -230,7 +230,71 @@ pub fn research(
     question: &str,
     max_steps: usize,
     progress: bool,
-) -> anyhow::Result<Research> {
+) -> Result<Research, Unanswered> {
+    let mut trail = Trail::default();
+    match research_loop(tools, cfg, question, max_steps, progress, &mut trail) {
+        Ok(answer) => {
+            let citations = check_citations(tools, &answer);
+            Ok(Research {
+                answer,
+                citations,
+                steps: trail.steps,
+                stopped: trail.stopped,
+                calls: trail.calls,
+                tokens: trail.tokens,
+            })
+        }
+        Err(error) => Err(Unanswered { error, trail }),
+    }
+}
+
+/// What the loop has done so far: kept when it fails, so the research is not lost with it.
+#[derive(Default)]
+struct Trail {
+    steps: Vec<Step>,
+    stopped: Option<&'static str>,
+    calls: usize,
+    tokens: u64,
+}
+
+/// A research loop that ended without an answer: why, and the steps it made before.
+pub struct Unanswered {
+    pub error: anyhow::Error,
+    trail: Trail,
+}
+
+impl Unanswered {
+    /// The research steps made before the failure.
+    pub fn steps(&self) -> usize {
+        self.trail.steps.len()
+    }
+
+    /// The JSON document of a failed `trove ask --format json`: the question, `"answer": null`,
+    /// the error and the steps made, as [`Research::to_json`] has them.
+    pub fn to_json(&self, question: &str, model: &str) -> Value {
+        json!({
+            "question": question,
+            "answer": null,
+            "error": format!("{:#}", self.error),
+            "citations": [],
+            "steps": self.trail.steps,
+            "stopped": self.trail.stopped,
+            "model": model,
+            "calls": self.trail.calls,
+            "tokens": self.trail.tokens,
+        })
+    }
+}
+
+/// The loop of [`research`]: its answer, with what it did recorded in `trail` as it goes.
+fn research_loop(
+    tools: &Tools,
+    cfg: &AskConfig,
+    question: &str,
+    max_steps: usize,
+    progress: bool,
+    trail: &mut Trail,
+) -> anyhow::Result<String> {
     let (url, model, client, prompts) = (&cfg.url, &cfg.model, &cfg.client, &cfg.prompts);
     let listing = tools.call("list_bundles", &json!({})).unwrap_or_default();
     let fill = |t: &str| {
@@ -242,15 +306,17 @@ pub fn research(
         json!({"role": "system", "content": fill(&prompts.system)}),
         json!({"role": "user", "content": fill(&prompts.user)}),
     ];
-    let mut steps: Vec<Step> = Vec::new();
-    let mut tokens: u64 = 0;
-    let mut calls = 0usize;
-    let mut stopped = None;
+    let Trail {
+        steps,
+        stopped,
+        calls,
+        tokens,
+    } = trail;
     let mut nudged = false;
-    let answer = loop {
-        let budget_left = steps.len() < max_steps && tokens < cfg.max_tokens;
+    loop {
+        let budget_left = steps.len() < max_steps && *tokens < cfg.max_tokens;
         if !budget_left && stopped.is_none() {
-            stopped = Some(if steps.len() >= max_steps {
+            *stopped = Some(if steps.len() >= max_steps {
                 "max-steps"
             } else {
                 "max-tokens"
@@ -267,11 +333,11 @@ pub fn research(
             body["tools"] = openai_tools();
             body["tool_choice"] = json!("auto");
         }
-        calls += 1;
+        *calls += 1;
         let reply = client
             .post(url, &body)
             .map_err(|e| anyhow::anyhow!("chat server {url}: {e}"))?;
-        tokens += usage_tokens(&reply, &body);
+        *tokens += usage_tokens(&reply, &body);
         let msg = reply
             .pointer("/choices/0/message")
             .cloned()
@@ -312,7 +378,7 @@ pub fn research(
                     cut(&msg.to_string(), 300)
                 );
             }
-            break text;
+            return Ok(text);
         }
         messages.push(json!({
             "role": "assistant",
@@ -369,16 +435,7 @@ pub fn research(
             }
             messages.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
         }
-    };
-    let citations = check_citations(tools, &answer);
-    Ok(Research {
-        answer,
-        citations,
-        steps,
-        stopped,
-        calls,
-        tokens,
-    })
+    }
 }
 
 /// Runs `trove ask`.
@@ -406,13 +463,44 @@ pub fn run(a: AskArgs) -> anyhow::Result<i32> {
     cfg.max_steps = a.max_steps;
     cfg.max_tokens = a.max_tokens;
     let tools = Tools::open(&a.bundles)?.with_rerank(a.late.rerank);
-    let r = research(
+    let r = match research(
         &tools,
         &cfg,
         question,
         cfg.max_steps,
         a.format == AskFormat::Text,
-    )?;
+    ) {
+        Ok(r) => r,
+        // The research made before a failure is kept: the JSON document with `"answer": null`
+        // and the error, or (text) the steps on stderr; the exit code is still the failure's.
+        Err(u) => {
+            match a.format {
+                AskFormat::Json => {
+                    let doc = u.to_json(question, &cfg.model);
+                    writeln!(
+                        std::io::stdout().lock(),
+                        "{}",
+                        serde_json::to_string_pretty(&doc)?
+                    )?;
+                }
+                AskFormat::Text if u.steps() > 0 => {
+                    eprintln!("trove ask: the research before the failure:");
+                    for s in &u.trail.steps {
+                        eprintln!(
+                            "  {}. {} {} ({}, {} lines)",
+                            s.step,
+                            s.tool,
+                            cut(&s.arguments.to_string(), 200),
+                            if s.ok { "ok" } else { "failed" },
+                            s.lines
+                        );
+                    }
+                }
+                AskFormat::Text => {}
+            }
+            return Err(u.error);
+        }
+    };
     let mut out = std::io::stdout().lock();
     match a.format {
         AskFormat::Json => {

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use trove::query::Bundle;
-use trove::query::sql::{split_statements, to_json, to_text};
+use trove::query::sql::{is_null, json_cell, split_statements, text_cell, unique_names};
 
 /// Run SQL over a bundle in an embedded DuckDB.
 ///
@@ -33,7 +33,7 @@ pub struct SqlArgs {
 pub enum SqlFormat {
     /// Aligned columns (long cells cut).
     Table,
-    /// RFC 4180 CSV with a header.
+    /// RFC 4180 CSV with a header; NULL is an empty field, the empty string `""`.
     Csv,
     /// One JSON array of objects.
     Json,
@@ -59,18 +59,37 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
     let Some((last, before)) = stmts.split_last() else {
         anyhow::bail!("no SQL given: pass it as an argument or on stdin");
     };
+    for s in &stmts {
+        if let Some(target) = writes_into(s, &bundle.dir) {
+            anyhow::bail!(
+                "refusing to write {} inside the bundle {}: its files are checked against \
+                 manifest.json, and a changed one would break every later command (write \
+                 elsewhere)",
+                target.display(),
+                a.bundle.display()
+            );
+        }
+    }
     for s in before {
         bundle.conn()?.execute_batch(s)?;
     }
-    let (names, rows) = bundle.run_sql(last)?;
+    let (names, batches) = bundle.run_sql_arrow(last)?;
+    let rows = || {
+        batches.iter().flat_map(|b| {
+            (0..b.num_rows()).map(move |i| b.columns().iter().map(move |c| (c.as_ref(), i)))
+        })
+    };
     let mut out = std::io::stdout().lock();
     match a.format {
         SqlFormat::Json => {
-            let arr: Vec<serde_json::Value> = rows
-                .iter()
+            let keys = unique_names(&names);
+            let arr: Vec<serde_json::Value> = rows()
                 .map(|r| {
                     serde_json::Value::Object(
-                        names.iter().cloned().zip(r.iter().map(to_json)).collect(),
+                        keys.iter()
+                            .cloned()
+                            .zip(r.map(|(c, i)| json_cell(c, i)))
+                            .collect(),
                     )
                 })
                 .collect();
@@ -82,21 +101,27 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
                 "{}",
                 names.iter().map(|n| csv(n)).collect::<Vec<_>>().join(",")
             )?;
-            for r in &rows {
+            // NULL is an empty field, the empty string `""`: the two stay apart.
+            for r in rows() {
                 writeln!(
                     out,
                     "{}",
-                    r.iter()
-                        .map(|v| csv(&to_text(v)))
-                        .collect::<Vec<_>>()
-                        .join(",")
+                    r.map(|(c, i)| if is_null(c, i) {
+                        String::new()
+                    } else {
+                        match text_cell(c, i) {
+                            t if t.is_empty() => "\"\"".to_string(),
+                            t => csv(&t),
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
                 )?;
             }
         }
         SqlFormat::Table => {
-            let cells: Vec<Vec<String>> = rows
-                .iter()
-                .map(|r| r.iter().map(|v| cell(&to_text(v))).collect())
+            let cells: Vec<Vec<String>> = rows()
+                .map(|r| r.map(|(c, i)| cell(&text_cell(c, i))).collect())
                 .collect();
             let widths: Vec<usize> = (0..names.len())
                 .map(|i| {
@@ -134,6 +159,36 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The file a `COPY ... TO 'file'` or `EXPORT DATABASE 'dir'` statement would write, when it is
+/// inside `bundle` (relative targets taken from the working directory, as DuckDB does).
+fn writes_into(stmt: &str, bundle: &std::path::Path) -> Option<PathBuf> {
+    let head = stmt.trim_start().to_ascii_lowercase();
+    let target = if head.starts_with("copy") {
+        regex::Regex::new(r"(?is)\bto\s+'((?:[^']|'')*)'").ok()?
+    } else if head.starts_with("export") {
+        regex::Regex::new(r"(?is)^\s*export\s+database\s+'((?:[^']|'')*)'").ok()?
+    } else {
+        return None;
+    };
+    let root = bundle.canonicalize().ok()?;
+    target.captures_iter(stmt).find_map(|c| {
+        let t = PathBuf::from(c[1].replace("''", "'"));
+        let abs = std::env::current_dir().ok()?.join(&t);
+        // The deepest part of the path that exists, resolved; the rest appended as written.
+        let mut base = abs.as_path();
+        let mut rest = Vec::new();
+        let resolved = loop {
+            if let Ok(r) = base.canonicalize() {
+                break r;
+            }
+            rest.push(base.file_name()?.to_owned());
+            base = base.parent()?;
+        };
+        let full = rest.iter().rev().fold(resolved, |p, part| p.join(part));
+        full.starts_with(&root).then_some(t)
+    })
 }
 
 fn csv(s: &str) -> String {

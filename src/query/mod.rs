@@ -1268,6 +1268,9 @@ fn loaded<T>(cell: &std::sync::OnceLock<T>, load: impl FnOnce() -> Result<T>) ->
 /// A DuckDB connection with one view per table of the bundle `dir`.
 fn open_duckdb(dir: &Path, manifest: &Manifest) -> Result<duckdb::Connection> {
     let conn = duckdb::Connection::open_in_memory()?;
+    // No download at run time: a function of an extension not compiled in (`current_date` needs
+    // icu) fails with DuckDB's message instead of reaching for extensions.duckdb.org.
+    conn.execute_batch("SET autoinstall_known_extensions = false;")?;
     let sql = crate::bundle::views_sql(&manifest.segments, |rel| {
         lit(&dir.join(rel).to_string_lossy())
     });

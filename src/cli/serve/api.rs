@@ -785,8 +785,12 @@ pub async fn ask(
             let tools =
                 super::super::tools::Tools::from_bundles(opened).with_rerank(app2.served.rerank());
             let r =
-                super::super::ask::research(&tools, cfg, &question, steps, false).map_err(|e| {
-                    ApiError::new(StatusCode::BAD_GATEWAY, "model_failed", format!("{e:#}"))
+                super::super::ask::research(&tools, cfg, &question, steps, false).map_err(|u| {
+                    ApiError::new(
+                        StatusCode::BAD_GATEWAY,
+                        "model_failed",
+                        format!("{:#} (after {} research steps)", u.error, u.steps()),
+                    )
                 })?;
             Ok(r.to_json(&question, &cfg.model))
         };
