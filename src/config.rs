@@ -377,6 +377,30 @@ impl PipelineConfig {
         if self.source.max_file_bytes == 0 {
             return bad("source.max_file_bytes must be positive");
         }
+        // What a bundle's readers refuse must not be written: these checks are the manifest's.
+        let bm = &self.bm25;
+        if !(bm.k1.is_finite() && bm.k1 >= 0.0) {
+            return bad("bm25.k1 must be a number of at least 0 (1.2 by default)");
+        }
+        if !(0.0..=1.0).contains(&bm.b) {
+            return bad("bm25.b must be between 0 and 1 (0.75 by default)");
+        }
+        if bm.max_token_len < 2 {
+            return bad("bm25.max_token_len must be at least 2");
+        }
+        if self.source.max_line_bytes == 0 {
+            return bad("source.max_line_bytes must be positive (it marks minified files)");
+        }
+        if self
+            .source
+            .generated_markers
+            .iter()
+            .any(|m| m.trim().is_empty())
+        {
+            return bad(
+                "source.generated_markers must not hold an empty marker (it marks every file)",
+            );
+        }
         Ok(())
     }
 

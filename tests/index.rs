@@ -488,7 +488,51 @@ fn config_overlay_changes_the_pipeline_and_bad_keys_are_refused() {
         "embed.window_tokens must be 0",
     );
     refused(&["--embed-window-tokens", "5"], "--embed-window-tokens");
+    // BM25 parameters the bundle's readers would refuse are refused before it is written.
+    for (toml, says) in [
+        ("[bm25]\nk1 = -1.0\n", "bm25.k1"),
+        ("[bm25]\nk1 = nan\n", "bm25.k1"),
+        ("[bm25]\nb = 5.0\n", "bm25.b"),
+        ("[bm25]\nmax_token_len = 0\n", "bm25.max_token_len"),
+        (
+            "[source]\ngenerated_markers = [\"\"]\n",
+            "generated_markers",
+        ),
+    ] {
+        write(out.path(), "bm.toml", toml.as_bytes());
+        refused(
+            &["--config", &out.path().join("bm.toml").to_string_lossy()],
+            says,
+        );
+    }
     assert!(!out.path().join("c").exists());
+}
+
+#[test]
+fn a_file_too_deep_to_chunk_costs_only_itself() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    // 5,000 nested functions (they overflowed a worker's stack and ended the run), and a file
+    // nested just under the bound, chunked by scope on the worker as usual.
+    let nest = |n: usize| {
+        let mut s: String = (0..n).map(|i| format!("function f{i}() {{\n")).collect();
+        s.push_str("return 1;\n");
+        s.push_str(&"}\n".repeat(n));
+        s
+    };
+    write(&root, "deep.js", nest(5000).as_bytes());
+    write(&root, "nested.js", nest(700).as_bytes());
+    write(&root, "ok.py", b"def fine():\n    return 1\n");
+    let b = t.path().join("b");
+    index(&root, &b, &["--threads", "1"]);
+    let rows = duck(&format!(
+        "SELECT path, parse_fallback, chunks FROM {} ORDER BY path",
+        pq(&b, "files")
+    ));
+    assert_eq!(rows[0][..2], ["deep.js", "true"], "{rows:?}");
+    assert_eq!(rows[1][..2], ["nested.js", "false"], "{rows:?}");
+    assert!(rows[1][2].parse::<u32>().unwrap() > 100, "{rows:?}");
+    assert_eq!(rows[2][..2], ["ok.py", "false"], "{rows:?}");
 }
 
 /// Regular files under `dir`.

@@ -54,15 +54,55 @@ struct Def {
     exported: Option<bool>,
 }
 
-/// Parses `text` within the configured time; `None` when the bound is hit or the grammar fails.
+/// Parse work allowed for any file, in tree-sitter's progress calls (100 operations each).
+const PARSE_CALLS_BASE: u64 = 20_000;
+/// Further parse work allowed per byte: a call per 4 bytes, ten times the most any file of our
+/// eval corpora needed (0.026 a byte; 0.006 on average, ≈16 µs a call).
+const PARSE_BYTES_PER_CALL: u64 = 4;
+/// The deepest syntax tree chunked by scope (nodes from the root): real code stays far below
+/// (generated else-if chains of a few hundred branches included); the walks over the tree
+/// recurse, and worker threads have a bounded stack.
+pub(crate) const MAX_TREE_DEPTH: usize = 1500;
+
+/// Whether a path from `root` down is longer than `limit` nodes (a cursor walk: no recursion).
+fn deeper_than(root: Node<'_>, limit: usize) -> bool {
+    let mut c = root.walk();
+    let mut depth = 0usize;
+    loop {
+        if c.goto_first_child() {
+            depth += 1;
+            if depth > limit {
+                return true;
+            }
+            continue;
+        }
+        loop {
+            if c.goto_next_sibling() {
+                break;
+            }
+            if !c.goto_parent() {
+                return false;
+            }
+            depth -= 1;
+        }
+    }
+}
+
+/// Parses `text` within the work bound (deterministic) and the configured time (a safety net);
+/// `None` when either is hit, the tree is too deep to chunk, or the grammar fails.
 pub(super) fn parse(text: &str, lang: &Language, timeout: Duration) -> Option<Tree> {
     let grammar = lang.grammar.as_ref()?;
     PARSER.with(|p| {
         let mut parser = p.borrow_mut();
         parser.set_language(grammar).ok()?;
         let started = Instant::now();
+        // Tree-sitter calls back every 100 parse operations: a count of them bounds the work the
+        // same way on any machine and any load (a clock alone made the output depend on both).
+        let budget = PARSE_CALLS_BASE + text.len() as u64 / PARSE_BYTES_PER_CALL;
+        let mut calls = 0u64;
         let mut cancel = |_: &tree_sitter::ParseState| {
-            if started.elapsed() > timeout {
+            calls += 1;
+            if calls > budget || started.elapsed() > timeout {
                 ControlFlow::Break(())
             } else {
                 ControlFlow::Continue(())
@@ -82,7 +122,9 @@ pub(super) fn parse(text: &str, lang: &Language, timeout: Duration) -> Option<Tr
             Some(ParseOptions::new().progress_callback(&mut cancel)),
         );
         parser.reset();
-        tree
+        // A tree deeper than the chunker's walks can take (5,000 nested functions overflowed a
+        // worker's stack and ended the run) is a parse that failed: the file gets line windows.
+        tree.filter(|t| !deeper_than(t.root_node(), MAX_TREE_DEPTH))
     })
 }
 
