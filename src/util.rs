@@ -4,14 +4,16 @@ use std::path::PathBuf;
 
 /// Where trove keeps what it can rebuild (query matrices, embeddings, summaries, model paths,
 /// unpacked bundles): `$TROVE_CACHE_DIR`, else `$XDG_CACHE_HOME/trove`, else `~/.cache/trove`.
+/// A variable set to the empty string counts as unset (it would be the working directory).
 pub(crate) fn cache_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("TROVE_CACHE_DIR") {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(d) = var("TROVE_CACHE_DIR") {
         return Some(PathBuf::from(d));
     }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+    if let Some(d) = var("XDG_CACHE_HOME") {
         return Some(PathBuf::from(d).join("trove"));
     }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/trove"))
+    var("HOME").map(|h| PathBuf::from(h).join(".cache/trove"))
 }
 
 /// Lower-case hex sha256 of `bytes`.

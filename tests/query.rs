@@ -72,6 +72,36 @@ fn json_fields_and_types() {
     }
     let no_content = jsonl(&b, &["invoice tax"]);
     assert!(no_content[0].get("content").is_none());
+    // Options between the bundle and the text, as `symbols` takes them; `--` before a text that
+    // starts with a dash; a bundle alone is bad input.
+    let out = trove()
+        .arg("query")
+        .arg(&b)
+        .args(["-k", "2", "--format", "jsonl", "invoice tax"])
+        .assert()
+        .success();
+    assert_eq!(
+        String::from_utf8_lossy(&out.get_output().stdout)
+            .lines()
+            .count(),
+        2
+    );
+    trove()
+        .arg("query")
+        .arg(&b)
+        .args(["-k", "1", "--", "-invoice"])
+        .assert()
+        .success();
+    trove()
+        .arg("query")
+        .arg(&b)
+        .arg("-k")
+        .arg("1")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "give a bundle and the query text",
+        ));
 }
 
 #[test]

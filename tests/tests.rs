@@ -3,6 +3,7 @@
 mod agents;
 mod chunking;
 mod corrupt;
+mod edges;
 mod embedders;
 mod history;
 mod hostile;

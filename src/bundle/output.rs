@@ -12,6 +12,23 @@ pub struct OutputLock {
     _file: std::fs::File,
 }
 
+/// Where a run given `out` writes: its absolute path, and when `out` is a symbolic link (a
+/// `current -> release-42` layout), the bundle it points to. A link is followed once, here, so
+/// every run names the same bundle by the same path (its lock included), and the link is never
+/// replaced by a directory. A dangling link is an error: nothing sensible can be written there.
+pub fn output_path(out: &Path) -> Result<PathBuf> {
+    let abs = std::path::absolute(out).map_err(|e| Error::io(out, e))?;
+    match std::fs::symlink_metadata(&abs) {
+        Ok(m) if m.file_type().is_symlink() => abs.canonicalize().map_err(|e| {
+            Error::Other(format!(
+                "{} is a symbolic link to nothing ({e}): remove it or point it at a bundle",
+                abs.display()
+            ))
+        }),
+        _ => Ok(abs),
+    }
+}
+
 /// `<parent>/.<name>.lock`: the output lock file of `out`.
 pub fn lock_path(out: &Path) -> PathBuf {
     let name = out

@@ -223,7 +223,7 @@ pub fn check(file: &Path) -> Result<Manifest> {
 
 /// Unpacks `file` to the bundle directory `out` (replaced atomically if it is a bundle already).
 pub fn unpack(file: &Path, out: &Path) -> Result<Manifest> {
-    let out = std::path::absolute(out).map_err(|e| Error::io(out, e))?;
+    let out = super::output_path(out)?;
     // Replacing `out` would delete the packed file read from inside it.
     if within(file, &out) {
         return Err(Error::Other(format!(

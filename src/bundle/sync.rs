@@ -228,7 +228,7 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
         .map_err(|_| Error::bundle(&label, format!("{MANIFEST} is not UTF-8 text")))?;
     let m = parse_manifest(&label, &text)?;
     check_published(&label, &m)?;
-    let dest = std::path::absolute(dest).map_err(|e| Error::io(dest, e))?;
+    let dest = super::output_path(dest)?;
     let _lock = super::lock_output(&dest)?;
     super::check_replaceable(&dest)?;
     let old = super::read_manifest(&dest).ok();

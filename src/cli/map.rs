@@ -446,13 +446,17 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(0);
     }
-    // (path of the parent, node, its level: the root is 0, its entries 1.)
-    let mut stack = vec![(String::new(), &root, 0usize)];
+    // (path of the parent, node, its level: the root is 0, its entries 1.) Paths are the
+    // repository's, as `show` and every table take them: the whole tree's root (named after the
+    // repository) is `.`, its entries have no prefix.
+    let whole = view.path.is_none_or(str::is_empty);
+    let mut stack = vec![(None::<String>, &root, 0usize)];
     while let Some((parent, n, level)) = stack.pop() {
-        let path = if parent.is_empty() {
-            n.name.clone()
-        } else {
-            format!("{parent}/{}", n.name)
+        let path = match &parent {
+            None if whole => ".".to_string(),
+            None => n.name.clone(),
+            Some(p) if p == "." => n.name.clone(),
+            Some(p) => format!("{p}/{}", n.name),
         };
         writeln!(
             out,
@@ -473,7 +477,7 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
                 n.children
                     .iter()
                     .rev()
-                    .map(|c| (path.clone(), c, level + 1)),
+                    .map(|c| (Some(path.clone()), c, level + 1)),
             );
         }
     }

@@ -20,8 +20,8 @@ use trove::query::{Bundle, Hit, Mode, QueryOptions, search_all};
 )]
 pub struct QueryArgs {
     /// One or more bundles (directories or packed .trove files), then the query text (the last
-    /// argument).
-    #[arg(required = true, num_args = 2.., value_name = "BUNDLE... QUERY")]
+    /// argument). Options may come before, between or after them.
+    #[arg(required = true, num_args = 1.., value_name = "BUNDLE... QUERY")]
     pub args: Vec<String>,
     /// hybrid (BM25 + vector, fused; with the hash embedder the same as bm25), bm25 or vector.
     #[arg(long, value_enum, default_value_t = Mode::Hybrid)]
@@ -51,7 +51,8 @@ pub struct QueryArgs {
     pub fusion: trove::query::Fusion,
     #[command(flatten)]
     pub late: super::Rerank,
-    /// Output format.
+    /// Output format: text (`path:start-end  kind symbol_path  score` and a snippet), json (an
+    /// array of hits), jsonl (a hit per line).
     #[arg(long, value_enum, default_value_t = OutFormat::Text)]
     pub format: OutFormat,
     /// Include each hit's content in json/jsonl output (a hit shown as a whole function: its text).
@@ -67,9 +68,9 @@ pub struct QueryArgs {
 /// Output formats of `query`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutFormat {
-    /// `path:start-end  kind symbol_path  score` and a snippet.
+    /// Lines for a person to read.
     Text,
-    /// One JSON array.
+    /// One JSON document.
     Json,
     /// One JSON object per line.
     Jsonl,
@@ -101,6 +102,8 @@ pub(crate) fn check_filters<'a>(
             .clone()
             .into_iter()
             .flat_map(|b| b.manifest.languages.keys().map(String::as_str))
+            // Files of no language are counted under "(none)", which no chunk has as its language.
+            .filter(|l| *l != "(none)")
             .collect();
         let known = |l: &str| in_bundles.contains(l) || reg.get(l).is_some();
         if let Some(bad) = o.langs.iter().find(|l| !known(l)) {
@@ -133,6 +136,12 @@ const SNIPPET_LINES: usize = 4;
 pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
     a.embedder_at.apply();
     let mut args = a.args.clone();
+    if args.len() < 2 {
+        anyhow::bail!(
+            "give a bundle and the query text: trove query BUNDLE... \"what to find\" (a text \
+             that starts with '-' goes after `--`)"
+        );
+    }
     let query = args.pop().unwrap_or_default();
     if query.trim().is_empty() {
         anyhow::bail!("the query text is empty: trove query BUNDLE \"what to find\"");

@@ -80,6 +80,12 @@ pub fn numbered_lines(
 ) -> anyhow::Result<(Vec<(usize, &str)>, usize)> {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let total = lines.len();
+    // A line asked for must exist (an empty file has none); the whole of an empty file is empty.
+    if let Some(s) = start
+        && s > total
+    {
+        anyhow::bail!("line {s} is past the end of the file ({total} lines)");
+    }
     let start = start.unwrap_or(1);
     if start > total.max(1) {
         anyhow::bail!("line {start} is past the end of the file ({total} lines)");
@@ -99,24 +105,49 @@ pub fn not_a_file(b: &Bundle, path: &str) -> anyhow::Result<anyhow::Error> {
     not_a_file_in(&[b], path)
 }
 
-/// The error for a `path` none of `bundles` holds, naming the files of each whose paths end like
-/// it (with their bundle when there are several).
+/// The error for a `path` none of `bundles` holds: why, when a bundle skipped it (its reason in
+/// `skipped`), else the files of each whose paths end in its file name (else contain it), with
+/// their bundle when there are several.
 pub fn not_a_file_in(bundles: &[&Bundle], path: &str) -> anyhow::Result<anyhow::Error> {
     let name = path.rsplit('/').next().unwrap_or(path);
-    let mut near: Vec<String> = Vec::new();
+    let labelled = |b: &Bundle, p: String| {
+        if bundles.len() > 1 {
+            format!("{}: {p}", b.label)
+        } else {
+            p
+        }
+    };
+    let text = |v: &duckdb::types::Value| trove::query::sql::to_json(v).as_str().map(String::from);
     for b in bundles {
         let (_, rows) = b.run_sql(&format!(
-            "SELECT path FROM files WHERE path LIKE {} ORDER BY length(path), path LIMIT 5",
-            trove::query::lit(&format!("%{}", name.replace(['%', '_'], "")))
+            "SELECT reason FROM skipped WHERE path = {} LIMIT 1",
+            trove::query::lit(path)
         ))?;
-        near.extend(rows.iter().filter_map(|r| {
-            let p = trove::query::sql::to_json(&r[0]).as_str()?.to_string();
-            Some(if bundles.len() > 1 {
-                format!("{}: {p}", b.label)
-            } else {
-                p
-            })
-        }));
+        if let Some(reason) = rows.first().and_then(|r| text(&r[0])) {
+            return Ok(anyhow::anyhow!(
+                "{} was not indexed (skipped: {reason}), so its text is not in the bundle",
+                labelled(b, path.to_string())
+            ));
+        }
+    }
+    let mut near: Vec<String> = Vec::new();
+    // A folder or an empty path has no file name to look for.
+    if !name.is_empty() {
+        let lit = trove::query::lit(name);
+        for test in [
+            format!("path = {lit} OR ends_with(path, '/' || {lit})"),
+            format!("contains(path, {lit})"),
+        ] {
+            for b in bundles {
+                let (_, rows) = b.run_sql(&format!(
+                    "SELECT path FROM files WHERE {test} ORDER BY length(path), path LIMIT 5"
+                ))?;
+                near.extend(rows.iter().filter_map(|r| Some(labelled(b, text(&r[0])?))));
+            }
+            if !near.is_empty() {
+                break;
+            }
+        }
     }
     let labels: Vec<&str> = bundles.iter().map(|b| b.label.as_str()).collect();
     let of = match labels.as_slice() {
@@ -195,5 +226,6 @@ mod tests {
         assert_eq!((l, n), (vec![(2, "b"), (3, "c")], 3));
         assert!(numbered_lines("a\n", Some(3), None).is_err());
         assert_eq!(numbered_lines("", None, None).unwrap().0, vec![]);
+        assert!(numbered_lines("", Some(1), None).is_err());
     }
 }

@@ -30,7 +30,7 @@ pub struct SymbolsArgs {
     /// At most this many definitions.
     #[arg(short, default_value_t = 20, value_parser = super::limit())]
     pub k: usize,
-    /// Output format.
+    /// Output format: text (a row per line), json (an array of rows), jsonl (a row per line).
     #[arg(long, value_enum, default_value_t = OutFormat::Text)]
     pub format: OutFormat,
 }
@@ -38,14 +38,7 @@ pub struct SymbolsArgs {
 /// The SQL of `trove symbols`: definitions of `name` (a name or the end of a symbol path),
 /// exact matches first, then exported ones; columns as [`symbol_line`] reads them.
 pub fn symbols_sql(name: &str, kinds: &[String], k: usize) -> String {
-    // `A.b`, `A::b`, `A > b` all mean the symbol path `A > b`.
-    let path: String = name
-        .replace("::", " > ")
-        .split(['.', '>'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join(" > ");
+    let path = symbol_path_of(name);
     let kinds = if kinds.is_empty() {
         String::new()
     } else {
@@ -73,6 +66,16 @@ pub fn symbols_sql(name: &str, kinds: &[String], k: usize) -> String {
         order("m"),
         k = k.max(1),
     )
+}
+
+/// The symbol path a name means: `A.b`, `A::b`, `A > b` all mean `A > b`.
+fn symbol_path_of(name: &str) -> String {
+    name.replace("::", " > ")
+        .split(['.', '>'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" > ")
 }
 
 /// A row of [`symbols_sql`] as text: `path:start-end  kind symbol_path`, `[scip]` when a SCIP
@@ -214,7 +217,7 @@ pub struct RefsArgs {
     /// Calls made inside definitions named NAME.
     #[arg(long, conflicts_with = "imports")]
     pub callees: bool,
-    /// Import statements that mention NAME.
+    /// Import statements that name NAME (as a word of the statement).
     #[arg(long, conflicts_with = "subtypes")]
     pub imports: bool,
     /// Types that extend or implement NAME (`inherits` / `implements` references).
@@ -226,7 +229,7 @@ pub struct RefsArgs {
     /// At most this many references.
     #[arg(short, default_value_t = 100, value_parser = super::limit())]
     pub k: usize,
-    /// Output format.
+    /// Output format: text (a row per line), json (an array of rows), jsonl (a row per line).
     #[arg(long, value_enum, default_value_t = OutFormat::Text)]
     pub format: OutFormat,
 }
@@ -256,22 +259,46 @@ pub fn refs_sql(name: &str, follow: Follow, k: usize) -> String {
         .find(|s| !s.is_empty())
         .unwrap_or(name);
     let n = lit(leaf);
+    // A qualified name (`Alpha.helper`) means that definition: only edges that resolve to it (or,
+    // for callees, made inside it). A bare name matches its references as written, or any case
+    // when none is written so (as `trove symbols` finds `total_price` for `Total_Price`).
+    let path = symbol_path_of(name);
+    let qualified = path.contains(" > ");
+    let p = lit(&path);
+    let defs = format!(
+        "(SELECT symbol_id FROM symbols WHERE symbol_path = {p} OR ends_with(symbol_path, '> ' || {p}))"
+    );
+    let named = if qualified {
+        format!("r.target = {n} AND r.target_symbol_id IN {defs}")
+    } else {
+        format!(
+            "(r.target = {n} OR (lower(r.target) = lower({n}) \
+             AND NOT EXISTS (SELECT 1 FROM refs x WHERE x.target = {n})))"
+        )
+    };
+    // An import names the identifier as a word of its text (`import json` does not name `js`).
+    let word = lit(&format!(
+        "(^|[^A-Za-z0-9_$]){}($|[^A-Za-z0-9_$])",
+        regex::escape(leaf)
+    ));
+    let imports = format!("r.kind = 'import' AND regexp_matches(r.target, {word})");
     let cols = "r.path, r.line, r.kind, r.target, f.symbol_path AS in_symbol, \
                 t.path AS target_path, t.start_line AS target_line, t.symbol_path AS target_symbol, \
                 r.resolution, r.scip_symbol";
     let joins = "FROM r LEFT JOIN symbols f ON f.symbol_id = r.from_symbol_id \
                  LEFT JOIN symbols t ON t.symbol_id = r.target_symbol_id";
     let filter = match follow {
-        Follow::Uses => format!("r.kind = 'references' AND r.target = {n}"),
-        Follow::Subtypes => format!("r.kind IN ('inherits', 'implements') AND r.target = {n}"),
-        Follow::Imports => format!("r.kind = 'import' AND contains(r.target, {n})"),
+        Follow::Uses => format!("r.kind = 'references' AND {named}"),
+        Follow::Subtypes => format!("r.kind IN ('inherits', 'implements') AND {named}"),
+        Follow::Imports => imports,
+        Follow::Callees if qualified => {
+            format!("r.kind = 'call' AND r.from_symbol_id IN {defs}")
+        }
         Follow::Callees => format!(
             "r.kind = 'call' AND r.from_symbol_id IN (SELECT symbol_id FROM symbols WHERE name = {n})"
         ),
-        Follow::Callers => format!("r.kind = 'call' AND r.target = {n}"),
-        Follow::All => {
-            format!("(r.target = {n} OR (r.kind = 'import' AND contains(r.target, {n})))")
-        }
+        Follow::Callers => format!("r.kind = 'call' AND {named}"),
+        Follow::All => format!("({named} OR ({imports}))"),
     };
     // The references first (ordered and cut), then their definitions joined: joining every
     // reference before the filter cost a third of the time on a large bundle.
@@ -355,7 +382,7 @@ pub struct DepsArgs {
     /// Only packages whose name contains this text.
     #[arg(long, value_name = "TEXT")]
     pub name: Option<String>,
-    /// Output format.
+    /// Output format: text (a row per line), json (an array of rows), jsonl (a row per line).
     #[arg(long, value_enum, default_value_t = OutFormat::Text)]
     pub format: OutFormat,
 }

@@ -538,8 +538,9 @@ impl Tools {
         let end = end
             .unwrap_or(start + MAX_LINES - 1)
             .min(start + MAX_LINES - 1);
-        let (lines, total) = super::show::numbered_lines(&text, Some(start), Some(end))
-            .map_err(|e| failed(format!("read_file: {e:#}")))?;
+        let (lines, total) =
+            super::show::numbered_lines(&text, (start > 1).then_some(start), Some(end))
+                .map_err(|e| failed(format!("read_file: {e:#}")))?;
         let width = total.max(1).to_string().len();
         let mut out = Vec::with_capacity(lines.len() + 2);
         let last = lines.last().map_or(0, |l| l.0);

@@ -168,7 +168,7 @@ pub fn compact_locked(out: &Path, m: Manifest, why: &str) -> Result<(Manifest, C
 /// `trove compact BUNDLE`: checks every byte of the bundle, then rewrites its live rows as one
 /// segment (a bundle of one segment without dead rows is left as it is).
 pub fn run_compact(bundle_dir: &Path) -> Result<(Manifest, CompactSummary)> {
-    let out = super::absolute(bundle_dir)?;
+    let out = bundle::output_path(bundle_dir)?;
     let _lock = bundle::lock_output(&out)?;
     let m = bundle::verify(&out)?.manifest;
     if m.segments.len() == 1 && m.segments[0].tombstones == 0 {

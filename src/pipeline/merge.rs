@@ -115,7 +115,7 @@ pub fn run_merge(out: &Path, inputs: &[PathBuf]) -> Result<(Manifest, MergeSumma
         bundle::pack::check_hashes(p, &m)?;
         manifests.push(m);
     }
-    let out = super::absolute(out)?;
+    let out = bundle::output_path(out)?;
     let _lock = bundle::lock_output(&out)?;
     bundle::check_replaceable(&out)?;
     let (manifest, summary) =

@@ -271,7 +271,7 @@ struct Ctx<'a> {
 pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
     let started = Instant::now();
     let root = checked_root(opts)?;
-    let out = absolute(&opts.out)?;
+    let out = bundle::output_path(&opts.out)?;
     if root.starts_with(&out) {
         check_output(&out, &root)?;
     }
@@ -434,10 +434,6 @@ fn embed_line(s: &EmbedStats) -> String {
         s.tokens_per_sec(),
         s.cache_hits
     )
-}
-
-fn absolute(p: &Path) -> Result<PathBuf> {
-    std::path::absolute(p).map_err(|e| Error::io(p, e))
 }
 
 /// Refuses to replace anything that is not a trove bundle (or an empty directory), and an output

@@ -556,8 +556,9 @@ pub async fn file(
         let bundles = chosen(lease, names.as_deref())?;
         for b in &bundles {
             if let Some(text) = b.file_text(&path)? {
-                let (lines, total) = super::super::show::numbered_lines(&text, Some(start), end)
-                    .map_err(|e| bad(format!("/files: {e:#}")))?;
+                let (lines, total) =
+                    super::super::show::numbered_lines(&text, (start > 1).then_some(start), end)
+                        .map_err(|e| bad(format!("/files: {e:#}")))?;
                 let last = lines.last().map_or(start.saturating_sub(1), |l| l.0);
                 let body: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
                 return Ok(json!({

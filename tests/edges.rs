@@ -1,0 +1,176 @@
+//! Edges of the everyday commands, through the binary: `show`'s suggestions and line ranges,
+//! `map --format jsonl` paths, `--lang`'s list, an empty cache variable, `-o` as a symbolic link,
+//! secret files in any folder.
+use std::path::Path;
+
+use crate::util::{index, sql_json, trove, write};
+
+/// A small tree: a package, a test, an empty file, a skipped secret file.
+fn repo(root: &Path) {
+    write(
+        root,
+        "two.py",
+        b"class Alpha:\n    def helper(self):\n        return 1\n",
+    );
+    write(
+        root,
+        "pkg/__init__.py",
+        b"def total_price(items):\n    return sum(items)\n",
+    );
+    write(
+        root,
+        "tests/test_total.py",
+        b"def test_total_price():\n    assert True\n",
+    );
+    write(root, "empty.py", b"");
+    write(root, ".env", b"TOKEN=abc\n");
+    write(
+        root,
+        "deploy/.docker/config.json",
+        b"{\"auths\": {\"x\": {\"auth\": \"c2VjcmV0\"}}}\n",
+    );
+}
+
+fn stderr_of(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let o = trove().args(args).output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).to_string(),
+        String::from_utf8_lossy(&o.stderr).to_string(),
+    )
+}
+
+#[test]
+fn show_suggests_files_by_name_and_says_why_one_was_skipped() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    repo(&root);
+    let b = t.path().join("b");
+    index(&root, &b, &[]);
+    let show = |target: &str| stderr_of(&["show".as_ref(), b.as_os_str(), target.as_ref()]);
+    // Names with `_` (a LIKE wildcard once, dropped from the pattern) find their files.
+    let (code, _, err) = show("test_total.py");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("did you mean tests/test_total.py?"), "{err}");
+    let (_, _, err) = show("__init__.py");
+    assert!(err.contains("did you mean pkg/__init__.py?"), "{err}");
+    // `%` is a character, not a wildcard: no file has it.
+    let (_, _, err) = show("%.py");
+    assert!(!err.contains("did you mean"), "{err}");
+    // A folder has no file name to suggest by.
+    let (_, _, err) = show("tests/");
+    assert!(!err.contains("did you mean"), "{err}");
+    // A skipped file says so, and why.
+    let (code, _, err) = show(".env");
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("was not indexed (skipped: secret-file)"),
+        "{err}"
+    );
+    // So is a Docker credentials file below the root.
+    let (_, _, err) = show("deploy/.docker/config.json");
+    assert!(err.contains("skipped: secret-file"), "{err}");
+    // An empty file shows as empty, and has no line 1.
+    let (code, out, _) = show("empty.py");
+    assert_eq!((code, out.as_str()), (Some(0), ""));
+    let (code, _, err) = show("empty.py:1");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("past the end of the file (0 lines)"), "{err}");
+}
+
+#[test]
+fn map_jsonl_paths_are_the_repositorys() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    repo(&root);
+    let b = t.path().join("b");
+    index(&root, &b, &[]);
+    let (code, out, err) = stderr_of(&[
+        "map".as_ref(),
+        b.as_os_str(),
+        "--format".as_ref(),
+        "jsonl".as_ref(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let paths: Vec<String> = out
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["path"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(paths[0], ".", "{paths:?}");
+    assert!(paths.contains(&"pkg/__init__.py".to_string()), "{paths:?}");
+    // Every file entry is a path `show` takes.
+    for l in out.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        if v["type"] == "file" {
+            trove()
+                .arg("show")
+                .arg(&b)
+                .arg(v["path"].as_str().unwrap())
+                .assert()
+                .success();
+        }
+    }
+}
+
+#[test]
+fn lang_list_empty_cache_variable_and_a_linked_output() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    repo(&root);
+    write(&root, "go.mod", b"module example.com/x\n\ngo 1.22\n");
+    let real = t.path().join("release-1");
+    index(&root, &real, &[]);
+    // `--lang`'s error lists the languages chunks have: not "(none)".
+    let (code, _, err) = stderr_of(&[
+        "query".as_ref(),
+        real.as_os_str(),
+        "total".as_ref(),
+        "--lang".as_ref(),
+        "nosuch".as_ref(),
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("python") && !err.contains("(none)"), "{err}");
+    // An empty TROVE_CACHE_DIR is unset: nothing lands in the working directory.
+    let cwd = t.path().join("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    trove()
+        .current_dir(&cwd)
+        .env("TROVE_CACHE_DIR", "")
+        .env("XDG_CACHE_HOME", t.path().join("xdg"))
+        .arg("query")
+        .arg(&real)
+        .arg("total")
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_dir(&cwd).unwrap().count(), 0);
+    assert!(t.path().join("xdg/trove").exists());
+    // `-o` a link to a bundle: every run writes the bundle it points to, and the link stays.
+    let link = t.path().join("current");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    index(&root, &link, &["--chunker", "lines"]);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let kinds = sql_json(&real, "SELECT DISTINCT kind FROM chunks");
+    assert_eq!(kinds, vec![serde_json::json!({"kind": "lines"})]);
+    // A link to nothing is refused.
+    let dangling = t.path().join("dangling");
+    std::os::unix::fs::symlink(t.path().join("nothing"), &dangling).unwrap();
+    trove()
+        .arg("index")
+        .arg(&root)
+        .arg("-o")
+        .arg(&dangling)
+        .arg("-q")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("symbolic link to nothing"));
+}
