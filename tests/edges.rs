@@ -174,3 +174,56 @@ fn lang_list_empty_cache_variable_and_a_linked_output() {
         .code(2)
         .stderr(predicates::str::contains("symbolic link to nothing"));
 }
+
+#[test]
+fn inner_doc_comments_are_not_the_next_items() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    write(
+        &root,
+        "src/lib.rs",
+        b"//! Crate-level docs.\n/// Something with an area.\npub trait Shape {\n    fn area(&self) -> f64;\n}\n\n//! Stray inner docs.\npub fn bare() {}\n",
+    );
+    let b = t.path().join("b");
+    index(&root, &b, &[]);
+    let docs = sql_json(
+        &b,
+        "SELECT name, docs FROM symbols WHERE name IN ('Shape', 'bare') ORDER BY name",
+    );
+    assert_eq!(
+        docs,
+        vec![
+            serde_json::json!({"name": "Shape", "docs": "Something with an area."}),
+            serde_json::json!({"name": "bare", "docs": null}),
+        ]
+    );
+}
+
+#[test]
+fn python_packages_in_a_folder_resolve_their_imports() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    write(&root, "python/shop/__init__.py", b"");
+    write(
+        &root,
+        "python/shop/pricing.py",
+        b"def total_price(items):\n    return sum(items)\n",
+    );
+    write(
+        &root,
+        "python/shop/cart.py",
+        b"from shop.pricing import total_price\n\n\ndef cart():\n    return total_price([1])\n",
+    );
+    let b = t.path().join("b");
+    index(&root, &b, &[]);
+    let out = trove()
+        .arg("refs")
+        .arg(&b)
+        .arg("total_price")
+        .assert()
+        .success();
+    assert_eq!(
+        String::from_utf8_lossy(&out.get_output().stdout),
+        "python/shop/cart.py:5  cart  call total_price  -> python/shop/pricing.py:1 total_price  [import]\n"
+    );
+}

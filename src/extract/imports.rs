@@ -77,13 +77,32 @@ fn alias(item: &str) -> Option<(String, String)> {
     (ok(name) && ok(local)).then(|| (local.to_string(), name.to_string()))
 }
 
-/// The files a Python module path may be (`a/b`: `a/b.py`, `a/b/__init__.py`, the same under
-/// `src/`).
-fn py_module_files(module: &str) -> Vec<String> {
-    [module.to_string(), format!("src/{module}")]
+/// The files a Python module path may be, for a file in `dir` (`a/b`: `a/b.py`,
+/// `a/b/__init__.py`, under each of [`py_absolute_bases`]).
+fn py_module_files(dir: &str, module: &str) -> Vec<String> {
+    py_absolute_bases(dir, module)
         .iter()
         .flat_map(|b| [format!("{b}.py"), format!("{b}/__init__.py")])
         .collect()
+}
+
+/// Where an absolute Python module (`a/b`) imported by a file in `dir` may be: from the root,
+/// under `src/`, and under the directories above the file (a tree whose packages live in
+/// `python/` or `backend/`, which `sys.path` names: `python/shop/cart.py` importing `shop.pricing`
+/// finds `python/shop/pricing.py`). Not the file's own folder or one above it: `import json` in
+/// `flask/json/provider.py` is the standard library's `json`, not the package it is in.
+fn py_absolute_bases(dir: &str, module: &str) -> Vec<String> {
+    let mut out = vec![module.to_string(), format!("src/{module}")];
+    let mut at = dir;
+    while !at.is_empty() {
+        let b = format!("{at}/{module}");
+        let encloses = dir == b || dir.starts_with(&format!("{b}/"));
+        if !encloses && !out.contains(&b) {
+            out.push(b);
+        }
+        at = dir_of(at);
+    }
+    out
 }
 
 /// What a JavaScript/TypeScript module path may end with, most likely first.
@@ -114,7 +133,7 @@ fn js_module_files(dir: &str, spec: &str) -> Option<Vec<String>> {
 /// first climbing a directory); none when it climbs above the root.
 fn py_from_bases(dir: &str, dots: usize, module: &str) -> Option<Vec<String>> {
     if dots == 0 {
-        return Some(vec![module.to_string(), format!("src/{module}")]);
+        return Some(py_absolute_bases(dir, module));
     }
     let mut base = dir.to_string();
     for _ in 1..dots {
@@ -451,7 +470,7 @@ pub fn module_aliases(
                         if !local.is_empty() && !bound.is_empty() {
                             out.insert(
                                 local.to_string(),
-                                py_module_files(&bound.replace('.', "/")),
+                                py_module_files(dir, &bound.replace('.', "/")),
                             );
                         }
                     }
@@ -592,6 +611,16 @@ pub fn import_map(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn python_packages_under_a_folder_of_the_tree_are_found() {
+        let b = py_absolute_bases("python/shop", "shop/pricing");
+        assert!(b.contains(&"python/shop/pricing".to_string()), "{b:?}");
+        assert_eq!(&b[..2], ["shop/pricing", "src/shop/pricing"]);
+        // Never the package the file is in: `import json` there is the standard library's.
+        let b = py_absolute_bases("src/flask/json", "json");
+        assert!(!b.contains(&"src/flask/json".to_string()), "{b:?}");
+    }
     use super::*;
 
     #[test]
