@@ -296,6 +296,8 @@ named_set! {
         Symlink = "symlink",
         /// A symbolic link that leads out of the root.
         SymlinkOutsideRoot = "symlink-outside-root",
+        /// A symbolic link that leads nowhere: its target is missing, or links loop.
+        SymlinkBroken = "symlink-broken",
         /// Neither a regular file nor a directory.
         NotAFile = "not-a-file",
         /// Could not be read.

@@ -126,6 +126,15 @@ fn include_exclude_and_max_file_bytes() {
     assert_eq!(got["web/"], "excluded");
     assert_eq!(got["billing/billing.py"], "too-large");
     assert_eq!(got["README.md"], "not-included");
+    // A folder named as .gitignore writes it (`web/`), or bare, is all that is under it.
+    let c = out.path().join("c");
+    index(
+        repo.path(),
+        &c,
+        &["--exclude", "web/", "--include", "api", "--include", "web"],
+    );
+    assert_eq!(indexed_paths(&c), ["api/server.go"]);
+    assert_eq!(skipped_reasons(&c)["web/"], "excluded");
 }
 
 #[test]
@@ -422,6 +431,8 @@ fn nested_gitignore_negation_troveignore_and_symlinks() {
     write(&root, "outside.txt", b"inside the root\n");
     std::os::unix::fs::symlink(t.path(), root.join("escape")).unwrap();
     std::os::unix::fs::symlink(root.join("outside.txt"), root.join("alias.txt")).unwrap();
+    std::os::unix::fs::symlink(root.join("missing.txt"), root.join("dangling.txt")).unwrap();
+    std::os::unix::fs::symlink(root.join("loop.txt"), root.join("loop.txt")).unwrap();
     crate::util::git(&root, &["init", "-q"]);
     let out = t.path().join("b");
     index(&root, &out, &[]);
@@ -441,6 +452,8 @@ fn nested_gitignore_negation_troveignore_and_symlinks() {
     assert_eq!(got["fixtures/"], "ignored");
     assert_eq!(got["escape"], "symlink-outside-root");
     assert_eq!(got["alias.txt"], "symlink");
+    assert_eq!(got["dangling.txt"], "symlink-broken");
+    assert_eq!(got["loop.txt"], "symlink-broken");
 }
 
 #[test]
@@ -488,6 +501,15 @@ fn config_overlay_changes_the_pipeline_and_bad_keys_are_refused() {
         "embed.window_tokens must be 0",
     );
     refused(&["--embed-window-tokens", "5"], "--embed-window-tokens");
+    // A flag of another embedder than the one in use is not silently dropped.
+    refused(
+        &["--model-dir", "/nonexistent"],
+        "--model-dir is for the local embedder",
+    );
+    refused(
+        &["--embed-url", "http://localhost:1/v1"],
+        "--embed-url is for the openai embedder",
+    );
     // BM25 parameters the bundle's readers would refuse are refused before it is written.
     for (toml, says) in [
         ("[bm25]\nk1 = -1.0\n", "bm25.k1"),

@@ -229,6 +229,46 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
         config.summary.budget = v;
     }
     config.validate()?;
+    // A flag for another embedder than the one in use would be ignored: say so instead (a
+    // `--model-dir` without `--embedder local` built a hash bundle and exited 0).
+    {
+        use trove::embed::EmbedBackend;
+        let backend = config.embed.backend;
+        let given: [(&str, bool, &[EmbedBackend]); 5] = [
+            (
+                "--embed-url",
+                a.embed_url.is_some(),
+                &[EmbedBackend::Openai],
+            ),
+            (
+                "--embed-model",
+                a.embed_model.is_some(),
+                &[EmbedBackend::Openai],
+            ),
+            ("--model-dir", a.model_dir.is_some(), &[EmbedBackend::Local]),
+            (
+                "--embed-runtime",
+                a.embed_runtime.is_some(),
+                &[EmbedBackend::Local],
+            ),
+            ("--onnx-file", a.onnx_file.is_some(), &[EmbedBackend::Local]),
+        ];
+        if let Some((flag, _, for_)) = given
+            .iter()
+            .find(|(_, set, for_)| *set && !for_.contains(&backend))
+        {
+            let needs = if for_.contains(&EmbedBackend::Local) {
+                "local"
+            } else {
+                "openai"
+            };
+            anyhow::bail!(
+                "{flag} is for the {needs} embedder, and this run uses {}: add --embedder {needs} \
+                 (or leave the flag out)",
+                backend.as_str()
+            );
+        }
+    }
     if !a.path.is_dir() {
         anyhow::bail!(
             "{} is not a directory: give the root of the tree to index",

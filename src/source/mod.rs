@@ -108,7 +108,7 @@ impl Rules {
             include: if opts.include.is_empty() {
                 None
             } else {
-                Some(globset(&opts.include, "--include")?)
+                Some(globset(&with_dir_forms(&opts.include), "--include")?)
             },
             exclude: globset(&with_dir_forms(&opts.exclude), "--exclude")?,
             generated: RegexSet::new(&cfg.generated_markers)
@@ -182,15 +182,22 @@ pub fn read_capped(path: &Path, max: u64) -> std::io::Result<std::result::Result
 
 /// `web/**` excludes everything under `web`, so it also names `web` itself: the walk then prunes the
 /// directory (one `skipped` row) instead of visiting and skipping every file below it.
+/// A folder's name (`web`, or `web/` as .gitignore writes it) names everything under it too
+/// (`web/**`): `--exclude web/` excluded nothing, `--include src` nothing but a file named `src`.
 fn with_dir_forms(globs: &[String]) -> Vec<String> {
-    let mut out = globs.to_vec();
-    out.extend(
-        globs
-            .iter()
-            .filter_map(|g| g.strip_suffix("/**"))
-            .filter(|d| !d.is_empty())
-            .map(str::to_string),
-    );
+    let mut out = Vec::new();
+    for g in globs {
+        let g = match g.trim_end_matches('/') {
+            "" => g.as_str(),
+            t => t,
+        };
+        out.push(g.to_string());
+        match g.strip_suffix("/**") {
+            Some(d) if !d.is_empty() => out.push(d.to_string()),
+            Some(_) => {}
+            None => out.push(format!("{g}/**")),
+        }
+    }
     out
 }
 
@@ -441,14 +448,10 @@ fn classify_entry(root: &Path, rules: &Rules, e: &ignore::DirEntry, lazy: bool) 
         })
     };
     if ft.is_symlink() {
-        let inside = p
-            .canonicalize()
-            .map(|t| t.starts_with(root))
-            .unwrap_or(false);
-        let reason = if inside {
-            SkipReason::Symlink
-        } else {
-            SkipReason::SymlinkOutsideRoot
+        let reason = match p.canonicalize() {
+            Ok(t) if t.starts_with(root) => SkipReason::Symlink,
+            Ok(_) => SkipReason::SymlinkOutsideRoot,
+            Err(_) => SkipReason::SymlinkBroken,
         };
         return skip(reason, 0);
     }
