@@ -225,6 +225,35 @@ fn verify_catches_a_changed_file_and_bad_input_is_exit_2() {
     let out = tempfile::tempdir().unwrap();
     let b = out.path().join("b");
     index(repo.path(), &b, &[]);
+    // Counts the manifest states that its rows do not make: live totals, a segment's, a
+    // language's (`inspect` would show them as they are written).
+    let original = std::fs::read_to_string(b.join("manifest.json")).unwrap();
+    let tamper = |edit: &dyn Fn(&mut serde_json::Value), says: &str| {
+        let mut m: serde_json::Value = serde_json::from_str(&original).unwrap();
+        edit(&mut m);
+        std::fs::write(b.join("manifest.json"), m.to_string()).unwrap();
+        trove()
+            .arg("verify")
+            .arg(&b)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(says));
+    };
+    tamper(&|m| m["counts"]["files"] = 99.into(), "counts.files 99");
+    tamper(
+        &|m| m["counts"]["symbols"] = 5000.into(),
+        "counts.symbols 5000",
+    );
+    tamper(
+        &|m| m["segments"][0]["files"] = 999.into(),
+        "says 999 files",
+    );
+    tamper(
+        &|m| m["languages"]["python"]["chunks"] = 77.into(),
+        "languages do not match",
+    );
+    std::fs::write(b.join("manifest.json"), &original).unwrap();
+    trove().arg("verify").arg(&b).assert().success();
     let p = crate::util::table_file(&b, "terms");
     let mut bytes = std::fs::read(&p).unwrap();
     let mid = bytes.len() / 2;

@@ -105,6 +105,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
             )));
         }
     }
+    check_counts(dir, &manifest)?;
     let unlisted = super::manifest::unlisted_segments(dir, &manifest)
         .iter()
         .filter_map(|p| p.strip_prefix(dir).ok())
@@ -117,6 +118,55 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
         views_rewritten,
         unlisted,
     })
+}
+
+/// The counts the manifest states against the rows (the files are checked by then): each
+/// segment's files, chunks and tombstones, and the live totals `inspect` shows (files, chunks,
+/// bytes, symbols, references, dependencies, redactions, skipped, per language). Terms, postings
+/// and resolved references count stored rows until a compaction and are not recomputed here.
+fn check_counts(dir: &Path, manifest: &Manifest) -> Result<()> {
+    let bad = |m: String| Error::bundle(dir, m);
+    for s in &manifest.segments {
+        for (table, stated) in [
+            ("files", s.files),
+            ("chunks", s.chunks),
+            ("tombstones", s.tombstones),
+        ] {
+            if let Some(e) = manifest.entry(&s.file(table))
+                && e.rows != stated
+            {
+                return Err(bad(format!(
+                    "segment {} says {stated} {table}, its {table}.parquet has {} rows",
+                    s.id, e.rows
+                )));
+            }
+        }
+    }
+    let live = super::reader::Live::read(dir, manifest)?;
+    let t = super::LiveTotals::of(live.files.iter().map(|(f, _)| f), live.skipped.len() as u64);
+    let (c, r) = (&manifest.counts, &t.counts);
+    for (what, stated, rows) in [
+        ("files", c.files, r.files),
+        ("chunks", c.chunks, r.chunks),
+        ("source_bytes", c.source_bytes, r.source_bytes),
+        ("symbols", c.symbols, r.symbols),
+        ("refs", c.refs, r.refs),
+        ("deps", c.deps, r.deps),
+        ("redactions", c.redactions, r.redactions),
+        ("skipped", c.skipped, r.skipped),
+    ] {
+        if stated != rows {
+            return Err(bad(format!(
+                "{MANIFEST} says counts.{what} {stated}, the live rows make {rows}"
+            )));
+        }
+    }
+    if manifest.languages != t.languages {
+        return Err(bad(format!(
+            "{MANIFEST}'s languages do not match the live files' (run `trove inspect` to compare)"
+        )));
+    }
+    Ok(())
 }
 
 fn field_list(s: &arrow::datatypes::Schema) -> Vec<String> {
