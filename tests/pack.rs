@@ -114,6 +114,31 @@ fn pack_round_trip_is_bit_exact_and_queryable() {
     assert!(String::from_utf8_lossy(&o.get_output().stdout).contains(&n));
     trove().arg("verify").arg(&packed).assert().success();
     trove().arg("inspect").arg(&packed).assert().success();
+    // A damaged unpacked copy in the cache is unpacked again from the file.
+    let cache = scratch.path().join("cache");
+    let q = || {
+        crate::util::trove_in(Some(&cache))
+            .arg("query")
+            .arg(&packed)
+            .arg("invoice total")
+            .assert()
+            .success();
+    };
+    q();
+    let unpacked = std::fs::read_dir(cache.join("packed"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let seg = std::fs::read_dir(unpacked.join("segments"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::remove_file(seg.join("files.parquet")).unwrap();
+    q();
+    assert!(seg.join("files.parquet").is_file());
 }
 
 #[test]

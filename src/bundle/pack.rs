@@ -257,7 +257,17 @@ pub fn open_path(p: &Path) -> Result<PathBuf> {
     let sha = content_key(p, &root)?;
     let dir = root.join(&sha);
     if dir.join(MANIFEST).is_file() {
-        return Ok(dir);
+        // An unpacked copy whose files are not all there at their sizes (a cache cleaner, a full
+        // disk) is unpacked again from the file, which stays the truth.
+        let whole =
+            super::read_manifest(&dir).and_then(|m| super::check_sizes(&dir, &m).map(|()| m));
+        if whole.is_ok() {
+            return Ok(dir);
+        }
+        let trash = root.join(format!(".{sha}.damaged-{}", std::process::id()));
+        if std::fs::rename(&dir, &trash).is_ok() {
+            let _ = std::fs::remove_dir_all(&trash);
+        }
     }
     let tmp = root.join(format!(".{sha}.tmp-{}", std::process::id()));
     if tmp.exists() {
