@@ -254,14 +254,25 @@ pub enum Follow {
 /// The SQL of `trove refs`: the references of `name` that `follow` asks for; columns as
 /// [`ref_line`] reads them.
 pub fn refs_sql(name: &str, follow: Follow, k: usize) -> String {
+    refs_sql_in(name, follow, k, false)
+}
+
+/// [`refs_sql`] matching a bare name in any case: what to run when it found nothing (as `trove
+/// symbols` finds `total_price` for `Total_Price`). Separate, because `lower()` keeps DuckDB from
+/// pushing the name into the `refs` view of a bundle of several segments (half again the time).
+pub fn refs_sql_any_case(name: &str, follow: Follow, k: usize) -> String {
+    refs_sql_in(name, follow, k, true)
+}
+
+fn refs_sql_in(name: &str, follow: Follow, k: usize, any_case: bool) -> String {
     let leaf = name
         .rsplit(['.', ':', '>', ' '])
         .find(|s| !s.is_empty())
         .unwrap_or(name);
     let n = lit(leaf);
     // A qualified name (`Alpha.helper`) means that definition: only edges that resolve to it (or,
-    // for callees, made inside it). A bare name matches its references as written, or any case
-    // when none is written so (as `trove symbols` finds `total_price` for `Total_Price`).
+    // for callees, made inside it). A bare name matches its references as written (`any_case`:
+    // in any case).
     let path = symbol_path_of(name);
     let qualified = path.contains(" > ");
     let p = lit(&path);
@@ -270,11 +281,10 @@ pub fn refs_sql(name: &str, follow: Follow, k: usize) -> String {
     );
     let named = if qualified {
         format!("r.target = {n} AND r.target_symbol_id IN {defs}")
+    } else if any_case {
+        format!("lower(r.target) = lower({n})")
     } else {
-        format!(
-            "(r.target = {n} OR (lower(r.target) = lower({n}) \
-             AND NOT EXISTS (SELECT 1 FROM refs x WHERE x.target = {n})))"
-        )
+        format!("r.target = {n}")
     };
     // An import names the identifier as a word of its text (`import json` does not name `js`).
     let word = lit(&format!(
@@ -357,7 +367,10 @@ pub fn run_refs(a: RefsArgs) -> anyhow::Result<i32> {
     } else {
         Follow::Callers
     };
-    let (names, rows) = b.run_sql(&refs_sql(name, follow, a.k))?;
+    let (mut names, mut rows) = b.run_sql(&refs_sql(name, follow, a.k))?;
+    if rows.is_empty() {
+        (names, rows) = b.run_sql(&refs_sql_any_case(name, follow, a.k))?;
+    }
     let mut out = std::io::stdout().lock();
     print(&mut out, a.format, &names, &rows, ref_line)?;
     Ok(if rows.is_empty() { 1 } else { 0 })

@@ -802,7 +802,10 @@ mod tests {
                     "app/main/__init__.py".into(),
                     "app/main.py".into(),
                     "src/app/main/__init__.py".into(),
-                    "src/app/main.py".into()
+                    "src/app/main.py".into(),
+                    // The file's own folder as a root (a script's folder is on `sys.path`).
+                    "app/app/main/__init__.py".into(),
+                    "app/app/main.py".into()
                 ]
             )
         );

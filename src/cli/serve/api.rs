@@ -12,7 +12,8 @@ use trove::query::sql::to_json;
 use trove::query::{Bundle, Fusion, Mode, QueryOptions, search_all};
 
 use super::super::structure::{
-    Follow, check_deps_filters, check_symbol_kinds, deps_sql, refs_sql, symbols_sql,
+    Follow, check_deps_filters, check_symbol_kinds, deps_sql, refs_sql, refs_sql_any_case,
+    symbols_sql,
 };
 use super::super::tools::ToolError;
 use super::Shared;
@@ -435,9 +436,14 @@ pub async fn refs(State(app): State<Shared>, q: QueryParams) -> ApiResult {
     };
     let k = p.int("k", 1, 10_000, 100)?;
     let sql = refs_sql(&name, follow, k);
+    let any_case = refs_sql_any_case(&name, follow, k);
     let names = p.bundle();
     on_bundles(&app, Lane::Lookup, move |lease| {
-        rows_upto(&chosen(lease, names.as_deref())?, &sql, k)
+        let bundles = chosen(lease, names.as_deref())?;
+        match rows_upto(&bundles, &sql, k)? {
+            Value::Array(a) if a.is_empty() => rows_upto(&bundles, &any_case, k),
+            found => Ok(found),
+        }
     })
     .await
 }
