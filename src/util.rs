@@ -16,6 +16,31 @@ pub(crate) fn cache_dir() -> Option<PathBuf> {
     var("HOME").map(|h| PathBuf::from(h).join(".cache/trove"))
 }
 
+/// `s` safe to print on a terminal: control characters other than tab (ESC, a lone CR,
+/// backspace, the C1 set) written as `\x1b`-style escapes, so a file's or a name's bytes cannot
+/// move the cursor, retitle the window or hide text. Text output of `query` and `show` goes
+/// through it; `--raw` and JSON do not (JSON escapes them itself).
+pub fn visible(s: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| (c.is_control() && c != '\t' && c != '\n') || c == '\u{7f}';
+    if !s.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if bad(c) {
+            let n = c as u32;
+            if n < 0x100 {
+                out.push_str(&format!("\\x{n:02x}"));
+            } else {
+                out.push_str(&format!("\\u{{{n:x}}}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Lower-case hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))

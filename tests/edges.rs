@@ -227,3 +227,31 @@ fn python_packages_in_a_folder_resolve_their_imports() {
         "python/shop/cart.py:5  cart  call total_price  -> python/shop/pricing.py:1 total_price  [import]\n"
     );
 }
+
+#[test]
+fn control_characters_in_code_do_not_reach_the_terminal() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    write(
+        &root,
+        "e.py",
+        b"def evil():\r\n    x = \"\x1b]0;pwned\x07\x1b[2J\"\r\n    return x\r\n",
+    );
+    let b = t.path().join("b");
+    index(&root, &b, &[]);
+    for args in [vec!["query", "evil"], vec!["show", "e.py"]] {
+        let o = trove().arg(args[0]).arg(&b).arg(args[1]).output().unwrap();
+        let out = String::from_utf8(o.stdout).unwrap();
+        assert!(!out.contains('\x1b') && !out.contains('\r'), "{out:?}");
+        assert!(out.contains(r#"x = "\x1b]0;pwned\x07\x1b[2J""#), "{out}");
+    }
+    // --raw gives the bytes as they are.
+    let o = trove()
+        .args(["show", "--raw"])
+        .arg(&b)
+        .arg("e.py")
+        .output()
+        .unwrap();
+    assert!(o.stdout.starts_with(b"def evil():\r\n"));
+    assert!(o.stdout.contains(&0x1b));
+}

@@ -132,6 +132,8 @@ pub(crate) fn check_filters<'a>(
 /// Snippet lines shown per result in text output.
 const SNIPPET_LINES: usize = 4;
 
+use trove::util::visible;
+
 /// Runs `trove query`; returns the exit code (0 results, 1 none).
 pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
     a.embedder_at.apply();
@@ -213,15 +215,20 @@ fn print_text(
         writeln!(
             out,
             "{bundle}{bold}{}:{}-{}{reset}  {cyan}{} {}{reset}  {:.4}",
-            h.path,
+            visible(&h.path),
             h.start_line,
             h.end_line,
             h.kind,
-            h.symbol_path.as_deref().unwrap_or("-"),
+            visible(h.symbol_path.as_deref().unwrap_or("-")),
             h.score
         )?;
         if let Some(c) = &h.content {
-            let snippet = snippet(&h.indent, c);
+            // Line by line (a CRLF file's `\r` is a line end, not a character to show).
+            let snippet = snippet(&h.indent, c)
+                .lines()
+                .map(|l| visible(l).into_owned())
+                .collect::<Vec<_>>()
+                .join("\n");
             let painted = color
                 .then_some(h.language.as_deref())
                 .flatten()

@@ -195,7 +195,9 @@ pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
     }
     let width = total.max(1).to_string().len();
     for (n, l) in lines {
-        writeln!(out, "{n:>width$}  {l}")?;
+        // Control characters as escapes: a file's bytes must not drive the terminal (`--raw`
+        // gives them as they are).
+        writeln!(out, "{n:>width$}  {}", trove::util::visible(l))?;
     }
     Ok(0)
 }
