@@ -535,6 +535,12 @@ pub struct FileEntry {
 /// Reads and checks `BUNDLE/manifest.json`: a clear error for a missing, foreign or newer bundle.
 pub fn read_manifest(bundle: &Path) -> Result<Manifest> {
     let p = bundle.join(MANIFEST);
+    if !bundle.exists() {
+        return Err(Error::bundle(
+            bundle,
+            "does not exist (expected a bundle written by `trove index`, or a .trove file)",
+        ));
+    }
     if !bundle.is_dir() {
         return Err(Error::bundle(
             bundle,
