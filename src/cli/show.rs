@@ -87,9 +87,6 @@ pub fn numbered_lines(
         anyhow::bail!("line {s} is past the end of the file ({total} lines)");
     }
     let start = start.unwrap_or(1);
-    if start > total.max(1) {
-        anyhow::bail!("line {start} is past the end of the file ({total} lines)");
-    }
     let end = end.unwrap_or(total).min(total);
     Ok((
         (start..=end)

@@ -264,6 +264,21 @@ pub fn refs_sql_any_case(name: &str, follow: Follow, k: usize) -> String {
     refs_sql_in(name, follow, k, true)
 }
 
+/// The rows of [`refs_sql`] on `b`, else of [`refs_sql_any_case`] when the name as written has
+/// none: what `trove refs` and the agents' tool answer.
+pub fn refs_rows(
+    b: &Bundle,
+    name: &str,
+    follow: Follow,
+    k: usize,
+) -> trove::Result<(Vec<String>, Vec<Vec<duckdb::types::Value>>)> {
+    let found = b.run_sql(&refs_sql(name, follow, k))?;
+    if found.1.is_empty() {
+        return b.run_sql(&refs_sql_any_case(name, follow, k));
+    }
+    Ok(found)
+}
+
 fn refs_sql_in(name: &str, follow: Follow, k: usize, any_case: bool) -> String {
     let leaf = name
         .rsplit(['.', ':', '>', ' '])
@@ -367,10 +382,7 @@ pub fn run_refs(a: RefsArgs) -> anyhow::Result<i32> {
     } else {
         Follow::Callers
     };
-    let (mut names, mut rows) = b.run_sql(&refs_sql(name, follow, a.k))?;
-    if rows.is_empty() {
-        (names, rows) = b.run_sql(&refs_sql_any_case(name, follow, a.k))?;
-    }
+    let (names, rows) = refs_rows(&b, name, follow, a.k)?;
     let mut out = std::io::stdout().lock();
     print(&mut out, a.format, &names, &rows, ref_line)?;
     Ok(if rows.is_empty() { 1 } else { 0 })

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use trove::query::{Bundle, Mode, QueryOptions, search_all};
 
 use super::map::{MapFiles, MapView};
-use super::structure::{Follow, ref_line, refs_sql, refs_sql_any_case, symbol_line, symbols_sql};
+use super::structure::{Follow, ref_line, refs_rows, symbol_line, symbols_sql};
 
 /// Lines one tool call returns at most.
 pub const MAX_LINES: usize = 200;
@@ -476,10 +476,7 @@ impl Tools {
             defined |= !defs.is_empty();
             let rows = match follow {
                 None => defs,
-                Some(f) => match b.run_sql(&refs_sql(&name, f, MAX_LINES + 1))?.1 {
-                    r if r.is_empty() => b.run_sql(&refs_sql_any_case(&name, f, MAX_LINES + 1))?.1,
-                    r => r,
-                },
+                Some(f) => refs_rows(b, &name, f, MAX_LINES + 1)?.1,
             };
             if rows.is_empty() {
                 continue;
