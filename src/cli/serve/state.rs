@@ -77,8 +77,14 @@ pub struct Snapshot {
 
 impl Drop for Snapshot {
     fn drop(&mut self) {
-        if self.owned {
-            let _ = std::fs::remove_dir_all(&self.dir);
+        if self.owned
+            && let Err(e) = std::fs::remove_dir_all(&self.dir)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            eprintln!(
+                "trove serve: cannot remove the snapshot {}: {e}",
+                self.dir.display()
+            );
         }
     }
 }
@@ -95,12 +101,41 @@ pub struct Generation {
     pub manifests: Vec<trove::bundle::Manifest>,
 }
 
+impl Drop for Generation {
+    /// Closing a generation's DuckDB handles and removing its snapshot folders takes time: it
+    /// happens on a thread of its own, never on the async worker that let go of it last (a
+    /// `/health` answered in the moment of a switch), which would stall that worker's
+    /// connections meanwhile. The handles close before the folders go.
+    fn drop(&mut self) {
+        let pools = std::mem::replace(
+            &mut self.pools,
+            [Pool::new(Vec::new()), Pool::new(Vec::new())],
+        );
+        let snapshots = std::mem::take(&mut self.snapshots);
+        if snapshots.is_empty() && pools.iter().all(Pool::is_empty) {
+            return;
+        }
+        let heavy = (pools, snapshots);
+        // Where no thread can be started, here and now.
+        let _ = std::thread::Builder::new()
+            .name("trove-retire".into())
+            .spawn(move || drop(heavy));
+    }
+}
+
 struct Pool {
     free: Mutex<Vec<Tools>>,
     permits: Arc<tokio::sync::Semaphore>,
 }
 
 impl Pool {
+    fn is_empty(&self) -> bool {
+        self.free
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
     fn new(free: Vec<Tools>) -> Self {
         Pool {
             permits: Arc::new(tokio::sync::Semaphore::new(free.len())),
@@ -374,6 +409,13 @@ impl Served {
                     slot.path.display()
                 );
             }
+            // The views are derived from the manifest: `verify` writes them into the snapshot.
+            // Linked, they could be the old ones, in the moment between an in-place run's
+            // manifest commit and its views' rename, and the new version would be refused (for
+            // a minute: the manifest does not change again).
+            if name == trove::bundle::VIEWS {
+                continue;
+            }
             let to = dir.join(name);
             if let Some(parent) = to.parent() {
                 std::fs::create_dir_all(parent)?;
@@ -487,9 +529,11 @@ impl Served {
                 let id = g.id;
                 for (i, v) in &changed {
                     let slot = &self.slots[*i];
-                    let mut st = slot.status();
-                    st.failed = None;
-                    st.reloads_ok += 1;
+                    {
+                        let mut st = slot.status();
+                        st.failed = None;
+                        st.reloads_ok += 1;
+                    }
                     let secs = g.snapshots[*i].load_secs;
                     eprintln!(
                         "trove serve: {} switched to version {v} (generation {id}; verified in {secs:.2} s)",
