@@ -255,3 +255,30 @@ fn control_characters_in_code_do_not_reach_the_terminal() {
     assert!(o.stdout.starts_with(b"def evil():\r\n"));
     assert!(o.stdout.contains(&0x1b));
 }
+
+#[test]
+fn path_globs_match_characters_not_bytes() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    write(&root, "ünï/ç.py", b"def unicode_fn():\n    return 1\n");
+    let b = t.path().join("b");
+    index(&root, &b, &[]);
+    for (glob, hits) in [
+        ("ünï/?.py", 1),
+        ("[ü]nï/*", 1),
+        ("[!x]nï/*.py", 1),
+        ("ünï/??.py", 0),
+    ] {
+        let o = trove()
+            .arg("query")
+            .arg(&b)
+            .args(["unicode_fn", "--format", "jsonl", "--path", glob])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).lines().count(),
+            hits,
+            "{glob}"
+        );
+    }
+}

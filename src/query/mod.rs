@@ -98,7 +98,7 @@ pub struct QueryOptions {
     pub langs: Vec<String>,
     /// Source types (any of).
     pub types: Vec<String>,
-    /// Path glob (DuckDB GLOB: `*` also crosses `/`).
+    /// Path glob (`*` also crosses `/`; matched character by character, see [`glob_regex`]).
     pub path: Option<String>,
     /// Chunk kinds (any of).
     pub kinds: Vec<String>,
@@ -538,7 +538,7 @@ impl Bundle {
             let any = expand_glob(g)
                 .unwrap_or_default()
                 .iter()
-                .map(|p| format!("c.path GLOB {}", lit(p)))
+                .map(|p| format!("regexp_full_match(c.path, {})", lit(&glob_regex(p))))
                 .collect::<Vec<_>>();
             conds.push(if any.is_empty() {
                 "FALSE".to_string()
@@ -1319,7 +1319,7 @@ pub fn check_glob(glob: &str) -> Result<()> {
 /// At most this many patterns from one `--path` glob's `{a,b}` alternatives.
 const MAX_GLOB_PATTERNS: usize = 256;
 
-/// A `--path` glob as the DuckDB GLOB patterns it stands for: `*` (also across `/`), `?`,
+/// A `--path` glob as the GLOB patterns it stands for: `*` (also across `/`), `?`,
 /// `[...]`, `[!...]` and `\` (the next character literally) as DuckDB has them, and `{a,b}`
 /// alternatives (nested too) as in `trove index --include`, expanded to one pattern each. An
 /// empty glob, an unclosed `[` or `{`, a `}` with no `{`, a reversed range (`[z-a]`) and a
@@ -1339,6 +1339,62 @@ pub fn expand_glob(glob: &str) -> Result<Vec<String>> {
     g.expand(0, g.c.len(), String::new(), &mut out)?;
     out.dedup();
     Ok(out)
+}
+
+/// One pattern of [`expand_glob`] as the regular expression (RE2, as DuckDB's
+/// `regexp_full_match` reads it) that matches the same paths character by character: DuckDB's
+/// `GLOB` compares bytes, so `?` and `[ü]` never matched a character of two bytes.
+pub fn glob_regex(pattern: &str) -> String {
+    let c: Vec<char> = pattern.chars().collect();
+    let mut re = String::from("(?s)");
+    let lit = |ch: char| regex::escape(ch.encode_utf8(&mut [0; 4]));
+    let mut i = 0;
+    while i < c.len() {
+        match c[i] {
+            '\\' if i + 1 < c.len() => {
+                re.push_str(&lit(c[i + 1]));
+                i += 2;
+            }
+            '*' => {
+                re.push_str(".*");
+                i += 1;
+            }
+            '?' => {
+                re.push('.');
+                i += 1;
+            }
+            '[' => {
+                // As `Glob::class_end` reads it: `!` negates, a `]` first is a member.
+                let mut j = i + 1;
+                re.push('[');
+                if c.get(j) == Some(&'!') {
+                    re.push('^');
+                    j += 1;
+                }
+                let first = j;
+                while j < c.len() && (c[j] != ']' || j == first) {
+                    let ch = c[j];
+                    let range = ch == '-' && j > first && c.get(j + 1).is_some_and(|&n| n != ']');
+                    if range {
+                        re.push('-');
+                    } else if matches!(ch, '\\' | ']' | '[' | '^' | '-') {
+                        re.push('\\');
+                        re.push(ch);
+                    } else {
+                        re.push(ch);
+                    }
+                    j += 1;
+                }
+                re.push(']');
+                i = j + 1;
+            }
+            ch => {
+                re.push_str(&lit(ch));
+                i += 1;
+            }
+        }
+    }
+    re
 }
 
 /// A `--path` glob being read by [`expand_glob`].
@@ -1643,6 +1699,23 @@ mod tests {
         ] {
             assert!(check_glob(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn glob_patterns_become_character_regexes() {
+        let m = |glob: &str, path: &str| {
+            regex::Regex::new(&format!("^(?:{})$", glob_regex(glob)))
+                .unwrap()
+                .is_match(path)
+        };
+        assert!(m("ünï/?.py", "ünï/ç.py"));
+        assert!(m("[ü]nï/*", "ünï/ç.py"));
+        assert!(!m("ünï/?.py", "ünï/çç.py"));
+        assert!(m("src/*.rs", "src/a/b.rs"));
+        assert!(m("a[!b]c", "axc") && !m("a[!b]c", "abc"));
+        assert!(m("[]x]", "]") && m("[a-c]", "b") && m("[a-]", "-"));
+        assert!(m("a\\*b", "a*b") && !m("a\\*b", "axb"));
+        assert!(m("f(1).py", "f(1).py") && !m("f.py", "fxpy"));
     }
 
     #[test]
