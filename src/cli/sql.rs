@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use trove::query::Bundle;
-use trove::query::sql::{is_null, json_cell, split_statements, text_cell, unique_names};
+use trove::query::sql::{Cells, split_statements, unique_names};
 
 /// Run SQL over a bundle in an embedded DuckDB.
 ///
@@ -74,10 +74,20 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
         bundle.conn()?.execute_batch(s)?;
     }
     let (names, batches) = bundle.run_sql_arrow(last)?;
-    let rows = || {
-        batches.iter().flat_map(|b| {
-            (0..b.num_rows()).map(move |i| b.columns().iter().map(move |c| (c.as_ref(), i)))
+    // Each batch's columns made ready to print once, then read row by row.
+    let columns: Vec<(usize, Vec<Cells>)> = batches
+        .iter()
+        .map(|b| {
+            (
+                b.num_rows(),
+                b.columns().iter().map(|c| Cells::new(c.as_ref())).collect(),
+            )
         })
+        .collect();
+    let rows = || {
+        columns
+            .iter()
+            .flat_map(|(n, cols)| (0..*n).map(move |i| cols.iter().map(move |c| (c, i))))
     };
     let mut out = std::io::stdout().lock();
     match a.format {
@@ -88,7 +98,7 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
                     serde_json::Value::Object(
                         keys.iter()
                             .cloned()
-                            .zip(r.map(|(c, i)| json_cell(c, i)))
+                            .zip(r.map(|(c, i)| c.json(i)))
                             .collect(),
                     )
                 })
@@ -106,10 +116,10 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
                 writeln!(
                     out,
                     "{}",
-                    r.map(|(c, i)| if is_null(c, i) {
+                    r.map(|(c, i)| if c.is_null(i) {
                         String::new()
                     } else {
-                        match text_cell(c, i) {
+                        match c.text(i) {
                             t if t.is_empty() => "\"\"".to_string(),
                             t => csv(&t),
                         }
@@ -121,7 +131,7 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
         }
         SqlFormat::Table => {
             let cells: Vec<Vec<String>> = rows()
-                .map(|r| r.map(|(c, i)| cell(&text_cell(c, i))).collect())
+                .map(|r| r.map(|(c, i)| cell(&c.text(i))).collect())
                 .collect();
             let widths: Vec<usize> = (0..names.len())
                 .map(|i| {

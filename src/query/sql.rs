@@ -133,7 +133,7 @@ impl Bundle {
     }
 
     /// Runs one statement; returns its column names and its result as Arrow batches (every
-    /// DuckDB type, `trove sql` formats them with [`json_cell`] and [`text_cell`]).
+    /// DuckDB type, `trove sql` formats them with [`Cells`]).
     pub fn run_sql_arrow(&self, sql: &str) -> Result<(Vec<String>, Vec<RecordBatch>)> {
         let mut stmt = self.conn()?.prepare(sql)?;
         let stream = stmt.stream_arrow([])?;
@@ -228,121 +228,153 @@ pub fn split_statements(script: &str) -> Vec<String> {
     out
 }
 
-/// Cell `i` of `col` as JSON: numbers as numbers (NaN and the infinities as the strings `NaN`,
-/// `Infinity`, `-Infinity`), whole decimals (HUGEINT) as numbers where they fit 64 bits, other
-/// decimals as numbers, lists as arrays, structs as objects, maps as objects (keys as text),
-/// anything else (dates, times, intervals...) as its text, as [`text_cell`] writes it.
-pub fn json_cell(col: &dyn Array, i: usize) -> serde_json::Value {
-    use duckdb::arrow::array::AsArray;
-    use duckdb::arrow::datatypes as t;
-    use serde_json::{Value as J, json};
-    if is_null(col, i) {
-        return J::Null;
+/// One result column, ready to print cell by cell: its NULLs and its Arrow formatter are worked
+/// out once per column (per batch), not once per cell.
+pub struct Cells<'a> {
+    col: &'a dyn Array,
+    /// The column's logical NULLs (an untyped NULL column has no null buffer: every cell is).
+    nulls: Option<duckdb::arrow::buffer::NullBuffer>,
+    /// Arrow's formatter, for the types that are not strings (built once, `None` if Arrow
+    /// cannot format the type).
+    format: Option<duckdb::arrow::util::display::ArrayFormatter<'a>>,
+    /// A struct's fields, as columns of their own.
+    fields: Vec<Cells<'a>>,
+}
+
+impl<'a> Cells<'a> {
+    /// The cells of `col`.
+    pub fn new(col: &'a dyn Array) -> Self {
+        use duckdb::arrow::util::display::{ArrayFormatter, FormatOptions};
+        let format = match col.data_type() {
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => None,
+            _ => ArrayFormatter::try_new(col, &FormatOptions::default().with_null("NULL")).ok(),
+        };
+        use duckdb::arrow::array::AsArray;
+        let fields = match col.data_type() {
+            DataType::Struct(_) => col
+                .as_struct()
+                .columns()
+                .iter()
+                .map(|c| Cells::new(c.as_ref()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        Cells {
+            col,
+            nulls: col.logical_nulls(),
+            format,
+            fields,
+        }
     }
-    let float = |f: f64, shown: J| {
-        if f.is_finite() {
-            shown
-        } else if f.is_nan() {
-            json!("NaN")
-        } else if f > 0.0 {
-            json!("Infinity")
-        } else {
-            json!("-Infinity")
+
+    /// Whether cell `i` is NULL.
+    pub fn is_null(&self, i: usize) -> bool {
+        self.nulls.as_ref().is_some_and(|n| n.is_null(i))
+    }
+
+    /// Cell `i` as display text: strings as they are, NULL as `NULL`, the rest as Arrow writes
+    /// them (`0.5`, `2024-01-02`, `2024-01-02T03:04:05`, `NaN`, `[1, 2]`, `{k: 1}`).
+    pub fn text(&self, i: usize) -> String {
+        use duckdb::arrow::array::AsArray;
+        if self.is_null(i) {
+            return "NULL".into();
         }
-    };
-    match col.data_type() {
-        DataType::Null => J::Null,
-        DataType::Boolean => json!(col.as_boolean().value(i)),
-        DataType::Int8 => json!(col.as_primitive::<t::Int8Type>().value(i)),
-        DataType::Int16 => json!(col.as_primitive::<t::Int16Type>().value(i)),
-        DataType::Int32 => json!(col.as_primitive::<t::Int32Type>().value(i)),
-        DataType::Int64 => json!(col.as_primitive::<t::Int64Type>().value(i)),
-        DataType::UInt8 => json!(col.as_primitive::<t::UInt8Type>().value(i)),
-        DataType::UInt16 => json!(col.as_primitive::<t::UInt16Type>().value(i)),
-        DataType::UInt32 => json!(col.as_primitive::<t::UInt32Type>().value(i)),
-        DataType::UInt64 => json!(col.as_primitive::<t::UInt64Type>().value(i)),
-        DataType::Float32 => {
-            let f = col.as_primitive::<t::Float32Type>().value(i);
-            float(f64::from(f), json!(f))
+        let col = self.col;
+        match col.data_type() {
+            DataType::Utf8 => col.as_string::<i32>().value(i).to_string(),
+            DataType::LargeUtf8 => col.as_string::<i64>().value(i).to_string(),
+            DataType::Utf8View => col.as_string_view().value(i).to_string(),
+            t => match &self.format {
+                Some(f) => f.value(i).to_string(),
+                None => format!("({t} value)"),
+            },
         }
-        DataType::Float64 => {
-            let f = col.as_primitive::<t::Float64Type>().value(i);
-            float(f, json!(f))
+    }
+
+    /// Cell `i` as JSON: numbers as numbers (NaN and the infinities as the strings `NaN`,
+    /// `Infinity`, `-Infinity`), whole decimals (HUGEINT) as numbers where they fit 64 bits,
+    /// other decimals as numbers, lists as arrays, structs as objects, maps as objects (keys as
+    /// text), anything else (dates, times, intervals...) as its text, as [`Cells::text`] writes it.
+    pub fn json(&self, i: usize) -> serde_json::Value {
+        use duckdb::arrow::array::AsArray;
+        use duckdb::arrow::datatypes as t;
+        use serde_json::{Value as J, json};
+        if self.is_null(i) {
+            return J::Null;
         }
-        DataType::Utf8 => json!(col.as_string::<i32>().value(i)),
-        DataType::LargeUtf8 => json!(col.as_string::<i64>().value(i)),
-        DataType::Utf8View => json!(col.as_string_view().value(i)),
-        DataType::Decimal128(_, 0) => {
-            let v = col.as_primitive::<t::Decimal128Type>().value(i);
-            i64::try_from(v).map_or_else(|_| json!(v.to_string()), |n| json!(n))
-        }
-        // A DECIMAL with a fraction as a JSON number (as DuckDB's own JSON writes it).
-        DataType::Decimal128(..) | DataType::Decimal256(..) => {
-            let text = text_cell(col, i);
-            text.parse::<f64>()
-                .ok()
-                .and_then(serde_json::Number::from_f64)
-                .map_or(J::String(text), J::Number)
-        }
-        DataType::List(_) => {
-            let l = col.as_list::<i32>().value(i);
-            J::Array((0..l.len()).map(|j| json_cell(&l, j)).collect())
-        }
-        DataType::LargeList(_) => {
-            let l = col.as_list::<i64>().value(i);
-            J::Array((0..l.len()).map(|j| json_cell(&l, j)).collect())
-        }
-        DataType::FixedSizeList(..) => {
-            let l = col.as_fixed_size_list().value(i);
-            J::Array((0..l.len()).map(|j| json_cell(&l, j)).collect())
-        }
-        DataType::Struct(fields) => {
-            let s = col.as_struct();
-            J::Object(
-                fields
+        let col = self.col;
+        let float = |f: f64, shown: J| {
+            if f.is_finite() {
+                shown
+            } else if f.is_nan() {
+                json!("NaN")
+            } else if f > 0.0 {
+                json!("Infinity")
+            } else {
+                json!("-Infinity")
+            }
+        };
+        // A list's (or map's) values: one cell's, as a column of their own.
+        let all = |a: &dyn Array| {
+            let c = Cells::new(a);
+            J::Array((0..a.len()).map(|j| c.json(j)).collect())
+        };
+        match col.data_type() {
+            DataType::Null => J::Null,
+            DataType::Boolean => json!(col.as_boolean().value(i)),
+            DataType::Int8 => json!(col.as_primitive::<t::Int8Type>().value(i)),
+            DataType::Int16 => json!(col.as_primitive::<t::Int16Type>().value(i)),
+            DataType::Int32 => json!(col.as_primitive::<t::Int32Type>().value(i)),
+            DataType::Int64 => json!(col.as_primitive::<t::Int64Type>().value(i)),
+            DataType::UInt8 => json!(col.as_primitive::<t::UInt8Type>().value(i)),
+            DataType::UInt16 => json!(col.as_primitive::<t::UInt16Type>().value(i)),
+            DataType::UInt32 => json!(col.as_primitive::<t::UInt32Type>().value(i)),
+            DataType::UInt64 => json!(col.as_primitive::<t::UInt64Type>().value(i)),
+            DataType::Float32 => {
+                let f = col.as_primitive::<t::Float32Type>().value(i);
+                float(f64::from(f), json!(f))
+            }
+            DataType::Float64 => {
+                let f = col.as_primitive::<t::Float64Type>().value(i);
+                float(f, json!(f))
+            }
+            DataType::Utf8 => json!(col.as_string::<i32>().value(i)),
+            DataType::LargeUtf8 => json!(col.as_string::<i64>().value(i)),
+            DataType::Utf8View => json!(col.as_string_view().value(i)),
+            DataType::Decimal128(_, 0) => {
+                let v = col.as_primitive::<t::Decimal128Type>().value(i);
+                i64::try_from(v).map_or_else(|_| json!(v.to_string()), |n| json!(n))
+            }
+            // A DECIMAL with a fraction as a JSON number (as DuckDB's own JSON writes it).
+            DataType::Decimal128(..) | DataType::Decimal256(..) => {
+                let text = self.text(i);
+                text.parse::<f64>()
+                    .ok()
+                    .and_then(serde_json::Number::from_f64)
+                    .map_or(J::String(text), J::Number)
+            }
+            DataType::List(_) => all(&col.as_list::<i32>().value(i)),
+            DataType::LargeList(_) => all(&col.as_list::<i64>().value(i)),
+            DataType::FixedSizeList(..) => all(&col.as_fixed_size_list().value(i)),
+            DataType::Struct(names) => J::Object(
+                names
                     .iter()
-                    .zip(s.columns())
-                    .map(|(f, c)| (f.name().clone(), json_cell(c, i)))
+                    .zip(&self.fields)
+                    .map(|(f, c)| (f.name().clone(), c.json(i)))
                     .collect(),
-            )
+            ),
+            DataType::Map(..) => {
+                let m = col.as_map().value(i);
+                let (keys, values) = (Cells::new(m.column(0)), Cells::new(m.column(1)));
+                J::Object(
+                    (0..m.len())
+                        .map(|j| (keys.text(j), values.json(j)))
+                        .collect(),
+                )
+            }
+            _ => json!(self.text(i)),
         }
-        DataType::Map(..) => {
-            let m = col.as_map().value(i);
-            let (keys, values) = (m.column(0), m.column(1));
-            J::Object(
-                (0..m.len())
-                    .map(|j| (text_cell(keys, j), json_cell(values, j)))
-                    .collect(),
-            )
-        }
-        _ => json!(text_cell(col, i)),
     }
-}
-
-/// Cell `i` of `col` as display text: strings as they are, NULL as `NULL`, the rest as Arrow
-/// writes them (`0.5`, `2024-01-02`, `2024-01-02T03:04:05`, `NaN`, `[1, 2]`, `{k: 1}`).
-pub fn text_cell(col: &dyn Array, i: usize) -> String {
-    use duckdb::arrow::array::AsArray;
-    use duckdb::arrow::util::display::{ArrayFormatter, FormatOptions};
-    if is_null(col, i) {
-        return "NULL".into();
-    }
-    match col.data_type() {
-        DataType::Utf8 => return col.as_string::<i32>().value(i).to_string(),
-        DataType::LargeUtf8 => return col.as_string::<i64>().value(i).to_string(),
-        DataType::Utf8View => return col.as_string_view().value(i).to_string(),
-        _ => {}
-    }
-    let options = FormatOptions::default().with_null("NULL");
-    match ArrayFormatter::try_new(col, &options) {
-        Ok(f) => f.value(i).to_string(),
-        Err(_) => format!("({} value)", col.data_type()),
-    }
-}
-
-/// Whether cell `i` of `col` is NULL (an untyped NULL column has no null buffer: every cell is).
-pub fn is_null(col: &dyn Array, i: usize) -> bool {
-    col.logical_nulls().is_some_and(|n| n.is_null(i))
 }
 
 /// Column names made unique for JSON objects: a repeated name gets `_1`, `_2`... (a join's two
