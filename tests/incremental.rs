@@ -842,3 +842,96 @@ fn odd_names_and_worktree_pointers_leave_the_tree_clean() {
         .assert()
         .success();
 }
+
+/// Git never ignores a file it tracks: a tracked file that a `.gitignore` pattern matches (added
+/// with `git add -f`) is indexed, by a full build and by `--since` alike, while the untracked
+/// files beside it stay out. trove's own rules still apply to it: `.troveignore`, excluded
+/// folders, secret names.
+#[test]
+fn tracked_files_that_gitignore_matches_are_indexed() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    git(root, &["init", "-q"]);
+    write(
+        root,
+        ".gitignore",
+        b"generated/\n*.gen.py\nbuild/\nlocal.txt\n",
+    );
+    write(root, ".troveignore", b"private/\n");
+    write(root, "app.py", b"def main():\n    return 1\n");
+    write(
+        root,
+        "generated/schema.py",
+        b"def schema_version():\n    return 7\n",
+    );
+    write(root, "generated/junk.py", b"def junk():\n    return 0\n");
+    write(root, "generated/.env", b"TOKEN=abc\n");
+    write(root, "generated/node_modules/m.js", b"function m() {}\n");
+    write(
+        root,
+        "tables.gen.py",
+        b"def table_names():\n    return []\n",
+    );
+    write(root, "scratch.gen.py", b"def scratch():\n    return 2\n");
+    write(root, "build/out.py", b"def out():\n    return 3\n");
+    write(root, "private/keys.py", b"def keys():\n    return 4\n");
+    git(root, &["add", "-A"]);
+    git(
+        root,
+        &[
+            "add",
+            "-f",
+            "generated/schema.py",
+            "generated/.env",
+            "generated/node_modules/m.js",
+            "tables.gen.py",
+            "build/out.py",
+        ],
+    );
+    git(root, &["commit", "-q", "-m", "one"]);
+    let scratch = tempfile::tempdir().unwrap();
+    let incr = scratch.path().join("incr.bundle");
+    index(root, &incr, &[]);
+    let paths = crate::util::indexed_paths(&incr);
+    for p in ["app.py", "generated/schema.py", "tables.gen.py"] {
+        assert!(paths.contains(&p.to_string()), "{p} not in {paths:?}");
+    }
+    for p in [
+        "generated/junk.py",
+        "scratch.gen.py",
+        "generated/.env",
+        "generated/node_modules/m.js",
+        "build/out.py",
+        "private/keys.py",
+    ] {
+        assert!(!paths.contains(&p.to_string()), "{p} in {paths:?}");
+    }
+    let skipped = crate::util::skipped_reasons(&incr);
+    assert_eq!(skipped["generated/.env"], "secret-file", "{skipped:?}");
+    assert_eq!(skipped["scratch.gen.py"], "ignored", "{skipped:?}");
+    assert_eq!(skipped["generated/"], "ignored", "{skipped:?}");
+    assert_eq!(skipped["private/"], "ignored", "{skipped:?}");
+    assert!(!skipped.contains_key("tables.gen.py"), "{skipped:?}");
+    let hits = query_jsonl(&[incr.to_str().unwrap(), "schema_version"]);
+    assert_eq!(hits[0]["path"], "generated/schema.py");
+
+    // A change to a tracked, ignored file: `--since` reads it and equals a full build.
+    write(
+        root,
+        "generated/schema.py",
+        b"def schema_version():\n    return 8\n\ndef migrate():\n    return None\n",
+    );
+    git(root, &["commit", "-q", "-am", "two"]);
+    let s = index_json(root, &incr, &["--since", "auto"]);
+    let full = scratch.path().join("full.bundle");
+    index(root, &full, &[]);
+    assert_eq!(compacted_tables(&incr), tables(&full), "{s}");
+    assert_eq!(manifest(&incr)["base"]["mode"], "git-diff");
+    assert_eq!(
+        s["files_indexed"].as_u64().unwrap() - s["files_reused"].as_u64().unwrap(),
+        1,
+        "{s}"
+    );
+    let hits = query_jsonl(&[incr.to_str().unwrap(), "migrate"]);
+    assert_eq!(hits[0]["path"], "generated/schema.py");
+}

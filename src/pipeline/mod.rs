@@ -314,7 +314,10 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         let prefix = source.subdir.as_deref().unwrap_or("");
         incremental::TrackedStatus::start(workdir, prefix, base_commit)
     });
-    let walked = source::walk(&root, &rules, &walk_opts)?;
+    let mut walked = source::walk(&root, &rules, &walk_opts)?;
+    if let Some((repo, _)) = &repo {
+        admit_tracked(&mut walked, &root, &rules, &walk_opts, repo);
+    }
     let (source, uncommitted) = git_status(source, repo, status, &out, &walked);
     let expect = incremental::Expect {
         pipeline_hash: opts.config.hash(),
@@ -1259,6 +1262,67 @@ fn git_stamp(root: &Path) -> (bundle::SourceInfo, Option<(git2::Repository, Path
         }
     }
     (info, Some((repo, workdir)))
+}
+
+/// Puts back the files the walk of `root` ignored that `repo` tracks ([`source::admit_tracked`]).
+pub(crate) fn admit_tracked(
+    walked: &mut source::WalkResult,
+    root: &Path,
+    rules: &Rules,
+    opts: &source::WalkOptions,
+    repo: &git2::Repository,
+) {
+    let (Some(workdir), Ok(root_abs)) = (
+        repo.workdir().and_then(|w| w.canonicalize().ok()),
+        root.canonicalize(),
+    ) else {
+        return;
+    };
+    let subdir = root_abs
+        .strip_prefix(&workdir)
+        .ok()
+        .map(crate::util::slash_path)
+        .filter(|s| !s.is_empty());
+    source::admit_tracked(walked, root, rules, opts, |ignored| {
+        tracked_under(repo, subdir.as_deref(), ignored)
+    });
+}
+
+/// The files in `repo`'s index (tracked, or staged to be) at or under `ignored` (paths relative
+/// to the root at `subdir` of the work tree; folders end with `/`), relative to that root.
+/// Submodules are not files. Nothing when the index cannot be read.
+fn tracked_under(repo: &git2::Repository, subdir: Option<&str>, ignored: &[&str]) -> Vec<String> {
+    let Ok(index) = repo.index() else {
+        return Vec::new();
+    };
+    let prefix = subdir.map(|s| format!("{s}/")).unwrap_or_default();
+    let file = |e: &git2::IndexEntry| e.mode != 0o160_000;
+    let mut out = Vec::new();
+    for p in ignored {
+        let full = format!("{prefix}{p}");
+        if full.ends_with('/') {
+            let Ok(mut i) = index.find_prefix(full.as_str()) else {
+                continue;
+            };
+            while let Some(e) = index.get(i) {
+                if !e.path.starts_with(full.as_bytes()) {
+                    break;
+                }
+                if file(&e)
+                    && let Ok(path) = std::str::from_utf8(&e.path)
+                {
+                    out.push(path[prefix.len()..].to_string());
+                }
+                i += 1;
+            }
+        } else if index
+            .get_path(Path::new(&full), 0)
+            .is_some_and(|e| file(&e))
+        {
+            out.push((*p).to_string());
+        }
+    }
+    out
 }
 
 /// The dirty flag of `info` and the uncommitted paths it comes from (read once: `--since`

@@ -40,9 +40,13 @@ pub fn run_parse_only(opts: &IndexOptions) -> Result<ParseOnlySummary> {
     let root = super::checked_root(opts)?;
     let registry = super::load_registry(&root, &opts.languages_dirs)?;
     let mut walk_opts = opts.walk.clone();
-    walk_opts.skip_nested_repos = git2::Repository::discover(&root).is_ok();
+    let repo = git2::Repository::discover(&root).ok();
+    walk_opts.skip_nested_repos = repo.is_some();
     let rules = Rules::new(&opts.config.source, &walk_opts)?;
-    let walked = source::walk(&root, &rules, &walk_opts)?;
+    let mut walked = source::walk(&root, &rules, &walk_opts)?;
+    if let Some(repo) = &repo {
+        super::admit_tracked(&mut walked, &root, &rules, &walk_opts, repo);
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.threads)
         .thread_name(|i| format!("trove-parse-{i}"))

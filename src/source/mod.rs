@@ -121,6 +121,24 @@ impl Rules {
         self.cfg.max_file_bytes
     }
 
+    /// Whether a folder on the way to `rel` is one the walk does not enter: an excluded folder
+    /// name or `--exclude` glob, or (with `nested`) a nested repository.
+    fn folder_skipped(&self, root: &Path, rel: &str, nested: bool) -> bool {
+        let mut at = 0;
+        while let Some(i) = rel[at..].find('/') {
+            let dir = &rel[..at + i];
+            let name = &rel[at..at + i];
+            if self.exclude_dirs.contains(name)
+                || self.exclude.is_match(dir)
+                || (nested && root.join(dir).join(".git").exists())
+            {
+                return true;
+            }
+            at += i + 1;
+        }
+        false
+    }
+
     /// The skip reason a file's path alone gives, if any.
     fn reason_for_path(&self, rel: &str) -> Option<SkipReason> {
         let name = rel.rsplit('/').next().unwrap_or(rel);
@@ -440,6 +458,27 @@ fn classify_entry(root: &Path, rules: &Rules, e: &ignore::DirEntry, lazy: bool) 
             bytes: 0,
         });
     };
+    classify_file(
+        root,
+        rules,
+        p,
+        rel,
+        ft,
+        || e.metadata().map(|m| m.len()).unwrap_or(0),
+        lazy,
+    )
+}
+
+/// What the file (or link) `p`, at `rel` under `root`, is: to read, or skipped and why.
+fn classify_file(
+    root: &Path,
+    rules: &Rules,
+    p: &Path,
+    rel: String,
+    ft: std::fs::FileType,
+    size: impl Fn() -> u64,
+    lazy: bool,
+) -> What {
     let skip = |reason, bytes| {
         What::Skip(Skipped {
             path: rel.clone(),
@@ -458,7 +497,6 @@ fn classify_entry(root: &Path, rules: &Rules, e: &ignore::DirEntry, lazy: bool) 
     if !ft.is_file() {
         return skip(SkipReason::NotAFile, 0);
     }
-    let size = || e.metadata().map(|m| m.len()).unwrap_or(0);
     if let Some(r) = rules.reason_for_path(&rel) {
         return skip(r, size());
     }
@@ -470,6 +508,131 @@ fn classify_entry(root: &Path, rules: &Rules, e: &ignore::DirEntry, lazy: bool) 
         return skip(SkipReason::TooLarge, bytes);
     }
     What::File(rel, Some(bytes))
+}
+
+/// Git never ignores a file it tracks: `.gitignore`, `.git/info/exclude` and the global excludes
+/// only keep untracked files out. The walk knows nothing of git, so it hid tracked files that such
+/// a rule matches (a `build` pattern over a tracked `tools/build/gen.py`, a file added with
+/// `git add -f`). `tracked_under` gets the paths the walk recorded as ignored (folders end with
+/// `/`) and answers the tracked files at or under them (root-relative); each is put back through
+/// the walk's own rules (excluded folders and globs, secret, lock and minified names, the size
+/// cap, links, nested repositories) and trove's own ignore files (`.troveignore`, `.ignore`),
+/// which do apply to tracked files. An ignored file that is admitted loses its `ignored` row; an
+/// ignored folder keeps its own (for what git does not track in it).
+pub fn admit_tracked(
+    out: &mut WalkResult,
+    root: &Path,
+    rules: &Rules,
+    opts: &WalkOptions,
+    tracked_under: impl FnOnce(&[&str]) -> Vec<String>,
+) {
+    if !rules.cfg.respect_gitignore {
+        return;
+    }
+    let Ok(root) = root.canonicalize() else {
+        return;
+    };
+    let ignored: Vec<&str> = out
+        .skipped
+        .iter()
+        .filter(|s| s.reason == SkipReason::Ignored)
+        .map(|s| s.path.as_str())
+        .collect();
+    if ignored.is_empty() {
+        return;
+    }
+    let mut tracked = tracked_under(&ignored);
+    tracked.sort_unstable();
+    tracked.dedup();
+    let mut own = OwnIgnores::default();
+    let mut admitted = HashSet::new();
+    for rel in tracked {
+        let abs = root.join(&rel);
+        if opts.never_walk.iter().any(|n| abs.starts_with(n))
+            || rel
+                .split('/')
+                .any(|c| c.is_empty() || c == "." || c == ".." || c == ".git")
+            || rules.folder_skipped(&root, &rel, opts.skip_nested_repos)
+            || own.ignores(&root, &rel)
+        {
+            continue;
+        }
+        // Gone from the work tree (deleted, not yet committed): nothing to read.
+        let Ok(meta) = std::fs::symlink_metadata(&abs) else {
+            continue;
+        };
+        match classify_file(
+            &root,
+            rules,
+            &abs,
+            rel.clone(),
+            meta.file_type(),
+            || meta.len(),
+            opts.lazy_sizes,
+        ) {
+            What::File(rel, bytes) => out.files.push(Candidate { rel, abs, bytes }),
+            What::Skip(k) => out.skipped.push(k),
+            What::Dir | What::Other => continue,
+        }
+        admitted.insert(rel);
+    }
+    if admitted.is_empty() {
+        return;
+    }
+    out.skipped
+        .retain(|s| !(s.reason == SkipReason::Ignored && admitted.contains(&s.path)));
+    out.files.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
+    out.skipped.sort();
+    out.skipped.dedup();
+}
+
+/// trove's own ignore files (`.ignore`, then `.troveignore`, which wins), per folder, read once.
+#[derive(Default)]
+struct OwnIgnores {
+    by_dir: std::collections::HashMap<String, Option<ignore::gitignore::Gitignore>>,
+}
+
+impl OwnIgnores {
+    /// Whether the ignore files of the folders from `root` down to `rel`'s ignore `rel` (the
+    /// deepest folder whose rules say anything decides, as in the walk).
+    fn ignores(&mut self, root: &Path, rel: &str) -> bool {
+        let abs = root.join(rel);
+        let mut dirs = vec![String::new()];
+        let mut at = 0;
+        while let Some(i) = rel[at..].find('/') {
+            dirs.push(rel[..at + i].to_string());
+            at += i + 1;
+        }
+        for d in dirs.iter().rev() {
+            let m = self.by_dir.entry(d.clone()).or_insert_with(|| {
+                let dir = root.join(d);
+                let files: Vec<PathBuf> = [".ignore", ".troveignore"]
+                    .iter()
+                    .map(|n| dir.join(n))
+                    .filter(|f| f.is_file())
+                    .collect();
+                if files.is_empty() {
+                    return None;
+                }
+                let mut b = ignore::gitignore::GitignoreBuilder::new(&dir);
+                for f in &files {
+                    // A broken line is ignored here as the walk ignores it.
+                    let _ = b.add(f);
+                }
+                b.build().ok()
+            });
+            if let Some(m) = m {
+                let hit = m.matched_path_or_any_parents(&abs, false);
+                if hit.is_ignore() {
+                    return true;
+                }
+                if hit.is_whitelist() {
+                    return false;
+                }
+            }
+        }
+        false
+    }
 }
 
 /// What the parallel walk yielded: an entry and what it is, or an error.
