@@ -121,6 +121,11 @@ impl Rules {
         self.cfg.max_file_bytes
     }
 
+    /// Whether the walk honours `.gitignore` (and so may hide tracked files).
+    pub fn respects_gitignore(&self) -> bool {
+        self.cfg.respect_gitignore
+    }
+
     /// Whether a folder on the way to `rel` is one the walk does not enter: an excluded folder
     /// name or `--exclude` glob, or (with `nested`) a nested repository.
     fn folder_skipped(&self, root: &Path, rel: &str, nested: bool) -> bool {
