@@ -314,20 +314,12 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         let prefix = source.subdir.as_deref().unwrap_or("");
         incremental::TrackedStatus::start(workdir, prefix, base_commit)
     });
-    let index = repo
-        .as_ref()
-        .filter(|_| rules.respects_gitignore())
-        .and_then(|(_, workdir)| read_index_paths(workdir));
-    let mut walked = source::walk(&root, &rules, &walk_opts)?;
-    let subdir = source.subdir.clone();
-    admit_tracked(
-        &mut walked,
+    let walked = walk_tree(
         &root,
-        subdir.as_deref(),
         &rules,
         &walk_opts,
-        index,
-    );
+        repo.as_ref().map(|(_, w)| w.as_path()),
+    )?;
     let (source, uncommitted) = git_status(source, repo, status, &out, &walked);
     let expect = incremental::Expect {
         pipeline_hash: opts.config.hash(),
@@ -1276,9 +1268,10 @@ fn git_stamp(root: &Path) -> (bundle::SourceInfo, Option<(git2::Repository, Path
 
 /// The files in the index of the repository whose work tree is `workdir` (tracked, or staged to
 /// be; submodules are not files), repository-relative and sorted, read on a thread of its own so
-/// that it costs the walk it runs beside nothing: [`admit_tracked`] needs them only when the walk
-/// ignored something, and a 30,000-file index took a one-file `--since` run 20 ms read after it.
-pub(crate) fn read_index_paths(workdir: &Path) -> Option<std::thread::JoinHandle<Vec<String>>> {
+/// that it costs the walk it runs beside nothing: [`source::admit_tracked`] needs them only when
+/// the walk ignored something, and a 30,000-file index read after the walk took a one-file
+/// `--since` run 20 ms.
+fn read_index_paths(workdir: &Path) -> Option<std::thread::JoinHandle<Vec<String>>> {
     let workdir = workdir.to_path_buf();
     std::thread::Builder::new()
         .name("trove-git-index".into())
@@ -1299,23 +1292,32 @@ pub(crate) fn read_index_paths(workdir: &Path) -> Option<std::thread::JoinHandle
         .ok()
 }
 
-/// Puts back the files the walk of `root` (at `subdir` of its work tree) ignored that git
-/// tracks ([`source::admit_tracked`]), `index` being [`read_index_paths`]'s thread.
-pub(crate) fn admit_tracked(
-    walked: &mut source::WalkResult,
+/// The walk of `root` ([`source::walk`]), and, in the git work tree `workdir`, the files it
+/// ignored that git tracks put back ([`source::admit_tracked`]), the index read beside the walk.
+pub(crate) fn walk_tree(
     root: &Path,
-    subdir: Option<&str>,
     rules: &Rules,
     opts: &source::WalkOptions,
-    index: Option<std::thread::JoinHandle<Vec<String>>>,
-) {
+    workdir: Option<&Path>,
+) -> Result<source::WalkResult> {
+    let index = workdir
+        .filter(|_| rules.respects_gitignore())
+        .and_then(read_index_paths);
+    let mut walked = source::walk(root, rules, opts)?;
     let Some(index) = index else {
-        return;
+        return Ok(walked);
     };
-    source::admit_tracked(walked, root, rules, opts, |ignored| {
+    let subdir = workdir
+        .and_then(|w| {
+            let (w, r) = (w.canonicalize().ok()?, root.canonicalize().ok()?);
+            r.strip_prefix(w).ok().map(crate::util::slash_path)
+        })
+        .filter(|s| !s.is_empty());
+    source::admit_tracked(&mut walked, root, rules, opts, |ignored| {
         let tracked = index.join().unwrap_or_default();
-        tracked_under(&tracked, subdir, ignored)
+        tracked_under(&tracked, subdir.as_deref(), ignored)
     });
+    Ok(walked)
 }
 
 /// The files of `tracked` (the index's paths, sorted) at or under `ignored` (paths relative to

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use super::IndexOptions;
 use crate::lang::Registry;
-use crate::source::{self, Rules};
+use crate::source::Rules;
 use crate::{Error, Result};
 
 /// What a parse-only run did.
@@ -43,28 +43,8 @@ pub fn run_parse_only(opts: &IndexOptions) -> Result<ParseOnlySummary> {
     let repo = git2::Repository::discover(&root).ok();
     walk_opts.skip_nested_repos = repo.is_some();
     let rules = Rules::new(&opts.config.source, &walk_opts)?;
-    let workdir = repo
-        .as_ref()
-        .and_then(|r| r.workdir())
-        .and_then(|w| w.canonicalize().ok());
-    let index = workdir
-        .as_deref()
-        .filter(|_| rules.respects_gitignore())
-        .and_then(super::read_index_paths);
-    let mut walked = source::walk(&root, &rules, &walk_opts)?;
-    let subdir = workdir
-        .as_deref()
-        .and_then(|w| root.strip_prefix(w).ok())
-        .map(crate::util::slash_path)
-        .filter(|s| !s.is_empty());
-    super::admit_tracked(
-        &mut walked,
-        &root,
-        subdir.as_deref(),
-        &rules,
-        &walk_opts,
-        index,
-    );
+    let workdir = repo.as_ref().and_then(|r| r.workdir());
+    let walked = super::walk_tree(&root, &rules, &walk_opts, workdir)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.threads)
         .thread_name(|i| format!("trove-parse-{i}"))
