@@ -934,4 +934,38 @@ fn tracked_files_that_gitignore_matches_are_indexed() {
     );
     let hits = query_jsonl(&[incr.to_str().unwrap(), "migrate"]);
     assert_eq!(hits[0]["path"], "generated/schema.py");
+
+    // A tracked file's folder replaced in the work tree by a link to a folder outside the root:
+    // nothing outside the root is read.
+    write(
+        root,
+        "generated/deep/inner.py",
+        b"def inner():\n    return 5\n",
+    );
+    git(root, &["add", "-f", "generated/deep/inner.py"]);
+    git(root, &["commit", "-q", "-m", "three"]);
+    let outside = scratch.path().join("outside");
+    write(
+        &outside,
+        "inner.py",
+        b"def leaked_from_outside():\n    return 6\n",
+    );
+    std::fs::remove_dir_all(root.join("generated/deep")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("generated/deep")).unwrap();
+    let linked = scratch.path().join("linked.bundle");
+    index(root, &linked, &[]);
+    let paths = crate::util::indexed_paths(&linked);
+    assert!(
+        paths.contains(&"generated/schema.py".to_string()),
+        "{paths:?}"
+    );
+    assert!(
+        !paths.contains(&"generated/deep/inner.py".to_string()),
+        "{paths:?}"
+    );
+    let leaked = duck(&format!(
+        "SELECT count(*) FROM {} WHERE content LIKE '%leaked_from_outside%'",
+        pq(&linked, "chunks")
+    ));
+    assert_eq!(leaked[0][0], "0");
 }

@@ -562,6 +562,16 @@ pub fn admit_tracked(
         {
             continue;
         }
+        // Its folders must be the real ones under the root: one replaced by a link in the work
+        // tree would lead outside it, and nothing outside the root is read.
+        let folder = rel.rsplit_once('/').map_or("", |(d, _)| d);
+        if abs
+            .parent()
+            .and_then(|p| p.canonicalize().ok())
+            .is_none_or(|p| p != root.join(folder))
+        {
+            continue;
+        }
         // Gone from the work tree (deleted, not yet committed): nothing to read.
         let Ok(meta) = std::fs::symlink_metadata(&abs) else {
             continue;
