@@ -1252,11 +1252,7 @@ fn git_stamp(root: &Path) -> (bundle::SourceInfo, Option<(git2::Repository, Path
     let Some(workdir) = repo.workdir().and_then(|w| w.canonicalize().ok()) else {
         return (info, None);
     };
-    let sub = root
-        .strip_prefix(&workdir)
-        .ok()
-        .map(crate::util::slash_path);
-    info.subdir = sub.filter(|s| !s.is_empty());
+    info.subdir = subdir_of(root, &workdir);
     if let Ok(head) = repo.head() {
         info.commit = head.peel_to_commit().ok().map(|c| c.id().to_string());
         if head.is_branch() {
@@ -1284,7 +1280,9 @@ fn read_index_paths(workdir: &Path) -> Option<std::thread::JoinHandle<Vec<String
                 .filter(|e| e.mode != 0o160_000)
                 .filter_map(|e| String::from_utf8(e.path).ok())
                 .collect();
-            // The index is in path order already; conflicted paths appear once per stage.
+            // Sorted by byte for the binary searches: a case-insensitive repository
+            // (core.ignorecase) keeps its index in another order. Conflicted paths appear once
+            // per stage.
             out.sort_unstable();
             out.dedup();
             out
@@ -1292,8 +1290,17 @@ fn read_index_paths(workdir: &Path) -> Option<std::thread::JoinHandle<Vec<String
         .ok()
 }
 
+/// Where `root` lies in the work tree `workdir` (both canonical), as a `/`-path; `None` at its top.
+fn subdir_of(root: &Path, workdir: &Path) -> Option<String> {
+    root.strip_prefix(workdir)
+        .ok()
+        .map(crate::util::slash_path)
+        .filter(|s| !s.is_empty())
+}
+
 /// The walk of `root` ([`source::walk`]), and, in the git work tree `workdir`, the files it
-/// ignored that git tracks put back ([`source::admit_tracked`]), the index read beside the walk.
+/// ignored that git tracks put back ([`source::admit_tracked`]), the index read beside the walk
+/// (`root` and `workdir` canonical).
 pub(crate) fn walk_tree(
     root: &Path,
     rules: &Rules,
@@ -1307,12 +1314,7 @@ pub(crate) fn walk_tree(
     let Some(index) = index else {
         return Ok(walked);
     };
-    let subdir = workdir
-        .and_then(|w| {
-            let (w, r) = (w.canonicalize().ok()?, root.canonicalize().ok()?);
-            r.strip_prefix(w).ok().map(crate::util::slash_path)
-        })
-        .filter(|s| !s.is_empty());
+    let subdir = workdir.and_then(|w| subdir_of(root, w));
     source::admit_tracked(&mut walked, root, rules, opts, |ignored| {
         let tracked = index.join().unwrap_or_default();
         tracked_under(&tracked, subdir.as_deref(), ignored)

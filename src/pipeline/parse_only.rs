@@ -43,8 +43,11 @@ pub fn run_parse_only(opts: &IndexOptions) -> Result<ParseOnlySummary> {
     let repo = git2::Repository::discover(&root).ok();
     walk_opts.skip_nested_repos = repo.is_some();
     let rules = Rules::new(&opts.config.source, &walk_opts)?;
-    let workdir = repo.as_ref().and_then(|r| r.workdir());
-    let walked = super::walk_tree(&root, &rules, &walk_opts, workdir)?;
+    let workdir = repo
+        .as_ref()
+        .and_then(|r| r.workdir())
+        .and_then(|w| w.canonicalize().ok());
+    let walked = super::walk_tree(&root, &rules, &walk_opts, workdir.as_deref())?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.threads)
         .thread_name(|i| format!("trove-parse-{i}"))

@@ -129,19 +129,12 @@ impl Rules {
     /// Whether a folder on the way to `rel` is one the walk does not enter: an excluded folder
     /// name or `--exclude` glob, or (with `nested`) a nested repository.
     fn folder_skipped(&self, root: &Path, rel: &str, nested: bool) -> bool {
-        let mut at = 0;
-        while let Some(i) = rel[at..].find('/') {
-            let dir = &rel[..at + i];
-            let name = &rel[at..at + i];
-            if self.exclude_dirs.contains(name)
+        folders(rel).any(|dir| {
+            let name = dir.rsplit('/').next().unwrap_or(dir);
+            self.exclude_dirs.contains(name)
                 || self.exclude.is_match(dir)
                 || (nested && root.join(dir).join(".git").exists())
-            {
-                return true;
-            }
-            at += i + 1;
-        }
-        false
+        })
     }
 
     /// The skip reason a file's path alone gives, if any.
@@ -601,6 +594,11 @@ pub fn admit_tracked(
     out.skipped.dedup();
 }
 
+/// The folders on the way to the `/`-path `rel`, outermost first (`a`, `a/b` for `a/b/c.py`).
+fn folders(rel: &str) -> impl Iterator<Item = &str> {
+    rel.match_indices('/').map(|(i, _)| &rel[..i])
+}
+
 /// trove's own ignore files (`.ignore`, then `.troveignore`, which wins), per folder, read once.
 #[derive(Default)]
 struct OwnIgnores {
@@ -612,14 +610,9 @@ impl OwnIgnores {
     /// deepest folder whose rules say anything decides, as in the walk).
     fn ignores(&mut self, root: &Path, rel: &str) -> bool {
         let abs = root.join(rel);
-        let mut dirs = vec![String::new()];
-        let mut at = 0;
-        while let Some(i) = rel[at..].find('/') {
-            dirs.push(rel[..at + i].to_string());
-            at += i + 1;
-        }
-        for d in dirs.iter().rev() {
-            let m = self.by_dir.entry(d.clone()).or_insert_with(|| {
+        let dirs: Vec<&str> = std::iter::once("").chain(folders(rel)).collect();
+        for d in dirs.into_iter().rev() {
+            let m = self.by_dir.entry(d.to_string()).or_insert_with(|| {
                 let dir = root.join(d);
                 let files: Vec<PathBuf> = [".ignore", ".troveignore"]
                     .iter()
