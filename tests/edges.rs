@@ -282,3 +282,65 @@ fn path_globs_match_characters_not_bytes() {
         );
     }
 }
+
+#[test]
+fn a_byte_order_mark_is_kept_in_the_bundles_copy_of_the_file() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    let files: [(&str, &[u8]); 5] = [
+        // The first chunk after the mark (its lead holds the mark).
+        ("a.py", b"\xEF\xBB\xBFdef greet_bom():\n    return 1\n"),
+        // A heading section that starts at the file's first byte.
+        ("b.md", b"\xEF\xBB\xBF# Bom title\n\nSome words.\n"),
+        // No chunk at all: the mark is in the tail.
+        ("c.py", b"\xEF\xBB\xBF"),
+        (
+            "d.cs",
+            b"\xEF\xBB\xBFusing System;\r\nclass BomThing { void Run() {} }\r\n",
+        ),
+        ("e.txt", b"\xEF\xBB\xBFplain bom words\n"),
+    ];
+    for (p, bytes) in files {
+        write(&root, p, bytes);
+    }
+    for chunker in ["ast", "lines"] {
+        let b = t.path().join(format!("b-{chunker}"));
+        index(&root, &b, &["--chunker", chunker]);
+        for (p, bytes) in files {
+            let o = trove()
+                .args(["show", "--raw"])
+                .arg(&b)
+                .arg(p)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{chunker} {p}");
+            assert_eq!(o.stdout, bytes, "{chunker} {p}");
+            // A line range of the first line too.
+            let first = bytes.split_inclusive(|&c| c == b'\n').next().unwrap();
+            let o = trove()
+                .args(["show", "--raw"])
+                .arg(&b)
+                .arg(format!("{p}:1-1"))
+                .output()
+                .unwrap();
+            assert_eq!(o.stdout, first, "{chunker} {p}:1-1");
+        }
+        // The `file_text` view gives the file's bytes: its sha256 is the one `files` records.
+        let rows = sql_json(
+            &b,
+            "SELECT count(*) AS n FROM file_text t JOIN files f USING (path) \
+             WHERE sha256(t.text) = f.sha256",
+        );
+        assert_eq!(rows[0]["n"], 5, "{chunker}");
+        // The mark is not part of what is searched: the first word is still found, on line 1.
+        let hits = crate::util::query_jsonl(&[b.as_os_str(), "greet_bom".as_ref()]);
+        assert_eq!(hits[0]["path"], "a.py", "{chunker}");
+        assert_eq!(hits[0]["start_line"], 1, "{chunker}");
+    }
+    let b = t.path().join("b-ast");
+    let rows = sql_json(
+        &b,
+        "SELECT symbol FROM chunks WHERE path = 'd.cs' AND symbol IS NOT NULL ORDER BY 1",
+    );
+    assert!(rows.iter().any(|r| r["symbol"] == "BomThing"), "{rows:?}");
+}

@@ -854,6 +854,9 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         // processing it again would give.
         return FileResult::Carried;
     }
+    // `classify` makes a UTF-8 byte-order mark three spaces for the chunkers and extractors;
+    // the stored text gets it back below, so the bundle's copy of the file is its bytes.
+    let bom = bytes.starts_with(BOM.as_bytes());
     let text = match ctx.rules.classify(bytes) {
         Ok(t) => t,
         Err(reason) => return skip(reason, size),
@@ -1081,6 +1084,10 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     } else {
         Vec::new()
     };
+    let mut tail = text.get(done..).unwrap_or_default().to_string();
+    if bom {
+        restore_bom(&mut chunks, &mut tail);
+    }
     FileResult::Indexed(Box::new(FileRecord {
         path: c.rel.clone(),
         language: lang.map(|l| l.def.id.clone()),
@@ -1094,13 +1101,33 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
         redactions: redacted.len() as u32,
         redacted_kinds: redacted,
         summary,
-        tail: text.get(done..).unwrap_or_default().to_string(),
+        tail,
         chunks,
         symbols,
         deps,
         refs,
         scip,
     }))
+}
+
+/// The UTF-8 byte-order mark.
+const BOM: &str = "\u{feff}";
+
+/// Puts a file's byte-order mark back into the stored text that holds its first three bytes
+/// (the first chunk's lead, else its content, else the file's tail), where `classify` left three
+/// spaces. The mark is three bytes too, so every offset stays right; the chunk's id, terms and
+/// vectors were made from the spaces, as a `--since` run makes them again.
+fn restore_bom(chunks: &mut [ChunkRecord], tail: &mut String) {
+    let first = match chunks.first_mut() {
+        Some(c) if c.lead.is_empty() => &mut c.chunk.content,
+        Some(c) => &mut c.lead,
+        None => tail,
+    };
+    // A chunk that began inside the three spaces would split the mark between two strings: no
+    // chunker starts one in whitespace, and the spaces then stay.
+    if first.starts_with("   ") {
+        first.replace_range(..3, BOM);
+    }
 }
 
 /// The stable id of the definition `s` of the file at `rel`: (path, kind, symbol path, start).
