@@ -969,3 +969,49 @@ fn tracked_files_that_gitignore_matches_are_indexed() {
     ));
     assert_eq!(leaked[0][0], "0");
 }
+
+#[test]
+fn the_repositorys_own_excludes_file_hides_untracked_files() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    git(root, &["init", "-q"]);
+    // Relative: git reads it from the work tree's top.
+    git(root, &["config", "core.excludesFile", "my-excludes"]);
+    write(root, "my-excludes", b"*.scratch.py\nnotes/\n");
+    write(root, "app.py", b"def main():\n    return 1\n");
+    write(root, "kept.scratch.py", b"def kept():\n    return 2\n");
+    write(root, "lib/try.scratch.py", b"def tried():\n    return 3\n");
+    write(root, "notes/todo.md", b"# Todo\n");
+    git(root, &["add", "app.py", "my-excludes"]);
+    git(root, &["add", "-f", "kept.scratch.py"]);
+    git(root, &["commit", "-q", "-m", "one"]);
+    // What git calls untracked and not ignored.
+    let others = std::process::Command::new("git")
+        .args(["ls-files", "--others", "--exclude-standard"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&others.stdout), "");
+    let scratch = tempfile::tempdir().unwrap();
+    let b = scratch.path().join("b");
+    index(root, &b, &[]);
+    let paths = crate::util::indexed_paths(&b);
+    assert_eq!(
+        paths,
+        ["app.py", "kept.scratch.py", "my-excludes"],
+        "{paths:?}"
+    );
+    let skipped = crate::util::skipped_reasons(&b);
+    assert_eq!(skipped["lib/try.scratch.py"], "ignored", "{skipped:?}");
+    assert_eq!(skipped["notes/"], "ignored", "{skipped:?}");
+    // Set to a file that is not there, it hides nothing.
+    git(root, &["config", "core.excludesFile", "gone"]);
+    let b2 = scratch.path().join("b2");
+    index(root, &b2, &[]);
+    let paths = crate::util::indexed_paths(&b2);
+    assert!(
+        paths.contains(&"lib/try.scratch.py".to_string()),
+        "{paths:?}"
+    );
+    assert!(paths.contains(&"notes/todo.md".to_string()), "{paths:?}");
+}

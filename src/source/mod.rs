@@ -251,6 +251,20 @@ fn rel_string(root: &Path, p: &Path) -> Option<String> {
     Some(out)
 }
 
+/// The `core.excludesFile` git uses for the repository holding `root`: the value of the nearest
+/// configuration that sets it (the repository's, the user's, the system's), `~/` expanded.
+/// `None` outside a repository or when none sets it (git then reads
+/// `$XDG_CONFIG_HOME/git/ignore`, as the `ignore` crate does).
+fn git_excludes_file(root: &Path) -> Option<PathBuf> {
+    let repo = git2::Repository::discover(root).ok()?;
+    let path = repo.config().ok()?.get_path("core.excludesFile").ok()?;
+    // A relative value is relative to the work tree's top, where git runs its commands.
+    Some(match repo.workdir() {
+        Some(top) if path.is_relative() => top.join(path),
+        _ => path,
+    })
+}
+
 fn lossy_rel(root: &Path, p: &Path) -> String {
     let rel = p.strip_prefix(root).unwrap_or(p);
     crate::util::slash_path(rel)
@@ -279,6 +293,13 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
         .follow_links(false);
     if respect {
         wb.add_custom_ignore_filename(".troveignore");
+        // The `ignore` crate reads `core.excludesFile` from the user's own git configuration
+        // only; git takes it from the repository's (and the system's) too, the nearest winning.
+        if let Some(file) = git_excludes_file(&root) {
+            wb.git_global(false);
+            // A file that is not there hides nothing, as in git.
+            let _ = wb.add_ignore(file);
+        }
     }
     {
         let root = root.clone();
