@@ -1015,3 +1015,53 @@ fn the_repositorys_own_excludes_file_hides_untracked_files() {
     );
     assert!(paths.contains(&"notes/todo.md".to_string()), "{paths:?}");
 }
+
+#[test]
+fn a_gitattributes_change_rereads_the_files_it_may_check_out_anew() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    git(root, &["init", "-q"]);
+    git(root, &["config", "core.autocrlf", "false"]);
+    write(root, "app/a.py", b"def alpha():\n    return 1\n");
+    write(root, "app/b.py", b"def beta():\n    return 2\n");
+    write(root, "other/c.py", b"def gamma():\n    return 3\n");
+    commit(root, "one");
+    let scratch = tempfile::tempdir().unwrap();
+    let incr = scratch.path().join("incr.bundle");
+    index(root, &incr, &[]);
+    // New attributes, and a fresh checkout of app/a.py under them (as a new clone gets it):
+    // git's content is unchanged, its bytes are not.
+    write(root, "app/.gitattributes", b"*.py text eol=crlf\n");
+    commit(root, "two");
+    std::fs::remove_file(root.join("app/a.py")).unwrap();
+    git(root, &["checkout", "--", "app/a.py"]);
+    assert_eq!(
+        std::fs::read(root.join("app/a.py")).unwrap(),
+        b"def alpha():\r\n    return 1\r\n"
+    );
+    let s = index_json(root, &incr, &["--since", "auto"]);
+    let full = scratch.path().join("full.bundle");
+    index(root, &full, &[]);
+    assert_eq!(compacted_tables(&incr), tables(&full), "{s}");
+    let o = trove()
+        .args(["show", "--raw"])
+        .arg(&incr)
+        .arg("app/a.py")
+        .output()
+        .unwrap();
+    assert_eq!(o.stdout, b"def alpha():\r\n    return 1\r\n");
+    // Only what changed is processed again: the attributes file and the re-checked-out file;
+    // app/b.py was read and reused, other/c.py not even read.
+    assert_eq!(
+        s["files_indexed"].as_u64().unwrap() - s["files_reused"].as_u64().unwrap(),
+        2,
+        "{s}"
+    );
+    assert!(
+        s["incremental"].as_str().unwrap().ends_with(
+            "; .gitattributes changed: 2 other file(s) under app checked by content hash"
+        ),
+        "{s}"
+    );
+    assert_eq!(manifest(&incr)["base"]["mode"], "git-diff");
+}

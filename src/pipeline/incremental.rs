@@ -374,8 +374,24 @@ pub(crate) fn plan(
     // tracked, so it is compared by content) and not changed.
     let mut unchanged = tracked;
     unchanged.retain(|p| !changed.contains(p));
+    // Where a `.gitattributes` changed, the same content may have been checked out as other bytes:
+    // the files under it are compared by content hash (read, and reused when their bytes match).
+    let mut attributes = stats.attributes.clone();
+    attributes.extend(
+        changed
+            .iter()
+            .filter(|p| p.rsplit('/').next() == Some(".gitattributes"))
+            .map(|p| p.rsplit_once('/').map_or("", |(f, _)| f).to_string()),
+    );
+    attributes.sort_unstable();
+    attributes.dedup();
+    let under =
+        |p: &str, f: &str| f.is_empty() || p.strip_prefix(f).is_some_and(|r| r.starts_with('/'));
+    let before = unchanged.len();
+    unchanged.retain(|p| !attributes.iter().any(|f| under(p, f)));
+    let rehashed = before - unchanged.len();
     let note = format!(
-        "incremental since {} ({}): {} path(s) changed{}",
+        "incremental since {} ({}): {} path(s) changed{}{}",
         short(rev_commit.id()),
         given,
         changed.len(),
@@ -383,6 +399,18 @@ pub(crate) fn plan(
             format!(", {} submodule change(s) skipped", stats.submodules)
         } else {
             String::new()
+        },
+        if attributes.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; .gitattributes changed: {rehashed} other file(s) under {} checked by content hash",
+                attributes
+                    .iter()
+                    .map(|f| if f.is_empty() { "the root" } else { f.as_str() })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         }
     );
     Ok(Plan {
@@ -471,6 +499,11 @@ pub(crate) struct DiffStats {
     renamed: u64,
     type_changed: u64,
     submodules: u64,
+    /// Root-relative folders whose `.gitattributes` the diff touches ("" for the root, and for
+    /// one above it): a checkout of the new commit may give their files other bytes (line
+    /// endings, filters) while git's content for them is unchanged.
+    #[serde(skip)]
+    attributes: Vec<String>,
 }
 
 /// The repo path `p` relative to the indexed root (`prefix` = the root within the work tree), or
@@ -531,8 +564,22 @@ fn diff_paths(
             if let Some(r) = under_root(p, prefix) {
                 out.insert(r);
             }
+            if p.file_name().is_some_and(|n| n == ".gitattributes") {
+                let folder = p.parent().map(|f| f.to_string_lossy()).unwrap_or_default();
+                let scope = if prefix == folder
+                    || folder.is_empty()
+                    || prefix.starts_with(&format!("{folder}/"))
+                {
+                    Some(String::new())
+                } else {
+                    under_root(Path::new(folder.as_ref()), prefix)
+                };
+                st.attributes.extend(scope);
+            }
         }
     }
+    st.attributes.sort_unstable();
+    st.attributes.dedup();
     Ok(st)
 }
 
