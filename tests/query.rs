@@ -555,3 +555,42 @@ fn text_snippets_keep_the_code_indentation() {
         "{got}"
     );
 }
+
+/// A long query word also finds its shorter forms in code (`parameters` → `param`, `timeouts`
+/// → `timeout`), below the chunks that have the word itself; the SQL macro scores the query's own
+/// terms only.
+#[test]
+fn query_words_reach_their_prefixes_in_code() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    write(&root, "settings.py", b"def read_param(p):\n    return p\n");
+    write(
+        &root,
+        "explain.py",
+        b"def explain_parameters(parameters):\n    return parameters\n",
+    );
+    write(
+        &root,
+        "net.py",
+        b"def set_timeout(seconds):\n    return seconds\n",
+    );
+    write(&root, "other.py", b"def unrelated():\n    return 1\n");
+    let b = t.path().join("b");
+    index(&root, &b, &[]);
+    for mode in ["bm25", "hybrid"] {
+        let paths = |q: &str| -> Vec<String> {
+            jsonl(&b, &[q, "--mode", mode])
+                .iter()
+                .map(|h| h["path"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(paths("parameters"), ["explain.py", "settings.py"], "{mode}");
+        assert_eq!(paths("timeouts"), ["net.py"], "{mode}");
+    }
+    let rows = sql_json(
+        &b,
+        "SELECT c.path FROM bm25_search('parameters', 10) JOIN chunks c USING (chunk_id)",
+    );
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["path"], "explain.py");
+}

@@ -35,6 +35,12 @@ const SYMBOL_BOOST: f64 = 0.3;
 /// Weight of a query term that is a whole compound identifier (`processPayment`, `max_file_bytes`):
 /// the user typed an exact name, the strongest evidence there is.
 const COMPOUND_WEIGHT: f64 = 2.0;
+/// Weight of a query word's prefix (see [`prefix_expansions`]) against the word itself.
+const PREFIX_WEIGHT: f64 = 0.5;
+/// Query words this many letters long or longer get their prefixes as extra terms.
+const PREFIX_MIN_WORD: usize = 5;
+/// The shortest prefix taken.
+const PREFIX_MIN: usize = 3;
 /// Fusion weight of a model embedder's vector arm (see [`default_vector_weight`]).
 const MODEL_VECTOR_WEIGHT: f64 = 1.0;
 /// Vector hits below this cosine are noise (hash-bucket collisions), not matches (dev eval: 0.12
@@ -607,6 +613,21 @@ impl Bundle {
         )
     }
 
+    /// [`Bundle::idf_indexed`] of `terms` and of their words' prefixes that the bundle holds
+    /// ([`prefix_expansions`]), the query's own terms first.
+    fn idf_expanded(&self, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
+        let live = self.live_postings()?;
+        let n = self.manifest.bm25.n_docs;
+        let df = |t: &str| live_df(&live, t);
+        let prefixes = prefix_expansions(terms, |t| df(t) > 0);
+        let mut out = idf_weights(&Df::Live(live.clone()), n, terms)?;
+        out.extend(prefixes.into_iter().map(|(p, w, word)| {
+            let weight = w * idf(n, df(&p)).min(idf(n, df(word).max(1)));
+            (p, weight)
+        }));
+        Ok(out)
+    }
+
     /// What turns query text into this bundle's query vector (for the SQL function `trove_embed`).
     pub fn query_embedder(&self) -> Result<QueryEmbedder> {
         Ok(QueryEmbedder {
@@ -805,10 +826,25 @@ impl Bundle {
             };
             // One lookup of the query terms' document frequencies serves both arms: from the
             // inverted index when BM25 runs (it is loaded anyway), else from `terms.parquet`.
-            let idf = if mode == Mode::Vector {
-                self.idf(&terms)?
+            // The BM25 arm also scores the query words' prefixes the bundle holds; the vector
+            // arm (the hash embedder's idf weights) only the query's own terms. Beside a model's
+            // vector arm, which bridges `request` and `req` itself, the prefixes only add noise
+            // to the fusion (measured: see README, Retrieval quality): not there.
+            let with_model = matches!(embedder, Some(QueryModel::Model(_)));
+            let (idf, expanded) = if mode == Mode::Vector {
+                (self.idf(&terms)?, Vec::new())
+            } else if mode == Mode::Hybrid && with_model {
+                let idf = self.idf_indexed(&terms)?;
+                (idf.clone(), idf)
             } else {
-                self.idf_indexed(&terms)?
+                let expanded = self.idf_expanded(&terms)?;
+                let own: FxHashSet<&str> = terms.iter().map(|(t, _)| t.as_str()).collect();
+                let idf = expanded
+                    .iter()
+                    .filter(|(t, _)| own.contains(t.as_str()))
+                    .cloned()
+                    .collect();
+                (idf, expanded)
             };
             let allowed = if Self::has_filters(o) {
                 join()?;
@@ -824,7 +860,7 @@ impl Bundle {
                     Some(self.live_postings()?)
                 };
                 let bm25 = live.map(|live| {
-                    let (idf, allowed) = (&idf, allowed.as_ref());
+                    let (idf, allowed) = (&expanded, allowed.as_ref());
                     arms.spawn(move || -> Result<_> {
                         Ok(bm25_top(&live, idf, ARM_CANDIDATES, allowed))
                     })
@@ -1614,6 +1650,49 @@ pub fn query_terms(query: &str, max_len: usize) -> Vec<(String, f64)> {
     if content.is_empty() { out } else { content }
 }
 
+/// The prefixes of the query's words that the bundle holds (`exists`), as extra BM25 terms: for
+/// each word of [`PREFIX_MIN_WORD`] letters or more (not a question word), every prefix of
+/// [`PREFIX_MIN`] letters up to one letter short of the word that is not itself a query term.
+/// Each is (prefix, weight, the word): its weight is the word's × [`PREFIX_WEIGHT`], and the
+/// caller caps its idf at the word's, so a rare truncation never outweighs the word.
+///
+/// Code shortens the words a question spells out: `request` is `req`, `configuration`
+/// `config`, `parameters` `param`, `characters` `char`, `length` `len`; and a question's
+/// inflections (`routes`, `matching`, `formatted`) reach the code's stems (`route`, `match`,
+/// `format`). Only the query side changes: the index and its statistics stay as they are.
+fn prefix_expansions(
+    terms: &[(String, f64)],
+    exists: impl Fn(&str) -> bool,
+) -> Vec<(String, f64, &str)> {
+    let own: FxHashSet<&str> = terms.iter().map(|(t, _)| t.as_str()).collect();
+    let mut out: Vec<(String, f64, &str)> = Vec::new();
+    for (word, w) in terms {
+        let letters = word.chars().count();
+        if letters < PREFIX_MIN_WORD
+            || STOPWORDS.contains(&word.as_str())
+            || !word.chars().all(char::is_alphabetic)
+        {
+            continue;
+        }
+        for (end, _) in word
+            .char_indices()
+            .skip(PREFIX_MIN)
+            .take(letters - PREFIX_MIN)
+        {
+            let p = &word[..end];
+            if STOPWORDS.contains(&p)
+                || own.contains(p)
+                || out.iter().any(|(q, _, _)| q == p)
+                || !exists(p)
+            {
+                continue;
+            }
+            out.push((p.to_string(), w * PREFIX_WEIGHT, word.as_str()));
+        }
+    }
+    out
+}
+
 /// Searches several bundles and merges their hits by score, ranks assigned.
 pub fn search_all<'a>(
     bundles: impl IntoIterator<Item = &'a Bundle>,
@@ -1761,5 +1840,46 @@ mod tests {
             query_terms("processPayment", 64)[0],
             ("processpayment".to_string(), COMPOUND_WEIGHT)
         );
+    }
+
+    #[test]
+    fn long_query_words_reach_the_prefixes_the_bundle_holds() {
+        let held = [
+            "req", "request", "config", "con", "conf", "par", "param", "rou", "route", "with",
+        ];
+        let terms = query_terms(
+            "how is the request routed with its configuration parameters",
+            64,
+        );
+        let got = prefix_expansions(&terms, |t| held.contains(&t));
+        let got: Vec<(&str, f64, &str)> =
+            got.iter().map(|(p, w, o)| (p.as_str(), *w, *o)).collect();
+        assert_eq!(
+            got,
+            [
+                // `request` is a query term of its own: its prefix `req` only.
+                ("req", PREFIX_WEIGHT, "request"),
+                ("rou", PREFIX_WEIGHT, "routed"),
+                ("route", PREFIX_WEIGHT, "routed"),
+                ("con", PREFIX_WEIGHT, "configuration"),
+                ("conf", PREFIX_WEIGHT, "configuration"),
+                ("config", PREFIX_WEIGHT, "configuration"),
+                ("par", PREFIX_WEIGHT, "parameters"),
+                ("param", PREFIX_WEIGHT, "parameters"),
+            ]
+        );
+        // Short words, question words, numbers and names with digits get none; a compound's
+        // weight carries over.
+        assert!(
+            prefix_expansions(&query_terms("what is a path v2 12345", 64), |_| true).is_empty()
+        );
+        let max_retries = query_terms("maxRetries", 64);
+        let compound = prefix_expansions(&max_retries, |t| t == "maxr");
+        assert_eq!(compound[0].1, COMPOUND_WEIGHT * PREFIX_WEIGHT);
+        // Letters, not bytes: `ünïcode` gives `ünï`, `ünïc`, `ünïco`, `ünïcod`.
+        let unicode = query_terms("ünïcode", 64);
+        let u = prefix_expansions(&unicode, |_| true);
+        assert_eq!(u.len(), 4);
+        assert_eq!(u[0].0, "ünï");
     }
 }
