@@ -318,7 +318,7 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         &root,
         &rules,
         &walk_opts,
-        repo.as_ref().map(|(_, w)| w.as_path()),
+        repo.as_ref().map(|(r, w)| (r, w.as_path())),
     )?;
     let (source, uncommitted) = git_status(source, repo, status, &out, &walked);
     let expect = incremental::Expect {
@@ -1325,19 +1325,20 @@ fn subdir_of(root: &Path, workdir: &Path) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// The walk of `root` ([`source::walk`]), and, in the git work tree `workdir`, the files it
-/// ignored that git tracks put back ([`source::admit_tracked`]), the index read beside the walk
-/// (`root` and `workdir` canonical).
+/// The walk of `root` ([`source::walk`]), and, in the repository `git` (with its work tree,
+/// `root` and it canonical), the files it ignored that git tracks put back
+/// ([`source::admit_tracked`]), the index read beside the walk.
 pub(crate) fn walk_tree(
     root: &Path,
     rules: &Rules,
     opts: &source::WalkOptions,
-    workdir: Option<&Path>,
+    git: Option<(&git2::Repository, &Path)>,
 ) -> Result<source::WalkResult> {
-    let index = workdir
-        .filter(|_| rules.respects_gitignore())
-        .and_then(read_index_paths);
-    let mut walked = source::walk(root, rules, opts)?;
+    let git = git.filter(|_| rules.respects_gitignore());
+    let workdir = git.map(|(_, w)| w);
+    let index = workdir.and_then(read_index_paths);
+    let excludes = git.and_then(|(r, _)| source::git_excludes_file(r));
+    let mut walked = source::walk(root, rules, opts, excludes.as_deref())?;
     let Some(index) = index else {
         return Ok(walked);
     };

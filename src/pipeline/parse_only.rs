@@ -47,7 +47,12 @@ pub fn run_parse_only(opts: &IndexOptions) -> Result<ParseOnlySummary> {
         .as_ref()
         .and_then(|r| r.workdir())
         .and_then(|w| w.canonicalize().ok());
-    let walked = super::walk_tree(&root, &rules, &walk_opts, workdir.as_deref())?;
+    let walked = super::walk_tree(
+        &root,
+        &rules,
+        &walk_opts,
+        repo.as_ref().zip(workdir.as_deref()),
+    )?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.threads)
         .thread_name(|i| format!("trove-parse-{i}"))

@@ -251,12 +251,10 @@ fn rel_string(root: &Path, p: &Path) -> Option<String> {
     Some(out)
 }
 
-/// The `core.excludesFile` git uses for the repository holding `root`: the value of the nearest
-/// configuration that sets it (the repository's, the user's, the system's), `~/` expanded.
-/// `None` outside a repository or when none sets it (git then reads
-/// `$XDG_CONFIG_HOME/git/ignore`, as the `ignore` crate does).
-fn git_excludes_file(root: &Path) -> Option<PathBuf> {
-    let repo = git2::Repository::discover(root).ok()?;
+/// The `core.excludesFile` git uses for `repo`: the value of the nearest configuration that sets
+/// it (the repository's, the user's, the system's), `~/` expanded. `None` when none sets it (git
+/// then reads `$XDG_CONFIG_HOME/git/ignore`, as the `ignore` crate does).
+pub fn git_excludes_file(repo: &git2::Repository) -> Option<PathBuf> {
     let path = repo.config().ok()?.get_path("core.excludesFile").ok()?;
     // A relative value is relative to the work tree's top, where git runs its commands.
     Some(match repo.workdir() {
@@ -270,8 +268,15 @@ fn lossy_rel(root: &Path, p: &Path) -> String {
     crate::util::slash_path(rel)
 }
 
-/// Walks `root`: candidates to read and everything skipped, both sorted by path.
-pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult> {
+/// Walks `root`: candidates to read and everything skipped, both sorted by path. `excludes_file`
+/// is the repository's `core.excludesFile` ([`git_excludes_file`]), used in place of the one the
+/// `ignore` crate would look up in the user's git configuration.
+pub fn walk(
+    root: &Path,
+    rules: &Rules,
+    opts: &WalkOptions,
+    excludes_file: Option<&Path>,
+) -> Result<WalkResult> {
     let root = root.canonicalize().map_err(|e| Error::io(root, e))?;
     if !root.is_dir() {
         return Err(Error::Other(format!(
@@ -295,7 +300,7 @@ pub fn walk(root: &Path, rules: &Rules, opts: &WalkOptions) -> Result<WalkResult
         wb.add_custom_ignore_filename(".troveignore");
         // The `ignore` crate reads `core.excludesFile` from the user's own git configuration
         // only; git takes it from the repository's (and the system's) too, the nearest winning.
-        if let Some(file) = git_excludes_file(&root) {
+        if let Some(file) = excludes_file {
             wb.git_global(false);
             // A file that is not there hides nothing, as in git.
             let _ = wb.add_ignore(file);
