@@ -613,19 +613,21 @@ impl Bundle {
         )
     }
 
-    /// [`Bundle::idf_indexed`] of `terms` and of their words' prefixes that the bundle holds
-    /// ([`prefix_expansions`]), the query's own terms first.
-    fn idf_expanded(&self, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
+    /// The prefixes of `terms`' words that the bundle holds ([`prefix_expansions`]) as BM25 terms:
+    /// each weighted by its idf, capped at its word's. Every document frequency is looked up once.
+    fn prefix_terms(&self, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
         let live = self.live_postings()?;
         let n = self.manifest.bm25.n_docs;
-        let df = |t: &str| live_df(&live, t);
-        let prefixes = prefix_expansions(terms, |t| df(t) > 0);
-        let mut out = idf_weights(&Df::Live(live.clone()), n, terms)?;
-        out.extend(prefixes.into_iter().map(|(p, w, word)| {
-            let weight = w * idf(n, df(&p)).min(idf(n, df(word).max(1)));
-            (p, weight)
-        }));
-        Ok(out)
+        let mut word_idf: FxHashMap<&str, f64> = FxHashMap::default();
+        Ok(prefix_expansions(terms, |t| live_df(&live, t))
+            .into_iter()
+            .map(|(p, w, df, word)| {
+                let cap = *word_idf
+                    .entry(word)
+                    .or_insert_with(|| idf(n, live_df(&live, word).max(1)));
+                (p, w * idf(n, df).min(cap))
+            })
+            .collect())
     }
 
     /// What turns query text into this bundle's query vector (for the SQL function `trove_embed`).
@@ -831,21 +833,15 @@ impl Bundle {
             // vector arm, which bridges `request` and `req` itself, the prefixes only add noise
             // to the fusion (measured: see README, Retrieval quality): not there.
             let with_model = matches!(embedder, Some(QueryModel::Model(_)));
-            let (idf, expanded) = if mode == Mode::Vector {
-                (self.idf(&terms)?, Vec::new())
-            } else if mode == Mode::Hybrid && with_model {
-                let idf = self.idf_indexed(&terms)?;
-                (idf.clone(), idf)
+            let idf = if mode == Mode::Vector {
+                self.idf(&terms)?
             } else {
-                let expanded = self.idf_expanded(&terms)?;
-                let own: FxHashSet<&str> = terms.iter().map(|(t, _)| t.as_str()).collect();
-                let idf = expanded
-                    .iter()
-                    .filter(|(t, _)| own.contains(t.as_str()))
-                    .cloned()
-                    .collect();
-                (idf, expanded)
+                self.idf_indexed(&terms)?
             };
+            let mut expanded = idf.clone();
+            if mode == Mode::Bm25 || (mode == Mode::Hybrid && !with_model) {
+                expanded.extend(self.prefix_terms(&terms)?);
+            }
             let allowed = if Self::has_filters(o) {
                 join()?;
                 self.allowed(o)?
@@ -1653,8 +1649,9 @@ pub fn query_terms(query: &str, max_len: usize) -> Vec<(String, f64)> {
 /// The prefixes of the query's words that the bundle holds (`exists`), as extra BM25 terms: for
 /// each word of [`PREFIX_MIN_WORD`] letters or more (not a question word), every prefix of
 /// [`PREFIX_MIN`] letters up to one letter short of the word that is not itself a query term.
-/// Each is (prefix, weight, the word): its weight is the word's × [`PREFIX_WEIGHT`], and the
-/// caller caps its idf at the word's, so a rare truncation never outweighs the word.
+/// Each is (prefix, weight, its document frequency `df` gives, the word): its weight is the
+/// word's × [`PREFIX_WEIGHT`], and the caller caps its idf at the word's, so a rare truncation
+/// never outweighs the word.
 ///
 /// Code shortens the words a question spells out: `request` is `req`, `configuration`
 /// `config`, `parameters` `param`, `characters` `char`, `length` `len`; and a question's
@@ -1662,10 +1659,10 @@ pub fn query_terms(query: &str, max_len: usize) -> Vec<(String, f64)> {
 /// `format`). Only the query side changes: the index and its statistics stay as they are.
 fn prefix_expansions(
     terms: &[(String, f64)],
-    exists: impl Fn(&str) -> bool,
-) -> Vec<(String, f64, &str)> {
+    df: impl Fn(&str) -> u64,
+) -> Vec<(String, f64, u64, &str)> {
     let own: FxHashSet<&str> = terms.iter().map(|(t, _)| t.as_str()).collect();
-    let mut out: Vec<(String, f64, &str)> = Vec::new();
+    let mut out: Vec<(String, f64, u64, &str)> = Vec::new();
     for (word, w) in terms {
         let letters = word.chars().count();
         if letters < PREFIX_MIN_WORD
@@ -1680,14 +1677,13 @@ fn prefix_expansions(
             .take(letters - PREFIX_MIN)
         {
             let p = &word[..end];
-            if STOPWORDS.contains(&p)
-                || own.contains(p)
-                || out.iter().any(|(q, _, _)| q == p)
-                || !exists(p)
-            {
+            if STOPWORDS.contains(&p) || own.contains(p) || out.iter().any(|(q, ..)| q == p) {
                 continue;
             }
-            out.push((p.to_string(), w * PREFIX_WEIGHT, word.as_str()));
+            let d = df(p);
+            if d > 0 {
+                out.push((p.to_string(), w * PREFIX_WEIGHT, d, word.as_str()));
+            }
         }
     }
     out
@@ -1851,9 +1847,11 @@ mod tests {
             "how is the request routed with its configuration parameters",
             64,
         );
-        let got = prefix_expansions(&terms, |t| held.contains(&t));
-        let got: Vec<(&str, f64, &str)> =
-            got.iter().map(|(p, w, o)| (p.as_str(), *w, *o)).collect();
+        let got = prefix_expansions(&terms, |t| u64::from(held.contains(&t)));
+        let got: Vec<(&str, f64, &str)> = got
+            .iter()
+            .map(|(p, w, _, o)| (p.as_str(), *w, *o))
+            .collect();
         assert_eq!(
             got,
             [
@@ -1870,15 +1868,13 @@ mod tests {
         );
         // Short words, question words, numbers and names with digits get none; a compound's
         // weight carries over.
-        assert!(
-            prefix_expansions(&query_terms("what is a path v2 12345", 64), |_| true).is_empty()
-        );
+        assert!(prefix_expansions(&query_terms("what is a path v2 12345", 64), |_| 1).is_empty());
         let max_retries = query_terms("maxRetries", 64);
-        let compound = prefix_expansions(&max_retries, |t| t == "maxr");
+        let compound = prefix_expansions(&max_retries, |t| u64::from(t == "maxr"));
         assert_eq!(compound[0].1, COMPOUND_WEIGHT * PREFIX_WEIGHT);
         // Letters, not bytes: `ünïcode` gives `ünï`, `ünïc`, `ünïco`, `ünïcod`.
         let unicode = query_terms("ünïcode", 64);
-        let u = prefix_expansions(&unicode, |_| true);
+        let u = prefix_expansions(&unicode, |_| 1);
         assert_eq!(u.len(), 4);
         assert_eq!(u[0].0, "ünï");
     }
