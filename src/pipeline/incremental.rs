@@ -374,9 +374,13 @@ pub(crate) fn plan(
     // tracked, so it is compared by content) and not changed.
     let mut unchanged = tracked;
     unchanged.retain(|p| !changed.contains(p));
-    // Where a `.gitattributes` changed, the same content may have been checked out as other bytes:
-    // the files under it are compared by content hash (read, and reused when their bytes match).
-    let mut attributes = stats.attributes.clone();
+    // Where a `.gitattributes` changed (in the diff or uncommitted; one above the root is the
+    // root's), the same content may have been checked out as other bytes: the files under it are
+    // compared by content hash (read, and reused when their bytes match).
+    let mut attributes: Vec<String> = Vec::new();
+    if stats.attributes_above {
+        attributes.push(String::new());
+    }
     attributes.extend(
         changed
             .iter()
@@ -499,11 +503,10 @@ pub(crate) struct DiffStats {
     renamed: u64,
     type_changed: u64,
     submodules: u64,
-    /// Root-relative folders whose `.gitattributes` the diff touches ("" for the root, and for
-    /// one above it): a checkout of the new commit may give their files other bytes (line
-    /// endings, filters) while git's content for them is unchanged.
+    /// Whether the diff touches a `.gitattributes` above the root, which the root-relative paths
+    /// it adds cannot show (see `plan`).
     #[serde(skip)]
-    attributes: Vec<String>,
+    attributes_above: bool,
 }
 
 /// The repo path `p` relative to the indexed root (`prefix` = the root within the work tree), or
@@ -564,22 +567,13 @@ fn diff_paths(
             if let Some(r) = under_root(p, prefix) {
                 out.insert(r);
             }
-            if p.file_name().is_some_and(|n| n == ".gitattributes") {
+            if !prefix.is_empty() && p.file_name().is_some_and(|n| n == ".gitattributes") {
                 let folder = p.parent().map(|f| f.to_string_lossy()).unwrap_or_default();
-                let scope = if prefix == folder
-                    || folder.is_empty()
-                    || prefix.starts_with(&format!("{folder}/"))
-                {
-                    Some(String::new())
-                } else {
-                    under_root(Path::new(folder.as_ref()), prefix)
-                };
-                st.attributes.extend(scope);
+                st.attributes_above |=
+                    folder.is_empty() || prefix.starts_with(&format!("{folder}/"));
             }
         }
     }
-    st.attributes.sort_unstable();
-    st.attributes.dedup();
     Ok(st)
 }
 
