@@ -1065,3 +1065,69 @@ fn a_gitattributes_change_rereads_the_files_it_may_check_out_anew() {
     );
     assert_eq!(manifest(&incr)["base"]["mode"], "git-diff");
 }
+
+/// The checkout settings outside the tree (`.git/info/attributes`, `core.autocrlf`) change no path
+/// git diffs, yet a fresh checkout under them gives unchanged content other bytes: `--since` sees
+/// the change by the fingerprint the bundle carries and compares every file by content hash.
+#[test]
+fn checkout_settings_outside_the_tree_reread_every_file() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    git(root, &["init", "-q"]);
+    git(root, &["config", "core.autocrlf", "false"]);
+    write(root, "app/a.py", b"def alpha():\n    return 1\n");
+    write(root, "app/b.py", b"def beta():\n    return 2\n");
+    write(root, "other/c.txt", b"gamma\n");
+    commit(root, "one");
+    let scratch = tempfile::tempdir().unwrap();
+    let incr = scratch.path().join("incr.bundle");
+    index(root, &incr, &[]);
+    let changed = |s: &serde_json::Value| {
+        s["files_indexed"].as_u64().unwrap() - s["files_reused"].as_u64().unwrap()
+    };
+    let note = "; git's checkout settings changed (.git/info/attributes, core.attributesFile, \
+                core.autocrlf or core.eol): ";
+    // Nothing changed: nothing read, no note.
+    let s = index_json(root, &incr, &["--since", "auto"]);
+    assert_eq!(changed(&s), 0, "{s}");
+    assert!(!s["incremental"].as_str().unwrap().contains(note), "{s}");
+    // `.git/info/attributes` asks for CRLF; one file is checked out again under it.
+    write(root, ".git/info/attributes", b"*.py text eol=crlf\n");
+    std::fs::remove_file(root.join("app/a.py")).unwrap();
+    git(root, &["checkout", "--", "app/a.py"]);
+    assert_eq!(
+        std::fs::read(root.join("app/a.py")).unwrap(),
+        b"def alpha():\r\n    return 1\r\n"
+    );
+    let s = index_json(root, &incr, &["--since", "auto"]);
+    let full = scratch.path().join("full.bundle");
+    index(root, &full, &[]);
+    assert_eq!(compacted_tables(&incr), tables(&full), "{s}");
+    // Every file was read; only the re-checked-out one is processed again.
+    assert_eq!(changed(&s), 1, "{s}");
+    assert!(
+        s["incremental"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("{note}3 other file(s) checked by content hash")),
+        "{s}"
+    );
+    // The bundle now carries the new settings: the next run trusts git again.
+    let s = index_json(root, &incr, &["--since", "auto"]);
+    assert!(!s["incremental"].as_str().unwrap().contains(note), "{s}");
+    // `core.autocrlf` is such a setting too.
+    std::fs::remove_file(root.join(".git/info/attributes")).unwrap();
+    git(root, &["config", "core.autocrlf", "true"]);
+    std::fs::remove_file(root.join("other/c.txt")).unwrap();
+    git(root, &["checkout", "--", "other/c.txt"]);
+    assert_eq!(
+        std::fs::read(root.join("other/c.txt")).unwrap(),
+        b"gamma\r\n"
+    );
+    let s = index_json(root, &incr, &["--since", "auto"]);
+    std::fs::remove_dir_all(&full).unwrap();
+    index(root, &full, &[]);
+    assert_eq!(compacted_tables(&incr), tables(&full), "{s}");
+    assert!(s["incremental"].as_str().unwrap().contains(note), "{s}");
+    assert_eq!(manifest(&incr)["base"]["mode"], "git-diff");
+}

@@ -344,6 +344,11 @@ pub struct SourceInfo {
     pub branch: Option<String>,
     /// Whether the work tree had changes against HEAD.
     pub dirty: bool,
+    /// A fingerprint of git's checkout settings outside the tree (`.git/info/attributes`,
+    /// `core.attributesFile`, `core.autocrlf`, `core.eol`; [`crate::source::checkout_settings`]):
+    /// `--since` reads every file again when it changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkout: Option<String>,
 }
 
 /// `--shard I/N`: the files whose path hash falls in slice `index` (1-based) of `count`.

@@ -381,6 +381,13 @@ pub(crate) fn plan(
     if stats.attributes_above {
         attributes.push(String::new());
     }
+    // The same for the settings outside the tree (`.git/info/attributes`, `core.autocrlf` …),
+    // which no diff shows: changed since the bundle was built, every file is compared.
+    let settings = crate::source::checkout_settings(&repo);
+    let settings_changed = manifest.source.checkout.as_deref() != Some(settings.as_str());
+    if settings_changed {
+        attributes.push(String::new());
+    }
     attributes.extend(
         changed
             .iter()
@@ -406,6 +413,11 @@ pub(crate) fn plan(
         },
         if attributes.is_empty() {
             String::new()
+        } else if settings_changed {
+            format!(
+                "; git's checkout settings changed (.git/info/attributes, core.attributesFile, \
+                 core.autocrlf or core.eol): {rehashed} other file(s) checked by content hash"
+            )
         } else {
             format!(
                 "; .gitattributes changed: {rehashed} other file(s) under {} checked by content hash",

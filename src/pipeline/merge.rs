@@ -153,6 +153,13 @@ fn write_merged(
     let warning = shard_warning(manifests);
     let mut source = first.source.clone();
     source.dirty = manifests.iter().any(|m| m.source.dirty);
+    // Shards checked out under other settings vouch for none: the next `--since` reads all.
+    if manifests
+        .iter()
+        .any(|m| m.source.checkout != source.checkout)
+    {
+        source.checkout = None;
+    }
     let merged: Vec<serde_json::Value> = manifests
         .iter()
         .map(|m| {

@@ -1280,6 +1280,7 @@ fn git_stamp(root: &Path) -> (bundle::SourceInfo, Option<(git2::Repository, Path
         return (info, None);
     };
     info.subdir = subdir_of(root, &workdir);
+    info.checkout = Some(source::checkout_settings(&repo));
     if let Ok(head) = repo.head() {
         info.commit = head.peel_to_commit().ok().map(|c| c.id().to_string());
         if head.is_branch() {

@@ -263,6 +263,61 @@ pub fn git_excludes_file(repo: &git2::Repository) -> Option<PathBuf> {
     })
 }
 
+/// A fingerprint of the settings outside the tree that decide which bytes git checks a file out
+/// as: `$GIT_DIR/info/attributes`, the attributes file of `core.attributesFile` (else git's
+/// default, `$XDG_CONFIG_HOME/git/attributes` or `~/.config/git/attributes`), `core.autocrlf` and
+/// `core.eol`. When it differs from the one a bundle was built under, a fresh checkout may have
+/// given unchanged content other bytes without git calling the file changed, so `--since` reads
+/// every file git vouches for and compares it by content hash. Files' contents, not their paths,
+/// are hashed: a bundle names nothing of the machine that made it.
+pub fn checkout_settings(repo: &git2::Repository) -> String {
+    let config = repo.config().ok();
+    let get = |key: &str| {
+        config
+            .as_ref()
+            .and_then(|c| c.get_string(key).ok())
+            .unwrap_or_default()
+    };
+    let attributes_file = config
+        .as_ref()
+        .and_then(|c| c.get_path("core.attributesFile").ok())
+        .map(|p| match repo.workdir() {
+            Some(top) if p.is_relative() => top.join(p),
+            _ => p,
+        })
+        .or_else(|| {
+            let xdg = std::env::var_os("XDG_CONFIG_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+            Some(xdg.join("git").join("attributes"))
+        });
+    let read = |p: Option<PathBuf>| p.and_then(|p| std::fs::read(p).ok());
+    let mut text: Vec<u8> = Vec::new();
+    let parts: [(&str, Option<Vec<u8>>); 4] = [
+        (
+            "info/attributes",
+            read(Some(repo.commondir().join("info").join("attributes"))),
+        ),
+        ("core.attributesFile", read(attributes_file)),
+        ("core.autocrlf", Some(get("core.autocrlf").into_bytes())),
+        ("core.eol", Some(get("core.eol").into_bytes())),
+    ];
+    for (name, value) in parts {
+        text.extend_from_slice(name.as_bytes());
+        match value {
+            // The length first: no value can pass for another's end and the next name.
+            Some(v) => {
+                text.extend_from_slice(format!("={}:", v.len()).as_bytes());
+                text.extend_from_slice(&v);
+            }
+            None => text.push(b'-'),
+        }
+        text.push(b'\n');
+    }
+    crate::util::sha256_hex(&text)[..16].to_string()
+}
+
 fn lossy_rel(root: &Path, p: &Path) -> String {
     let rel = p.strip_prefix(root).unwrap_or(p);
     crate::util::slash_path(rel)
