@@ -1016,33 +1016,56 @@ fn the_repositorys_own_excludes_file_hides_untracked_files() {
     assert!(paths.contains(&"notes/todo.md".to_string()), "{paths:?}");
 }
 
-#[test]
-fn a_gitattributes_change_rereads_the_files_it_may_check_out_anew() {
+/// A repository with `core.autocrlf` off and LF files `app/a.py`, `app/b.py` and `other` (its
+/// path) committed, indexed into `incr.bundle` in a scratch directory: (repo, scratch, bundle).
+fn lf_repo_indexed(
+    other_text: &[u8],
+    other: &str,
+) -> (tempfile::TempDir, tempfile::TempDir, std::path::PathBuf) {
     let t = tempfile::tempdir().unwrap();
     let root = t.path();
     git(root, &["init", "-q"]);
     git(root, &["config", "core.autocrlf", "false"]);
     write(root, "app/a.py", b"def alpha():\n    return 1\n");
     write(root, "app/b.py", b"def beta():\n    return 2\n");
-    write(root, "other/c.py", b"def gamma():\n    return 3\n");
+    write(root, other, other_text);
     commit(root, "one");
     let scratch = tempfile::tempdir().unwrap();
     let incr = scratch.path().join("incr.bundle");
     index(root, &incr, &[]);
+    (t, scratch, incr)
+}
+
+/// Removes `rel` and checks it out again under the settings of now, asserting its new bytes.
+fn checkout_again(root: &Path, rel: &str, bytes: &[u8]) {
+    std::fs::remove_file(root.join(rel)).unwrap();
+    git(root, &["checkout", "--", rel]);
+    assert_eq!(std::fs::read(root.join(rel)).unwrap(), bytes);
+}
+
+/// `--since auto` into `incr`, asserted equal, table for table, to a full build of `root` made
+/// anew in `scratch`: the run's summary.
+fn since_equals_full(root: &Path, incr: &Path, scratch: &Path) -> serde_json::Value {
+    let s = index_json(root, incr, &["--since", "auto"]);
+    let full = scratch.join("full.bundle");
+    if full.exists() {
+        std::fs::remove_dir_all(&full).unwrap();
+    }
+    index(root, &full, &[]);
+    assert_eq!(compacted_tables(incr), tables(&full), "{s}");
+    s
+}
+
+#[test]
+fn a_gitattributes_change_rereads_the_files_it_may_check_out_anew() {
+    let (t, scratch, incr) = lf_repo_indexed(b"def gamma():\n    return 3\n", "other/c.py");
+    let root = t.path();
     // New attributes, and a fresh checkout of app/a.py under them (as a new clone gets it):
     // git's content is unchanged, its bytes are not.
     write(root, "app/.gitattributes", b"*.py text eol=crlf\n");
     commit(root, "two");
-    std::fs::remove_file(root.join("app/a.py")).unwrap();
-    git(root, &["checkout", "--", "app/a.py"]);
-    assert_eq!(
-        std::fs::read(root.join("app/a.py")).unwrap(),
-        b"def alpha():\r\n    return 1\r\n"
-    );
-    let s = index_json(root, &incr, &["--since", "auto"]);
-    let full = scratch.path().join("full.bundle");
-    index(root, &full, &[]);
-    assert_eq!(compacted_tables(&incr), tables(&full), "{s}");
+    checkout_again(root, "app/a.py", b"def alpha():\r\n    return 1\r\n");
+    let s = since_equals_full(root, &incr, scratch.path());
     let o = trove()
         .args(["show", "--raw"])
         .arg(&incr)
@@ -1071,17 +1094,8 @@ fn a_gitattributes_change_rereads_the_files_it_may_check_out_anew() {
 /// the change by the fingerprint the bundle carries and compares every file by content hash.
 #[test]
 fn checkout_settings_outside_the_tree_reread_every_file() {
-    let t = tempfile::tempdir().unwrap();
+    let (t, scratch, incr) = lf_repo_indexed(b"gamma\n", "other/c.txt");
     let root = t.path();
-    git(root, &["init", "-q"]);
-    git(root, &["config", "core.autocrlf", "false"]);
-    write(root, "app/a.py", b"def alpha():\n    return 1\n");
-    write(root, "app/b.py", b"def beta():\n    return 2\n");
-    write(root, "other/c.txt", b"gamma\n");
-    commit(root, "one");
-    let scratch = tempfile::tempdir().unwrap();
-    let incr = scratch.path().join("incr.bundle");
-    index(root, &incr, &[]);
     let changed = |s: &serde_json::Value| {
         s["files_indexed"].as_u64().unwrap() - s["files_reused"].as_u64().unwrap()
     };
@@ -1093,16 +1107,8 @@ fn checkout_settings_outside_the_tree_reread_every_file() {
     assert!(!s["incremental"].as_str().unwrap().contains(note), "{s}");
     // `.git/info/attributes` asks for CRLF; one file is checked out again under it.
     write(root, ".git/info/attributes", b"*.py text eol=crlf\n");
-    std::fs::remove_file(root.join("app/a.py")).unwrap();
-    git(root, &["checkout", "--", "app/a.py"]);
-    assert_eq!(
-        std::fs::read(root.join("app/a.py")).unwrap(),
-        b"def alpha():\r\n    return 1\r\n"
-    );
-    let s = index_json(root, &incr, &["--since", "auto"]);
-    let full = scratch.path().join("full.bundle");
-    index(root, &full, &[]);
-    assert_eq!(compacted_tables(&incr), tables(&full), "{s}");
+    checkout_again(root, "app/a.py", b"def alpha():\r\n    return 1\r\n");
+    let s = since_equals_full(root, &incr, scratch.path());
     // Every file was read; only the re-checked-out one is processed again.
     assert_eq!(changed(&s), 1, "{s}");
     assert!(
@@ -1118,16 +1124,8 @@ fn checkout_settings_outside_the_tree_reread_every_file() {
     // `core.autocrlf` is such a setting too.
     std::fs::remove_file(root.join(".git/info/attributes")).unwrap();
     git(root, &["config", "core.autocrlf", "true"]);
-    std::fs::remove_file(root.join("other/c.txt")).unwrap();
-    git(root, &["checkout", "--", "other/c.txt"]);
-    assert_eq!(
-        std::fs::read(root.join("other/c.txt")).unwrap(),
-        b"gamma\r\n"
-    );
-    let s = index_json(root, &incr, &["--since", "auto"]);
-    std::fs::remove_dir_all(&full).unwrap();
-    index(root, &full, &[]);
-    assert_eq!(compacted_tables(&incr), tables(&full), "{s}");
+    checkout_again(root, "other/c.txt", b"gamma\r\n");
+    let s = since_equals_full(root, &incr, scratch.path());
     assert!(s["incremental"].as_str().unwrap().contains(note), "{s}");
     assert_eq!(manifest(&incr)["base"]["mode"], "git-diff");
 }
