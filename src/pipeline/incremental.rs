@@ -41,6 +41,8 @@ pub(crate) struct Expect {
     pub embedder_fingerprint: String,
     pub languages_hash: String,
     pub subdir: Option<String>,
+    /// This run's [`crate::source::checkout_settings`], as stamped (`None` outside git).
+    pub checkout: Option<String>,
     pub shard: Option<Shard>,
     /// Whether the run reads SCIP indexes.
     pub scip: bool,
@@ -383,8 +385,8 @@ pub(crate) fn plan(
     }
     // The same for the settings outside the tree (`.git/info/attributes`, `core.autocrlf` …),
     // which no diff shows: changed since the bundle was built, every file is compared.
-    let settings = crate::source::checkout_settings(&repo);
-    let settings_changed = manifest.source.checkout.as_deref() != Some(settings.as_str());
+    let settings_changed =
+        manifest.source.checkout.is_none() || manifest.source.checkout != expect.checkout;
     if settings_changed {
         attributes.push(String::new());
     }

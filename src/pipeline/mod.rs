@@ -326,6 +326,7 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
         embedder_fingerprint: embedder.backend().fingerprint(),
         languages_hash: registry.fingerprint().to_string(),
         subdir: source.subdir.clone(),
+        checkout: source.checkout.clone(),
         shard: opts.shard,
         scip: !scip.is_empty(),
     };

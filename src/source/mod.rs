@@ -255,8 +255,13 @@ fn rel_string(root: &Path, p: &Path) -> Option<String> {
 /// it (the repository's, the user's, the system's), `~/` expanded. `None` when none sets it (git
 /// then reads `$XDG_CONFIG_HOME/git/ignore`, as the `ignore` crate does).
 pub fn git_excludes_file(repo: &git2::Repository) -> Option<PathBuf> {
-    let path = repo.config().ok()?.get_path("core.excludesFile").ok()?;
-    // A relative value is relative to the work tree's top, where git runs its commands.
+    config_path(repo, &repo.config().ok()?, "core.excludesFile")
+}
+
+/// The path `config` sets for `key` in `repo` (`~/` expanded), a relative one resolved at the work
+/// tree's top, where git runs its commands.
+fn config_path(repo: &git2::Repository, config: &git2::Config, key: &str) -> Option<PathBuf> {
+    let path = config.get_path(key).ok()?;
     Some(match repo.workdir() {
         Some(top) if path.is_relative() => top.join(path),
         _ => path,
@@ -280,11 +285,7 @@ pub fn checkout_settings(repo: &git2::Repository) -> String {
     };
     let attributes_file = config
         .as_ref()
-        .and_then(|c| c.get_path("core.attributesFile").ok())
-        .map(|p| match repo.workdir() {
-            Some(top) if p.is_relative() => top.join(p),
-            _ => p,
-        })
+        .and_then(|c| config_path(repo, c, "core.attributesFile"))
         .or_else(|| {
             let xdg = std::env::var_os("XDG_CONFIG_HOME")
                 .filter(|v| !v.is_empty())
