@@ -2,7 +2,8 @@
 //! the folder has an ONNX file and the library is found (feature `onnx`, [`super::onnx`]), else
 //! with candle (pure Rust; CPU, or CUDA with the `cuda` feature when a GPU is there).
 //!
-//! Input: a folder with `config.json` (a BERT-family encoder), `tokenizer.json`,
+//! Input: a folder with `config.json` (a BERT-family encoder, or MPNet on ONNX Runtime only),
+//! `tokenizer.json`,
 //! `model.safetensors` (candle) or `model.onnx` / `model.int8.onnx` (`scripts/export-onnx.py`),
 //! and optionally `sentence_bert_config.json` (max sequence length), `1_Pooling/config.json`
 //! (mean, CLS or max pooling) and `modules.json` (a `Normalize` module) — what
@@ -79,6 +80,59 @@ fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {
     std::fs::read(&p).map_err(|e| model_err(dir, format!("cannot read {name}: {e}")))
 }
 
+/// What `config.json` says of the encoder.
+struct Encoder {
+    /// `model_type`: "bert", or "mpnet" (all-mpnet-base-v2; ONNX Runtime only).
+    kind: String,
+    hidden: usize,
+    /// The most word pieces it reads: its position embeddings, less the ones an MPNet (RoBERTa-
+    /// style) model's positions skip (they start after `pad_token_id`).
+    max_len: usize,
+    /// The config candle loads a BERT encoder with.
+    bert: Option<Config>,
+}
+
+impl Encoder {
+    fn read(dir: &Path, bytes: &[u8]) -> Result<Self> {
+        let v: serde_json::Value = serde_json::from_slice(bytes)
+            .map_err(|e| model_err(dir, format!("config.json: {e}")))?;
+        let kind = v
+            .get("model_type")
+            .and_then(|t| t.as_str())
+            .unwrap_or("bert")
+            .to_string();
+        if kind == "mpnet" {
+            let num = |k: &str| {
+                v.get(k)
+                    .and_then(serde_json::Value::as_u64)
+                    .map(|n| n as usize)
+                    .ok_or_else(|| model_err(dir, format!("config.json has no {k}")))
+            };
+            let skipped = v.get("pad_token_id").and_then(|n| n.as_u64()).unwrap_or(1) as usize + 1;
+            return Ok(Encoder {
+                kind,
+                hidden: num("hidden_size")?,
+                max_len: num("max_position_embeddings")?
+                    .saturating_sub(skipped)
+                    .max(1),
+                bert: None,
+            });
+        }
+        let config: Config = serde_json::from_slice(bytes).map_err(|e| {
+            model_err(
+                dir,
+                format!("config.json is not a BERT or MPNet config ({kind}): {e}"),
+            )
+        })?;
+        Ok(Encoder {
+            kind,
+            hidden: config.hidden_size,
+            max_len: config.max_position_embeddings,
+            bert: Some(config),
+        })
+    }
+}
+
 /// The ONNX file `cfg` asks for in `dir`: `onnx_file`, else `model.int8.onnx`, else `model.onnx`.
 fn onnx_file(dir: &Path, cfg: &EmbedConfig) -> Result<Option<String>> {
     let asked = cfg.onnx_file.trim();
@@ -106,15 +160,14 @@ impl LocalEmbedder {
             ));
         }
         let config_bytes = read(&dir, "config.json")?;
-        let config: Config = serde_json::from_slice(&config_bytes)
-            .map_err(|e| model_err(&dir, format!("config.json is not a BERT config: {e}")))?;
+        let encoder = Encoder::read(&dir, &config_bytes)?;
         let json = |name: &str| -> Option<serde_json::Value> {
             serde_json::from_slice(&std::fs::read(dir.join(name)).ok()?).ok()
         };
         let max_len = json("sentence_bert_config.json")
             .and_then(|v| v.get("max_seq_length")?.as_u64())
-            .map_or(config.max_position_embeddings, |n| n as usize)
-            .min(config.max_position_embeddings);
+            .map_or(encoder.max_len, |n| n as usize)
+            .min(encoder.max_len);
         let pool = json("1_Pooling/config.json");
         let flag = |k: &str| {
             pool.as_ref()
@@ -186,12 +239,22 @@ impl LocalEmbedder {
             #[cfg(not(feature = "onnx"))]
             Ok((never, ..)) => match never {},
             Err(why_not) => {
+                let Some(config) = &encoder.bert else {
+                    return Err(model_err(
+                        &dir,
+                        format!(
+                            "a {} encoder runs on ONNX Runtime only (candle runs BERT): {}",
+                            encoder.kind,
+                            why_not.unwrap_or_else(|| "--embed-runtime candle".into())
+                        ),
+                    ));
+                };
                 let weights = read(&dir, "model.safetensors")?;
                 let device = device();
                 let fp = fingerprint("local", &weights);
                 let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
                     .map_err(|e| model_err(&dir, format!("model.safetensors: {e}")))?;
-                let model = BertModel::load(vb, &config)
+                let model = BertModel::load(vb, config)
                     .map_err(|e| model_err(&dir, format!("loading the model: {e}")))?;
                 let on = if device.is_cpu() { "cpu" } else { "cuda" };
                 let runtime = match why_not {
@@ -223,7 +286,7 @@ impl LocalEmbedder {
             pieces_tokenizer,
             max_len,
             name,
-            dim: config.hidden_size,
+            dim: encoder.hidden,
             pooling,
             normalize,
             fingerprint,
