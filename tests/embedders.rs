@@ -437,6 +437,36 @@ fn cosine(a: &[f64], b: &[f64]) -> f64 {
     dot / (n(a) * n(b)).max(1e-12)
 }
 
+/// The cosine between each non-empty snippet's vector through the binary (`trove_embed` runs
+/// the bundle's own model) and its reference vector in `tests/fixtures/FIXTURE`: (snippet, cosine).
+fn reference_cosines(cache: &Path, bundle: &Path, fixture: &str) -> Vec<(usize, f64)> {
+    let fixture: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(crate::util::repo().join("tests/fixtures").join(fixture)).unwrap(),
+    )
+    .unwrap();
+    let snippets = fixture["snippets"].as_array().unwrap();
+    let reference: Vec<Vec<f64>> = serde_json::from_value(fixture["vectors"].clone()).unwrap();
+    let values: Vec<String> = snippets
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.as_str().unwrap().trim().is_empty())
+        .map(|(i, s)| format!("({i}, '{}')", s.as_str().unwrap().replace('\'', "''")))
+        .collect();
+    let sql = format!(
+        "SELECT i, trove_embed(t) AS v FROM (VALUES {}) x(i, t) ORDER BY i",
+        values.join(", ")
+    );
+    let rows = sql_json_in(Some(cache), bundle, &sql);
+    assert_eq!(rows.len(), values.len());
+    rows.iter()
+        .map(|row| {
+            let i = row["i"].as_u64().unwrap() as usize;
+            let v: Vec<f64> = serde_json::from_value(row["v"].clone()).unwrap();
+            (i, cosine(&v, &reference[i]))
+        })
+        .collect()
+}
+
 /// candle: vectors within 0.999 cosine of sentence-transformers'.
 #[test]
 fn local_minilm_on_candle_matches_the_reference_vectors_and_answers_queries() {
@@ -498,27 +528,9 @@ fn local_mpnet_on_onnx_runtime_matches_the_reference_vectors() {
     let runtime = s["embed"]["runtime"].as_str().unwrap();
     assert!(runtime.contains("model.onnx"), "{runtime}");
     assert_eq!(manifest(&b)["embedder"]["dim"], 32);
-    let fixture: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(crate::util::repo().join("tests/fixtures/mpnet-reference.json")).unwrap(),
-    )
-    .unwrap();
-    let snippets = fixture["snippets"].as_array().unwrap();
-    let reference: Vec<Vec<f64>> = serde_json::from_value(fixture["vectors"].clone()).unwrap();
-    let values: Vec<String> = snippets
-        .iter()
-        .enumerate()
-        .map(|(i, s)| format!("({i}, '{}')", s.as_str().unwrap().replace('\'', "''")))
-        .collect();
-    let sql = format!(
-        "SELECT i, trove_embed(t) AS v FROM (VALUES {}) x(i, t) ORDER BY i",
-        values.join(", ")
-    );
-    let rows = sql_json_in(Some(cache.path()), &b, &sql);
-    assert_eq!(rows.len(), reference.len());
-    for row in rows {
-        let i = row["i"].as_u64().unwrap() as usize;
-        let v: Vec<f64> = serde_json::from_value(row["v"].clone()).unwrap();
-        let c = cosine(&v, &reference[i]);
+    let cosines = reference_cosines(cache.path(), &b, "mpnet-reference.json");
+    assert_eq!(cosines.len(), 6);
+    for (i, c) in cosines {
         assert!(c >= 0.99999, "snippet {i}: cosine {c}");
     }
     // The chunks' vectors are the model's too: a query finds something through the vector arm.
@@ -974,30 +986,10 @@ fn local_minilm_round_trip(runtime_args: &[&str], min_cosine: f64, ran_on: &str)
     let m = manifest(&b);
     assert_eq!(m["embedder"]["backend"], "local");
     assert_eq!(m["embedder"]["dim"], 384);
-    // The query vector of each reference snippet, through the binary (trove_embed runs the
-    // bundle's own model), agrees with sentence-transformers.
-    let fixture: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(crate::util::repo().join("tests/fixtures/minilm-reference.json")).unwrap(),
-    )
-    .unwrap();
-    let snippets = fixture["snippets"].as_array().unwrap();
-    let reference: Vec<Vec<f64>> = serde_json::from_value(fixture["vectors"].clone()).unwrap();
-    let values: Vec<String> = snippets
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| !s.as_str().unwrap().trim().is_empty())
-        .map(|(i, s)| format!("({i}, '{}')", s.as_str().unwrap().replace('\'', "''")))
-        .collect();
-    let sql = format!(
-        "SELECT i, trove_embed(t) AS v FROM (VALUES {}) x(i, t) ORDER BY i",
-        values.join(", ")
-    );
-    let rows = sql_json_in(Some(cache.path()), &b, &sql);
-    assert_eq!(rows.len(), 19);
-    for row in rows {
-        let i = row["i"].as_u64().unwrap() as usize;
-        let v: Vec<f64> = serde_json::from_value(row["v"].clone()).unwrap();
-        let c = cosine(&v, &reference[i]);
+    // The query vector of each reference snippet agrees with sentence-transformers.
+    let cosines = reference_cosines(cache.path(), &b, "minilm-reference.json");
+    assert_eq!(cosines.len(), 19);
+    for (i, c) in cosines {
         assert!(c >= min_cosine, "snippet {i}: cosine {c} ({runtime})");
     }
     // Semantic search: words that are not in the code still find it.
