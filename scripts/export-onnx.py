@@ -119,6 +119,10 @@ def relative_buckets(n, num_buckets, max_distance=128):
     return out + np.where(d < exact, d, far)
 
 
+def is_mpnet(cfg):
+    return cfg.get("model_type") == "mpnet"
+
+
 def build(cfg, weights):
     kind = cfg.get("model_type") or "bert"
     if kind not in ("bert", "mpnet"):
@@ -130,7 +134,7 @@ def build(cfg, weights):
     )
     if prefix is None:
         sys.exit("export-onnx.py: model.safetensors has no embeddings.word_embeddings.weight (not a BERT encoder?)")
-    mpnet = kind == "mpnet"
+    mpnet = is_mpnet(cfg)
     hidden = cfg["hidden_size"]
     heads = cfg["num_attention_heads"]
     head = hidden // heads
@@ -227,9 +231,13 @@ def build(cfg, weights):
 KEEP_FP32 = ["encoder.layer.0.output.dense.MatMul"]
 
 
-# MPNet keeps every layer's feed-forward down-projection in fp32: on all-mpnet-base-v2 against
-# its fp32 vectors, cosine 0.82-0.91 on real texts with them quantized, 0.989-0.994 without, at
-# 1.8x fp32's speed (one thread, 384 word pieces).
+def kept_fp32(cfg):
+    """The MatMuls int8 leaves in fp32. MPNet keeps every layer's feed-forward down-projection:
+    on all-mpnet-base-v2 against its fp32 vectors, cosine 0.82-0.91 on real texts with them
+    quantized, 0.989-0.994 without, at 1.8x fp32's speed (one thread, 384 word pieces)."""
+    if is_mpnet(cfg):
+        return [f"encoder.layer.{i}.output.dense.MatMul" for i in range(cfg["num_hidden_layers"])]
+    return KEEP_FP32
 
 
 def quantize(fp32, int8, keep):
@@ -291,10 +299,7 @@ def main():
     if not a.no_int8:
         int8 = os.path.join(out, "model.int8.onnx")
         tmp = int8 + ".tmp"
-        keep = KEEP_FP32
-        if cfg.get("model_type") == "mpnet":
-            keep = [f"encoder.layer.{i}.output.dense.MatMul" for i in range(cfg["num_hidden_layers"])]
-        quantize(fp32, tmp, keep)
+        quantize(fp32, tmp, kept_fp32(cfg))
         os.replace(tmp, int8)
         print(f"wrote {int8} ({os.path.getsize(int8) / 1e6:.1f} MB)")
         if a.check:
@@ -306,7 +311,7 @@ def main():
             worst = 1.0
             for n in (8, 32, 128, 256):
                 # Between the model's own start and end tokens ([CLS] [SEP], or <s> </s>).
-                first, last = (0, 2) if cfg.get("model_type") == "mpnet" else (101, 102)
+                first, last = (0, 2) if is_mpnet(cfg) else (101, 102)
                 ids = [first] + list(rng.integers(min(1000, cfg["vocab_size"] // 2), cfg["vocab_size"], n - 2)) + [last]
                 c = float(pooled(s32, {"ids": ids}) @ pooled(s8, {"ids": ids}))
                 worst = min(worst, c)
