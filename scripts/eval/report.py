@@ -9,11 +9,20 @@ usage: report.py --trove T --shared DIR --set NAME=QUERIES[@GROUP...] --bundle S
 Each --bundle names the set it is scored on and a label `chunker/embedder` (e.g. dev:ast/hash).
 A set's halves are the questions whose answer lies under the listed top-level folders; each half
 and the whole set are printed. Queries run several at a time (each is its own `trove query`).
+
+After the table, paired comparisons on the same questions (--compare, on by default): each local
+model's hybrid against its own vector arm and against BM25, and AST against `--chunker lines`
+(BM25). Each line gives the questions one side has in its top 10 and the other not, the mean
+difference of reciprocal ranks (ΔMRR@10) with a 95% paired bootstrap interval (10,000 resamples of
+the questions), and a two-sided paired randomization p (10,000 sign flips). Seeded: the same ranks
+print the same figures. An interval that holds 0 is a difference these questions cannot tell
+from chance.
 """
 import argparse
 import concurrent.futures as cf
 import json
 import os
+import random
 import sys
 
 
@@ -28,6 +37,8 @@ def main():
     ap.add_argument("--extra", default="", help="extra trove query arguments, space-separated")
     ap.add_argument("--jobs", type=int, default=max(2, os.cpu_count() or 2))
     ap.add_argument("--json", help="write per-query ranks here")
+    ap.add_argument("--no-compare", dest="compare", action="store_false",
+                    help="leave out the paired comparisons")
     a = ap.parse_args()
     sys.path.insert(0, os.path.join(a.shared, "eval"))
     import run_eval  # the shared scorer
@@ -43,6 +54,7 @@ def main():
     extra = a.extra.split()
     ranks_out = {}
     rows = []
+    per_group = {}  # (group, chunker, embedder, mode) -> ranks, in the group's question order
     for b in a.bundle:
         head, bdir = b.split("=", 1)
         set_name, label = head.split(":", 1)
@@ -65,6 +77,7 @@ def main():
                     groups.append((f"{set_name} half {h}", idx))
             for gname, idx in groups:
                 rs = [ranks[i] for i in idx]
+                per_group[(gname, chunker, embedder, mode)] = rs
                 n = len(rs)
                 r1 = sum(1 for x in rs if x is not None and x <= 1) / n
                 r10 = sum(1 for x in rs if x is not None and x <= 10) / n
@@ -77,9 +90,64 @@ def main():
     print(f"{'questions':<22} {'n':>4} {'chunker':<7} {'embedder':<12} {'mode':<7} {'R@1':>6} {'R@10':>6} {'MRR@10':>7}")
     for g, n, c, e, m, r1, r10, mrr in rows:
         print(f"{g:<22} {n:>4} {c:<7} {e:<12} {m:<7} {r1:>6.3f} {r10:>6.3f} {mrr:>7.3f}")
+    if a.compare:
+        print_comparisons(per_group, list(order))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(ranks_out, f)
+
+
+def comparisons(per_group, groups):
+    """(group, label of the first side, label of the second, its ranks, the other's) for every
+    local model's hybrid against its vector arm and against BM25, and AST against lines."""
+    out = []
+    for g in groups:
+        rows = {k[1:]: v for k, v in per_group.items() if k[0] == g}
+        for (chunker, embedder, mode), ranks in rows.items():
+            if mode != "hybrid" or embedder == "hash":
+                continue
+            for arm, key in (("vector", (chunker, embedder, "vector")),
+                             ("bm25", (chunker, "hash", "bm25"))):
+                if key in rows:
+                    out.append((g, f"{chunker}/{embedder} hybrid", f"{arm}", ranks, rows[key]))
+        if ("ast", "hash", "bm25") in rows and ("lines", "hash", "bm25") in rows:
+            out.append((g, "ast bm25", "lines bm25", rows[("ast", "hash", "bm25")],
+                        rows[("lines", "hash", "bm25")]))
+    return out
+
+
+def paired(x, y, draws=10000, seed=0):
+    """Mean of x - y (reciprocal ranks), its 95% bootstrap interval and a two-sided sign-flip p."""
+    d = [a - b for a, b in zip(x, y)]
+    n = len(d)
+    mean = sum(d) / n
+    rng = random.Random(seed)
+    boot = sorted(sum(d[rng.randrange(n)] for _ in range(n)) / n for _ in range(draws))
+    lo, hi = boot[int(0.025 * draws)], boot[int(0.975 * draws) - 1]
+    nz = [v for v in d if v]
+    extreme = 0
+    for _ in range(draws):
+        s = sum(v if rng.random() < 0.5 else -v for v in nz)
+        if abs(s) >= abs(mean * n) - 1e-12:
+            extreme += 1
+    return mean, lo, hi, (extreme + 1) / (draws + 1)
+
+
+def print_comparisons(per_group, groups):
+    rows = comparisons(per_group, groups)
+    if not rows:
+        return
+    print()
+    print(f"{'questions':<22} {'this':<24} {'against':<10} {'top 10 +/-':>10} "
+          f"{'ΔMRR@10':>8} {'95% interval':>17} {'p':>6}")
+    rr = lambda r: 1.0 / r if r is not None and r <= 10 else 0.0
+    for g, this, other, xs, ys in rows:
+        top = lambda r: r is not None and r <= 10
+        won = sum(1 for a, b in zip(xs, ys) if top(a) and not top(b))
+        lost = sum(1 for a, b in zip(xs, ys) if top(b) and not top(a))
+        mean, lo, hi, p = paired([rr(r) for r in xs], [rr(r) for r in ys])
+        print(f"{g:<22} {this:<24} {other:<10} {f'+{won}/-{lost}':>10} "
+              f"{mean:>+8.3f} {f'[{lo:+.3f}, {hi:+.3f}]':>17} {p:>6.3f}")
 
 
 def run_query(trove, bundle, q, k, mode, extra):
