@@ -147,7 +147,8 @@ def print_comparisons(per_group, groups):
         lost = sum(1 for a, b in zip(xs, ys) if top(b) and not top(a))
         mean, lo, hi, p = paired([rr(r) for r in xs], [rr(r) for r in ys])
         print(f"{g:<22} {this:<24} {other:<10} {f'+{won}/-{lost}':>10} "
-              f"{mean:>+8.3f} {f'[{lo:+.3f}, {hi:+.3f}]':>17} {p:>6.3f}")
+              f"{mean:>+8.3f} {f'[{lo:+.3f}, {hi:+.3f}]':>17} "
+              f"{f'{p:.3f}' if p >= 0.001 else '<0.001':>6}")
 
 
 def run_query(trove, bundle, q, k, mode, extra):
