@@ -15,7 +15,7 @@ const BASE_DELAY: Duration = Duration::from_millis(250);
 /// Longest wait between two tries, `Retry-After` included (and never longer than a call's
 /// timeout).
 const MAX_DELAY: Duration = Duration::from_secs(120);
-/// Largest response body read.
+/// Largest response body read, unless a client asks for less ([`Client::with_max_body`]).
 const MAX_BODY: u64 = 256 << 20;
 
 /// Why a call gave no JSON.
@@ -45,6 +45,8 @@ pub struct Client {
     timeout: Duration,
     key: Option<String>,
     retries: u32,
+    /// Largest reply body read; a longer one is refused, not tried again.
+    max_body: u64,
     /// Calls tried again.
     pub retried: AtomicU64,
 }
@@ -72,8 +74,15 @@ impl Client {
             timeout,
             key: key.filter(|k| !k.is_empty()),
             retries,
+            max_body: MAX_BODY,
             retried: AtomicU64::new(0),
         }
+    }
+
+    /// The same client, refusing a reply body longer than `bytes` (the default is 256 MiB).
+    pub fn with_max_body(mut self, bytes: u64) -> Self {
+        self.max_body = bytes;
+        self
     }
 
     /// `text` with the API key masked.
@@ -196,10 +205,16 @@ impl Client {
         let text = match resp
             .body_mut()
             .with_config()
-            .limit(MAX_BODY)
+            .limit(self.max_body)
             .read_to_string()
         {
             Ok(t) => t,
+            // The same server would send the same reply again.
+            Err(ureq::Error::BodyExceedsLimit(n)) => {
+                return Err(Attempt::Final(Failure::Refused(format!(
+                    "{url}: the reply is longer than {n} bytes (HTTP {status})"
+                ))));
+            }
             Err(ureq::Error::Timeout(_)) => {
                 return Err(Attempt::Again(
                     format!("{url}: timed out reading the reply"),

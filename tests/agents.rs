@@ -574,6 +574,25 @@ fn ask_stops_a_looping_model_and_fails_clearly_when_the_server_does() {
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(err.contains("chat server") && err.contains("503"), "{err}");
     assert_eq!(down.requests().len(), 2);
+    // A reply past 8 MiB: refused at once (the same server would send it again), not printed.
+    let flood = ChatServer::start(|_, _| (200, answer(&"x".repeat(9 << 20))));
+    let out = trove()
+        .arg("ask")
+        .arg(&b)
+        .arg("anything?")
+        .args(["--url", &flood.url, "--retries", "2"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        err.contains("chat server") && err.contains("longer than 8388608 bytes"),
+        "{err}"
+    );
+    assert!(
+        out.get_output().stdout.len() < 4096,
+        "the reply is not printed"
+    );
+    assert_eq!(flood.requests().len(), 1, "not retried");
     // A model that asks for tools past its budget is told once more that none can be called;
     // it answers then, or the run says what it did.
     let said = |req: &serde_json::Value, what: &str| {

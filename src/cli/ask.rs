@@ -11,6 +11,10 @@ use trove::http::{Client, endpoint};
 
 use super::tools::{Tools, openai_tools};
 
+/// Largest chat reply read: a reply of the `max_tokens` a prompts file asks for is far smaller, so
+/// a longer one is a server gone wrong (refused at once, not retried, not printed).
+const MAX_REPLY: u64 = 8 << 20;
+
 /// The built-in prompts.
 const DEFAULT_PROMPTS: &str = include_str!("../../pipelines/prompts/ask.toml");
 /// Characters of a tool's output kept in the evidence trail.
@@ -184,7 +188,7 @@ impl AskConfig {
         Ok(AskConfig {
             url: endpoint(&url, "chat/completions"),
             model,
-            client: Client::from_config(timeout, retries, api_key_env),
+            client: Client::from_config(timeout, retries, api_key_env).with_max_body(MAX_REPLY),
             prompts: parsed,
             max_steps: 12,
             max_tokens: 200_000,
