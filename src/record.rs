@@ -135,14 +135,17 @@ pub enum Scope {
     /// the language family, if there is one (its receiver's type is a type checker's to know).
     Method,
     /// A call on a name whose type the caller declares (`def f(app: Flask)`, `s: Shape`,
-    /// `app = Flask(...)`, `Engine e = new Engine()`): the one member of that name of the type
-    /// of that name; when the type defines none, as [`Scope::Method`] if the flag says so.
+    /// `app = Flask(...)`, `Engine e = new Engine()`; `super.f()` and an inherited `this.f()`:
+    /// the holder's one base type): the one member of that name of the type of that name, or of
+    /// its nearest base type defining one; when none does, as [`Scope::Method`] if the flag
+    /// says so.
     Typed(String, bool),
     /// A call on a module path (`pathutil::f()`, `crate::glob::f()`): in the module the file's
     /// `use` of the path's first name, or the path itself, names; else nowhere.
     Path(String),
-    /// Nowhere beyond its file: `super().f()`, a call on `self` the file does not define, or a
-    /// method name the standard library's types also define (`d.update()`, `f.close()`).
+    /// Nowhere beyond its file: `super().f()` in a type with no base or several, a call on
+    /// `self` of a name the standard library's types also define that no base type gives, or
+    /// such a name on another object (`d.update()`, `f.close()`).
     Closed,
     /// A row read back from a bundle: the context its writer stored (none: nothing more).
     Stored(Option<crate::resolve::Pending>),

@@ -159,9 +159,11 @@ fn sql_list(items: &[&str]) -> String {
 /// stored; a SCIP reference, the one definition with its SCIP symbol; through an import, the one
 /// definition in the module's candidate files (or, when the module is in the bundle and defines
 /// no such name, re-exporting it, the one definition of the name in the family); a call on an
-/// object, the one method of its name in the family; else the one definition of the name in the
-/// family. Over a bundle's live rows this keeps references exact
-/// whatever segments the rows sit in; on a one-segment bundle it equals what the writer stored.
+/// object whose type the caller declares, that type's one member of the name or its nearest base
+/// type's (as `Definitions::member`: the recursive `walk`); a call on another object, the one
+/// method of its name in the family; else the one definition of the name in the family. Over a
+/// bundle's live rows this keeps references exact whatever segments the rows sit in; on a
+/// one-segment bundle it equals what the writer stored.
 pub fn resolved_refs_sql(stored: &str, symbols: &str, deps: &str) -> String {
     let family = {
         let mut arms = String::new();
@@ -210,6 +212,26 @@ by_member AS (SELECT {sym_family} AS family, h.name AS holder, s.name, count(*) 
 by_scip AS (SELECT {sym_key} AS scip_key, count(*) AS n, min(symbol_id) AS id FROM {symbols}
             WHERE scip_symbol IS NOT NULL GROUP BY ALL),
 open_refs AS (SELECT *, {class} AS class FROM {stored}),
+bases AS (SELECT DISTINCT b.family, b.name AS type, r.target AS base
+          FROM {stored} r JOIN by_name b ON b.class = 't' AND b.n = 1 AND b.id = r.from_symbol_id
+          WHERE r.kind = '{inherits}' AND regexp_full_match(r.target, '{base_re}')
+            AND r.target <> b.name),
+walk AS (
+  SELECT DISTINCT family, receiver_type AS start, target AS name, receiver_type AS type, 0 AS depth
+  FROM open_refs WHERE receiver_type IS NOT NULL AND family IS NOT NULL AND scip_symbol IS NULL
+  UNION
+  SELECT w.family, w.start, w.name, b.base, w.depth + 1 FROM walk w
+  JOIN bases b ON b.family = w.family AND b.type = w.type
+  WHERE w.depth < {max_bases} AND NOT EXISTS (SELECT 1 FROM by_member m
+    WHERE m.family = w.family AND m.holder = w.type AND m.name = w.name)),
+member_hits AS (SELECT w.family, w.start, w.name, w.depth, m.n, m.id FROM walk w
+  JOIN by_member m ON m.family = w.family AND m.holder = w.type AND m.name = w.name),
+members AS (SELECT h.family, h.start, h.name,
+                   CASE WHEN count(*) = 1 AND max(h.n) = 1 THEN max(h.id) END AS id
+            FROM member_hits h JOIN (SELECT family, start, name, min(depth) AS depth
+                                     FROM member_hits GROUP BY ALL) f
+              ON f.family = h.family AND f.start = h.start AND f.name = h.name AND f.depth = h.depth
+            GROUP BY h.family, h.start, h.name),
 imports AS (SELECT DISTINCT class, family, import_name, import_files FROM open_refs
             WHERE family IS NOT NULL AND import_name IS NOT NULL),
 named AS (SELECT *, unnest(import_files) AS named FROM imports),
@@ -296,15 +318,20 @@ SELECT r.path, r.line, r.kind, r.target, r.from_symbol_id, r.chunk_id,
   r.exports
 FROM open_refs r
 LEFT JOIN by_scip s ON r.family IS NOT NULL AND s.scip_key = {ref_key} AND s.n = 1
-LEFT JOIN by_member mb ON r.receiver_type IS NOT NULL AND mb.family = r.family
-  AND mb.holder = r.receiver_type AND mb.name = r.target AND mb.n = 1
+LEFT JOIN members mb ON r.receiver_type IS NOT NULL AND mb.family = r.family
+  AND mb.start = r.receiver_type AND mb.name = r.target
 LEFT JOIN via_import i ON r.family IS NOT NULL AND r.import_name IS NOT NULL
   AND i.class = r.class AND i.family = r.family AND i.import_name = r.import_name
   AND i.import_files = r.import_files
 LEFT JOIN by_name b ON r.family IS NOT NULL AND r.import_name IS NULL
   AND b.class = r.class AND b.family = r.family AND b.name = r.target AND b.n = 1
-  AND NOT (r.class = 'm' AND b.id IS NOT DISTINCT FROM r.from_symbol_id)",
+  AND NOT ((r.class = 'm' OR r.kind IN ('{inherits}', '{implements}'))
+           AND b.id IS NOT DISTINCT FROM r.from_symbol_id)",
         import = Resolution::Import.as_str(),
+        inherits = RefKind::Inherits.as_str(),
+        implements = RefKind::Implements.as_str(),
+        base_re = BASE_NAME_RE,
+        max_bases = MAX_BASES,
         repo = Resolution::Repo.as_str(),
         scip = Resolution::Scip.as_str(),
         all_callable = sql_list(CALLABLE_KINDS),
@@ -320,6 +347,23 @@ LEFT JOIN by_name b ON r.family IS NOT NULL AND r.import_name IS NULL
         js_suffixes = sql_list(&crate::extract::imports::JS_SUFFIXES),
     )
 }
+
+/// How many levels of base types [`Definitions::member`] (and its SQL) climb: a bound for a
+/// cycle of base names in bad input as much as for depth.
+pub const MAX_BASES: usize = 16;
+
+/// A base type name the member lookup follows: one plain (ASCII) identifier, as `inherits`
+/// references of `class A extends B<T>`, `class A(B)` or `struct A : B` hold it (a qualified
+/// `pkg.B` or an expression is not followed). The SQL form is [`BASE_NAME_RE`].
+pub fn is_base_name(s: &str) -> bool {
+    let mut cs = s.chars();
+    cs.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && cs.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
+
+/// [`is_base_name`] as a DuckDB regular expression (matched whole).
+const BASE_NAME_RE: &str = "[A-Za-z_$][A-Za-z0-9_$]*";
 
 /// A candidate "file" of an import that stands for the whole bundle: when none of the import's
 /// other candidates defines the name, the one definition of the name in the family (Java's
@@ -639,6 +683,9 @@ pub struct Definitions {
     def_files: rustc_hash::FxHashSet<String>,
     /// Callables by (family, the name of the definition holding them, name): a type's members.
     by_member: FxHashMap<(String, String, String), (u32, i64)>,
+    /// The base types each type names (`class A extends B`, `class A(B)`: `inherits`
+    /// references), by the type's id: where a member the type does not define is looked for.
+    bases: FxHashMap<i64, Vec<String>>,
     by_scip: FxHashMap<String, (u32, i64)>,
     /// Go modules of the bundle: (module path, directory of its `go.mod`).
     go_modules: Vec<(String, String)>,
@@ -711,6 +758,70 @@ impl Definitions {
             }
         }
         (found, named)
+    }
+
+    /// Notes the base types of a file's types: its `inherits` references ([`is_base_name`]).
+    pub fn add_bases(&mut self, refs: &[RefRecord]) {
+        for r in refs {
+            if r.kind == RefKind::Inherits
+                && let Some(from) = r.from_symbol_id
+                && is_base_name(&r.target)
+            {
+                self.bases.entry(from).or_default().push(r.target.clone());
+            }
+        }
+    }
+
+    /// The member `name` of the type named `ty` (in `family`), or of the nearest of its base
+    /// types that defines one: the types `ty` inherits from, level by level (a base's bases
+    /// next), through types whose name is one definition of the family, at most [`MAX_BASES`]
+    /// levels up. The first level where any type defines `name` decides: its one definition,
+    /// else none (two bases defining it is a type checker's to choose).
+    fn member(&self, family: &str, ty: &str, name: &str) -> Option<i64> {
+        let mut level: Vec<String> = vec![ty.to_string()];
+        let mut seen: rustc_hash::FxHashSet<String> = rustc_hash::FxHashSet::default();
+        for depth in 0..=MAX_BASES {
+            let hits: Vec<(u32, i64)> = level
+                .iter()
+                .filter_map(|t| {
+                    self.by_member
+                        .get(&(family.to_string(), t.clone(), name.to_string()))
+                        .copied()
+                })
+                .collect();
+            if !hits.is_empty() {
+                return match hits.as_slice() {
+                    [(1, id)] => Some(*id),
+                    _ => None,
+                };
+            }
+            if depth == MAX_BASES {
+                break;
+            }
+            seen.extend(level.iter().cloned());
+            let mut next: Vec<String> = Vec::new();
+            for t in &level {
+                let key = NameKey {
+                    class: Class::Type,
+                    family: family.to_string(),
+                    name: t.clone(),
+                };
+                let Some(&(1, id)) = self.by_name.get(&key) else {
+                    continue;
+                };
+                for b in self.bases.get(&id).into_iter().flatten() {
+                    // (A base named as the type itself is another module's.)
+                    if b != t && !seen.contains(b) && !next.contains(b) {
+                        next.push(b.clone());
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            level = next;
+        }
+        None
     }
 
     /// Counts the definitions of the file at `path` (in `language`).
@@ -807,8 +918,7 @@ impl Definitions {
             return;
         };
         if let Some(ty) = &p.member_of {
-            let key = (p.family.clone(), ty.clone(), r.target.clone());
-            if let Some(&(1, id)) = self.by_member.get(&key) {
+            if let Some(id) = self.member(&p.family, ty, &r.target) {
                 r.target_symbol_id = Some(id);
                 r.resolution = Some(Resolution::Repo);
                 return;
@@ -894,8 +1004,12 @@ impl Definitions {
                     .filter(|(n, _)| *n == 1)
                     .map(|(_, id)| *id)
                     // `baseArgs.optString(i)` inside `optString`: a wrapper handing the call
-                    // to another object, not a method calling itself on one.
-                    .filter(|&id| !(p.method && r.from_symbol_id == Some(id)));
+                    // to another object, not a method calling itself on one; a base type named
+                    // as the type itself is another module's.
+                    .filter(|&id| {
+                        let base = matches!(r.kind, RefKind::Inherits | RefKind::Implements);
+                        !((p.method || base) && r.from_symbol_id == Some(id))
+                    });
                 (id, Resolution::Repo)
             }
         };
@@ -908,7 +1022,8 @@ impl Definitions {
 /// reference whose name is one definition of this file (of a kind it can land on) resolves to
 /// it here (`file`). A call on a receiver resolves by what the receiver is (`lang`'s
 /// `self_receivers`, `named_receivers`): on `self`/`this`, to the one method of that name beside
-/// the calling one; on a type of this file (`T::new()`), to that type's method; on a name that
+/// the calling one, else (later) in the holder's one base type ([`Scope::Typed`]), as `super`'s
+/// calls; on a type of this file (`T::new()`), to that type's method; on a name that
 /// may be an imported module, later, in that module ([`Scope::Module`]); on anything else, not
 /// at all ([`Scope::Closed`]: a guess by name is wrong more often than right). The rest are
 /// resolved when the bundle is written ([`Definitions`]).
@@ -934,6 +1049,16 @@ pub fn in_file(
         .enumerate()
         .map(|(i, s)| (s.symbol_id, i))
         .collect();
+    // The innermost definition holding byte `at`: the latest start at or before it whose end is
+    // past it (the last such in `symbols` order on equal starts, as `max_by_key`).
+    let enclosing = |at: usize| {
+        let before = by_start.partition_point(|&i| symbols[i].symbol.start_byte <= at);
+        by_start[..before]
+            .iter()
+            .rev()
+            .find(|&&i| at < symbols[i].symbol.end_byte)
+            .map(|&i| symbols[i].symbol_id)
+    };
     let need_receiver = lang.is_some_and(|l| l.methods_need_receiver);
     // A call on an object: by name across files, unless the standard library shares the name.
     let on_object = |name: &str| {
@@ -962,6 +1087,26 @@ pub fn in_file(
             id = s.parent_id;
         }
         None
+    };
+    // The one base type each definition names (`class A extends B`, `class A(B)`), by the
+    // definition's id: what `super.f()` and an inherited `this.f()` are looked up in.
+    let bases: FxHashMap<i64, Vec<String>> = {
+        let mut m: FxHashMap<i64, Vec<String>> = FxHashMap::default();
+        for r in refs.iter().filter(|r| r.kind == RefKind::Inherits) {
+            if let Some(id) = enclosing(r.start_byte)
+                && is_base_name(&r.target)
+                && by_id
+                    .get(&id)
+                    .is_some_and(|&i| symbols[i].symbol.name != r.target)
+            {
+                m.entry(id).or_default().push(r.target.clone());
+            }
+        }
+        m
+    };
+    let one_base = |id: Option<i64>| match bases.get(&id?).map(Vec::as_slice) {
+        Some([b]) => Some(b.clone()),
+        _ => None,
     };
     // The receiver name in the signature of the method holding `id` (Go: `func (s *T) F()`).
     let receiver_of = |mut id: Option<i64>| {
@@ -1059,14 +1204,7 @@ pub fn in_file(
     refs.into_iter()
         .map(|r| {
             let at = r.start_byte;
-            // The innermost definition holding `at`: the latest start at or before it whose end
-            // is past it (the last such in `symbols` order on equal starts, as `max_by_key`).
-            let before = by_start.partition_point(|&i| symbols[i].symbol.start_byte <= at);
-            let from = by_start[..before]
-                .iter()
-                .rev()
-                .find(|&&i| at < symbols[i].symbol.end_byte)
-                .map(|&i| symbols[i].symbol_id);
+            let from = enclosing(at);
             let chunk_id = chunk_at(chunks, at);
             let kinds = target_kinds(r.kind);
             let of_kinds = |s: &&SymbolRecord| kinds.contains(&s.symbol.kind.as_str());
@@ -1076,8 +1214,14 @@ pub fn in_file(
                         l.self_receivers.iter().any(|s| s == recv)
                             || (l.named_receivers && receiver_of(from).as_deref() == Some(recv))
                     });
-                    if (recv == "super" || recv.starts_with("super.")) && !r.path_call {
-                        // The base type's method: which base defines it is a type checker's.
+                    if recv == "super" && !r.path_call {
+                        // The base type's method: the holder's one base type's member (or its
+                        // bases'); with several bases, which one defines it is a type checker's.
+                        match one_base(holder(from)) {
+                            Some(b) => (None, Scope::Typed(b, false)),
+                            None => (None, Scope::Closed),
+                        }
+                    } else if recv.starts_with("super.") && !r.path_call {
                         (None, Scope::Closed)
                     } else if selfish {
                         let h = holder(from);
@@ -1088,10 +1232,14 @@ pub fn in_file(
                                     .filter(move |s| s.parent_id == Some(h)),
                             ))
                         });
-                        // Not beside it: inherited from a type elsewhere, a method all the same.
-                        match id {
-                            Some(_) => (id, Scope::Closed),
-                            None => (None, on_object(&r.target)),
+                        // Not beside it: inherited, from the holder's one base type (or its
+                        // bases) when it has one, else a method all the same.
+                        match (id, one_base(h)) {
+                            (Some(_), _) => (id, Scope::Closed),
+                            (None, Some(b)) => {
+                                (None, Scope::Typed(b, on_object(&r.target) == Scope::Method))
+                            }
+                            (None, None) => (None, on_object(&r.target)),
                         }
                     } else if recv
                         .chars()
@@ -1166,8 +1314,13 @@ pub fn in_file(
                 (RefKind::Call, None) if r.local => (None, Scope::Closed),
                 _ => {
                     let bare_call = r.kind == RefKind::Call;
+                    // A base type named as the type itself is another module's
+                    // (`class EnvironBuilder(werkzeug.test.EnvironBuilder)`).
+                    let base = matches!(r.kind, RefKind::Inherits | RefKind::Implements);
                     let id = one(Box::new(named(&r.target).filter(of_kinds).filter(|s| {
-                        !(bare_call && need_receiver && s.symbol.kind == "method")
+                        let method = bare_call && need_receiver && s.symbol.kind == "method";
+                        let itself = base && Some(s.symbol_id) == from;
+                        !(method || itself)
                     })));
                     (id, Scope::Open)
                 }
@@ -1517,6 +1670,30 @@ pub fn chunk_at(chunks: &[ChunkRecord], at: usize) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The base names the member lookup follows are one identifier, in Rust and in SQL alike.
+    #[test]
+    fn base_names_are_one_plain_identifier() {
+        for ok in ["Subject", "_Base", "$Mixin", "A1"] {
+            assert!(is_base_name(ok), "{ok}");
+        }
+        for no in ["", "1A", "pkg.Base", "Base<T>", "mixin(B)", "Bäse", "a b"] {
+            assert!(!is_base_name(no), "{no}");
+        }
+        let conn = duckdb::Connection::open_in_memory().unwrap();
+        for s in [
+            "Subject", "_Base", "$Mixin", "A1", "", "1A", "pkg.Base", "Base<T>", "Bäse",
+        ] {
+            let sql: bool = conn
+                .query_row(
+                    "SELECT regexp_full_match(?, ?)",
+                    duckdb::params![s, BASE_NAME_RE],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(sql, is_base_name(s), "{s}");
+        }
+    }
 
     #[test]
     fn the_types_code_declares_for_a_name() {

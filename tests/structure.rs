@@ -1448,3 +1448,152 @@ fn jsx_components_are_used_where_rendered() {
         assert_eq!(stored, sql);
     }
 }
+
+/// A member the receiver's type does not define is its base type's: `super.f()`, `this.f()` of
+/// an inherited method and `s.f()` on a declared type land on the nearest base that defines `f`
+/// (levels up, through base types named once in the language family), where a lookup by name
+/// alone finds several. Two bases defining it, a cycle of base names and a base named as the
+/// type itself (another module's) land nowhere; the SQL of a bundle of several segments agrees.
+#[test]
+fn inherited_members_land_on_the_base_that_defines_them() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(
+        root,
+        "src/subscription.ts",
+        b"export class Subscription {\n  add(x: number) {\n    return x;\n  }\n  unsubscribe() {\n    return 1;\n  }\n}\n",
+    );
+    write(
+        root,
+        "src/queue.ts",
+        b"export class Queue {\n  add(x: number) {\n    return x;\n  }\n  next(x: number) {\n    return x;\n  }\n  unsubscribe() {\n    return 2;\n  }\n}\n",
+    );
+    write(
+        root,
+        "src/subscriber.ts",
+        br#"import { Subscription } from "./subscription";
+
+export class Subscriber extends Subscription {
+  next(v: number) {
+    this.add(v);
+  }
+  unsubscribe() {
+    super.unsubscribe();
+  }
+}
+
+export class SafeSubscriber extends Subscriber {}
+
+export function feed(s: SafeSubscriber) {
+  s.next(1);
+  s.add(2);
+}
+"#,
+    );
+    write(
+        root,
+        "app/models.py",
+        br#"import werkzeug.test
+
+
+class Base:
+    def save(self):
+        return 1
+
+    def load(self):
+        return 2
+
+
+class Other:
+    def save(self):
+        return 3
+
+    def load(self):
+        return 4
+
+
+class Child(Base):
+    def save(self):
+        self.load()
+        return super().save()
+
+
+class Left:
+    def run(self):
+        return 5
+
+
+class Right:
+    def run(self):
+        return 6
+
+
+class Both(Left, Right):
+    def go(self):
+        return self.run()
+
+
+class Loop(Loop2):
+    pass
+
+
+class Loop2(Loop):
+    def z(self):
+        return self.zz()
+
+
+class EnvironBuilder(werkzeug.test.EnvironBuilder):
+    def __init__(self):
+        super().__init__()
+"#,
+    );
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b.bundle");
+    index(root, &b, &[]);
+    let calls: Vec<String> = call_rows(&b)
+        .into_iter()
+        .filter(|r| !r.contains("| super |"))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            // `self.load()`, `super().save()`: Base's, not Other's.
+            "app/models.py | 22 | load | app/models.py:Base > load | repo",
+            "app/models.py | 23 | save | app/models.py:Base > save | repo",
+            // Two bases define `run`.
+            "app/models.py | 38 | run | - | -",
+            // A cycle of base names ends.
+            "app/models.py | 47 | zz | - | -",
+            // `werkzeug.test.EnvironBuilder` is not this EnvironBuilder.
+            "app/models.py | 52 | __init__ | - | -",
+            // `this.add()`: the base's, not Queue's.
+            "src/subscriber.ts | 5 | add | src/subscription.ts:Subscription > add | repo",
+            "src/subscriber.ts | 8 | unsubscribe | src/subscription.ts:Subscription > unsubscribe | repo",
+            // SafeSubscriber defines neither: a level up, two levels up.
+            "src/subscriber.ts | 15 | next | src/subscriber.ts:Subscriber > next | repo",
+            "src/subscriber.ts | 16 | add | src/subscription.ts:Subscription > add | repo",
+        ]
+    );
+    let bases = rows(&format!(
+        "SELECT r.path, r.line, r.target, coalesce(t.path || ':' || t.symbol_path, '-') \
+         FROM {r} r LEFT JOIN {s} t ON t.symbol_id = r.target_symbol_id \
+         WHERE r.kind = 'inherits' AND r.path LIKE 'app/%' ORDER BY r.line, r.target",
+        r = pq(&b, "refs"),
+        s = pq(&b, "symbols")
+    ));
+    assert_eq!(
+        bases,
+        [
+            "app/models.py | 20 | Base | app/models.py:Base",
+            "app/models.py | 36 | Left | app/models.py:Left",
+            "app/models.py | 36 | Right | app/models.py:Right",
+            "app/models.py | 41 | Loop2 | app/models.py:Loop2",
+            "app/models.py | 45 | Loop | app/models.py:Loop",
+            // Not the class itself.
+            "app/models.py | 50 | EnvironBuilder | -",
+        ]
+    );
+    for (stored, sql) in crate::util::refs_resolved_both_ways(&b) {
+        assert_eq!(stored, sql);
+    }
+}

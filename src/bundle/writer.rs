@@ -194,6 +194,7 @@ impl BundleWriter {
         }
         self.definitions
             .add_file(&f.path, f.language.as_deref(), &f.symbols);
+        self.definitions.add_bases(&f.refs);
         // Resolved across the bundle at the end (through the file's imports, else within its
         // language family): each open reference carries what that needs.
         for r in f
