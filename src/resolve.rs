@@ -1108,6 +1108,27 @@ pub fn in_file(
         Some([b]) => Some(b.clone()),
         _ => None,
     };
+    // A callable named `name` defined directly in a function or method around `from` (itself
+    // included), the innermost such: `Some(its id)`, `Some(None)` when that function defines
+    // two, `None` when none does.
+    let nested = |from: Option<i64>, name: &str| {
+        let mut id = from;
+        while let Some(s) = id.and_then(|i| by_id.get(&i)).map(|&i| &symbols[i]) {
+            if CODE_KINDS.contains(&s.symbol.kind.as_str()) {
+                let mut it = named(name).filter(|c| {
+                    c.parent_id == Some(s.symbol_id)
+                        && CALLABLE_KINDS.contains(&c.symbol.kind.as_str())
+                });
+                match (it.next(), it.next()) {
+                    (Some(c), None) => return Some(Some(c.symbol_id)),
+                    (Some(_), Some(_)) => return Some(None),
+                    _ => {}
+                }
+            }
+            id = s.parent_id;
+        }
+        None
+    };
     // The receiver name in the signature of the method holding `id` (Go: `func (s *T) F()`).
     let receiver_of = |mut id: Option<i64>| {
         while let Some(s) = id.and_then(|i| by_id.get(&i)).map(|&i| &symbols[i]) {
@@ -1309,6 +1330,11 @@ pub fn in_file(
                             None => (None, on_object(&r.target)),
                         }
                     }
+                }
+                // A function defined in an enclosing function (`def test(): def index(): ..;
+                // index()`): the innermost one's, however many the file has elsewhere.
+                (RefKind::Call, None) if let Some(id) = nested(from, &r.target) => {
+                    (id, Scope::Closed)
                 }
                 // A value the function binds (`def f(load): load(x)`): nothing the bundle defines.
                 (RefKind::Call, None) if r.local => (None, Scope::Closed),

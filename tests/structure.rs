@@ -1597,3 +1597,75 @@ class EnvironBuilder(werkzeug.test.EnvironBuilder):
         assert_eq!(stored, sql);
     }
 }
+
+/// A bare call of a function defined in a function around it lands on the innermost such
+/// definition (`file`), however many functions of the file define one of that name; at module
+/// level such a name is no one's.
+#[test]
+fn nested_functions_are_called_where_they_are_defined() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(
+        root,
+        "tests/test_views.py",
+        br#"def test_one(app):
+    def index():
+        return 1
+
+    assert index() == 1
+
+
+def test_two(app):
+    def index():
+        def inner():
+            return 2
+
+        return inner()
+
+    def other():
+        return index()
+
+    assert other() == 2
+
+
+def test_three():
+    return index()
+"#,
+    );
+    write(
+        root,
+        "src/run.js",
+        b"function outer() {\n  function step() {\n    return 1;\n  }\n  return step();\n}\n\nfunction again() {\n  function step() {\n    return 2;\n  }\n  return step();\n}\n",
+    );
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b.bundle");
+    index(root, &b, &[]);
+    let lines = |path: &str| {
+        rows(&format!(
+            "SELECT r.line, r.target, coalesce(t.start_line::VARCHAR, '-'), \
+                    coalesce(r.resolution, '-') \
+             FROM {r} r LEFT JOIN {s} t ON t.symbol_id = r.target_symbol_id \
+             WHERE r.kind = 'call' AND r.path = '{path}' ORDER BY r.line",
+            r = pq(&b, "refs"),
+            s = pq(&b, "symbols")
+        ))
+    };
+    assert_eq!(
+        lines("tests/test_views.py"),
+        [
+            "5 | index | 2 | file",
+            "13 | inner | 10 | file",
+            // From a function beside it, in the function around both.
+            "16 | index | 9 | file",
+            "18 | other | 15 | file",
+            "22 | index | - | -",
+        ]
+    );
+    assert_eq!(
+        lines("src/run.js"),
+        ["5 | step | 2 | file", "12 | step | 9 | file"]
+    );
+    for (stored, sql) in crate::util::refs_resolved_both_ways(&b) {
+        assert_eq!(stored, sql);
+    }
+}
