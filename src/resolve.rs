@@ -205,14 +205,14 @@ by_name AS (SELECT class, family, name, count(*) AS n, min(symbol_id) AS id FROM
 by_file AS (SELECT class, path, name, count(*) AS n, min(symbol_id) AS id FROM (
   SELECT class, path, name, symbol_id FROM defs
   UNION ALL SELECT class, {package} || '@' || family AS path, name, symbol_id FROM defs) GROUP BY ALL),
-by_member AS (SELECT {sym_family} AS family, h.name AS holder, s.name, count(*) AS n,
+by_member AS MATERIALIZED (SELECT {sym_family} AS family, h.name AS holder, s.name, count(*) AS n,
                    min(s.symbol_id) AS id
             FROM counted s JOIN {symbols} h ON h.symbol_id = s.parent_id
             WHERE s.kind IN ({all_callable}) AND NOT {s_declaration} GROUP BY ALL),
 by_scip AS (SELECT {sym_key} AS scip_key, count(*) AS n, min(symbol_id) AS id FROM {symbols}
             WHERE scip_symbol IS NOT NULL GROUP BY ALL),
 open_refs AS (SELECT *, {class} AS class FROM {stored}),
-bases AS (SELECT DISTINCT b.family, b.name AS type, r.target AS base
+bases AS MATERIALIZED (SELECT DISTINCT b.family, b.name AS type, r.target AS base
           FROM {stored} r JOIN by_name b ON b.class = 't' AND b.n = 1 AND b.id = r.from_symbol_id
           WHERE r.kind = '{inherits}' AND regexp_full_match(r.target, '{base_re}')
             AND r.target <> b.name),
