@@ -353,8 +353,9 @@ LEFT JOIN by_name b ON r.family IS NOT NULL AND r.import_name IS NULL
 pub const MAX_BASES: usize = 16;
 
 /// A base type name the member lookup follows: one plain (ASCII) identifier, as `inherits`
-/// references of `class A extends B<T>`, `class A(B)` or `struct A : B` hold it (a qualified
-/// `pkg.B` or an expression is not followed). The SQL form is [`BASE_NAME_RE`].
+/// references of `class A extends B<T>`, `class A(B)` or `struct A : B` hold it (a base the
+/// reference holds as more than a name, an expression, is not followed). The SQL form is
+/// [`BASE_NAME_RE`].
 pub fn is_base_name(s: &str) -> bool {
     let mut cs = s.chars();
     cs.next()
@@ -1088,25 +1089,31 @@ pub fn in_file(
         }
         None
     };
-    // The one base type each definition names (`class A extends B`, `class A(B)`), by the
+    // The base types each definition names (`class A extends B`, `class A(B)`), by the
     // definition's id: what `super.f()` and an inherited `this.f()` are looked up in.
     let bases: FxHashMap<i64, Vec<String>> = {
         let mut m: FxHashMap<i64, Vec<String>> = FxHashMap::default();
         for r in refs.iter().filter(|r| r.kind == RefKind::Inherits) {
-            if let Some(id) = enclosing(r.start_byte)
-                && is_base_name(&r.target)
-                && by_id
-                    .get(&id)
-                    .is_some_and(|&i| symbols[i].symbol.name != r.target)
-            {
+            if let Some(id) = enclosing(r.start_byte) {
                 m.entry(id).or_default().push(r.target.clone());
             }
         }
         m
     };
-    let one_base = |id: Option<i64>| match bases.get(&id?).map(Vec::as_slice) {
-        Some([b]) => Some(b.clone()),
-        _ => None,
+    // Its one base, when that is a name to follow and not the definition's own.
+    let one_base = |id: Option<i64>| {
+        let id = id?;
+        match bases.get(&id).map(Vec::as_slice) {
+            Some([b])
+                if is_base_name(b)
+                    && by_id
+                        .get(&id)
+                        .is_some_and(|&i| &symbols[i].symbol.name != b) =>
+            {
+                Some(b.clone())
+            }
+            _ => None,
+        }
     };
     // A callable named `name` defined directly in a function or method around `from` (itself
     // included), the innermost such: `Some(its id)`, `Some(None)` when that function defines
