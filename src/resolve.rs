@@ -1050,6 +1050,14 @@ pub fn in_file(
         .enumerate()
         .map(|(i, s)| (s.symbol_id, i))
         .collect();
+    // The definitions from `id` outward: it, the one holding it, and so on.
+    let up = {
+        let by_id = &by_id;
+        move |id: Option<i64>| {
+            let at = move |id: Option<i64>| id.and_then(|i| by_id.get(&i)).map(|&i| &symbols[i]);
+            std::iter::successors(at(id), move |s: &&SymbolRecord| at(s.parent_id))
+        }
+    };
     // The innermost definition holding byte `at`: the latest start at or before it whose end is
     // past it (the last such in `symbols` order on equal starts, as `max_by_key`).
     let enclosing = |at: usize| {
@@ -1080,14 +1088,10 @@ pub fn in_file(
     };
     // The definition holding the members beside `id`'s code: the first enclosing definition
     // (from `id` itself) that is not a function or method.
-    let holder = |mut id: Option<i64>| {
-        while let Some(s) = id.and_then(|i| by_id.get(&i)).map(|&i| &symbols[i]) {
-            if !CODE_KINDS.contains(&s.symbol.kind.as_str()) {
-                return Some(s.symbol_id);
-            }
-            id = s.parent_id;
-        }
-        None
+    let holder = |id: Option<i64>| {
+        up(id)
+            .find(|s| !CODE_KINDS.contains(&s.symbol.kind.as_str()))
+            .map(|s| s.symbol_id)
     };
     // The base types each definition names (`class A extends B`, `class A(B)`), by the
     // definition's id: what `super.f()` and an inherited `this.f()` are looked up in.
@@ -1119,34 +1123,24 @@ pub fn in_file(
     // included), the innermost such: `Some(its id)`, `Some(None)` when that function defines
     // two, `None` when none does.
     let nested = |from: Option<i64>, name: &str| {
-        let mut id = from;
-        while let Some(s) = id.and_then(|i| by_id.get(&i)).map(|&i| &symbols[i]) {
-            if CODE_KINDS.contains(&s.symbol.kind.as_str()) {
+        up(from)
+            .filter(|s| CODE_KINDS.contains(&s.symbol.kind.as_str()))
+            .find_map(|s| {
                 let mut it = named(name).filter(|c| {
                     c.parent_id == Some(s.symbol_id)
                         && CALLABLE_KINDS.contains(&c.symbol.kind.as_str())
                 });
                 match (it.next(), it.next()) {
-                    (Some(c), None) => return Some(Some(c.symbol_id)),
-                    (Some(_), Some(_)) => return Some(None),
-                    _ => {}
+                    (Some(c), None) => Some(Some(c.symbol_id)),
+                    (Some(_), Some(_)) => Some(None),
+                    _ => None,
                 }
-            }
-            id = s.parent_id;
-        }
-        None
+            })
     };
     // The receiver name in the signature of the method holding `id` (Go: `func (s *T) F()`).
-    let receiver_of = |mut id: Option<i64>| {
-        while let Some(s) = id.and_then(|i| by_id.get(&i)).map(|&i| &symbols[i]) {
-            if let Some(sig) = s.symbol.signature.as_deref()
-                && let Some(rest) = sig.strip_prefix("func (")
-            {
-                return rest.split([' ', ')']).next().map(str::to_string);
-            }
-            id = s.parent_id;
-        }
-        None
+    let receiver_of = |id: Option<i64>| {
+        let rest = up(id).find_map(|s| s.symbol.signature.as_deref()?.strip_prefix("func ("))?;
+        rest.split([' ', ')']).next().map(str::to_string)
     };
     // The type the code around a call declares for `x`: a parameter of an enclosing function
     // (`app: Flask`, `Engine e`, `c *Command`), else its last `x = Type(...)` in that function
@@ -1198,11 +1192,7 @@ pub fn in_file(
             .clone()
     };
     let type_of = |from: Option<i64>, x: &str| {
-        let mut id = from;
-        while let Some(s) = id.and_then(|i| by_id.get(&i)).map(|&i| &symbols[i]) {
-            if !CODE_KINDS.contains(&s.symbol.kind.as_str()) {
-                break;
-            }
+        for s in up(from).take_while(|s| CODE_KINDS.contains(&s.symbol.kind.as_str())) {
             let t = known
                 .borrow_mut()
                 .entry((s.symbol_id, x.to_string()))
@@ -1225,7 +1215,6 @@ pub fn in_file(
             if t.is_some() {
                 return t;
             }
-            id = s.parent_id;
         }
         field_of(from, x)
     };
