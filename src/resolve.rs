@@ -1024,11 +1024,13 @@ impl Definitions {
 /// it here (`file`). A call on a receiver resolves by what the receiver is (`lang`'s
 /// `self_receivers`, `named_receivers`): on `self`/`this`, to the one method of that name beside
 /// the calling one, else (later) in the holder's one base type ([`Scope::Typed`]), as `super`'s
-/// calls; on a type of this file (`T::new()`), to that type's method; on a name that
+/// calls; on a type of this file (`T::new()`), to that type's method, else (later) to its one
+/// base type's (`class Index1(View)`, `Index1.as_view()`); on a name that
 /// may be an imported module, later, in that module ([`Scope::Module`]); on anything else, not
 /// at all ([`Scope::Closed`]: a guess by name is wrong more often than right). The rest are
 /// resolved when the bundle is written ([`Definitions`]).
 pub fn in_file(
+    path: &str,
     refs: Vec<Reference>,
     symbols: &[SymbolRecord],
     chunks: &[ChunkRecord],
@@ -1069,6 +1071,18 @@ pub fn in_file(
             .map(|&i| symbols[i].symbol_id)
     };
     let need_receiver = lang.is_some_and(|l| l.methods_need_receiver);
+    // The names the file's imports bind (a module, or a name of one).
+    let imported: rustc_hash::FxHashSet<String> = {
+        let id = lang.map(|l| l.id.as_str());
+        let statements: Vec<&str> = refs
+            .iter()
+            .filter(|r| r.kind == RefKind::Import)
+            .map(|r| r.target.as_str())
+            .collect();
+        let aliases = crate::extract::imports::module_aliases(path, id, &statements);
+        let names = crate::extract::imports::import_map(path, id, &statements);
+        aliases.into_keys().chain(names.into_keys()).collect()
+    };
     // A call on an object: by name across files, unless the standard library shares the name.
     let on_object = |name: &str| {
         if lang.is_some_and(|l| l.common_methods.iter().any(|m| m == name)) {
@@ -1216,7 +1230,15 @@ pub fn in_file(
                 return t;
             }
         }
-        field_of(from, x)
+        // Else a field of the holder by its bare name (`db.query()` in a Java method, or a
+        // local named as the field it was read from: `const lists = this.lists`) — unless the
+        // file imports the name: `from . import cli` makes `cli.load_dotenv()` the module's,
+        // whatever `self.cli` holds.
+        if imported.contains(x) {
+            None
+        } else {
+            field_of(from, x)
+        }
     };
     refs.into_iter()
         .map(|r| {
@@ -1278,10 +1300,28 @@ pub fn in_file(
                                             },
                                         )
                                 };
-                                let id = one(Box::new(
-                                    named(&r.target).filter(of_kinds).filter(members),
-                                ));
-                                (id, Scope::Closed)
+                                let mut own = named(&r.target).filter(of_kinds).filter(members);
+                                match (own.next(), own.next()) {
+                                    (Some(s), None) => (Some(s.symbol_id), Scope::Closed),
+                                    (Some(_), Some(_)) => (None, Scope::Closed),
+                                    // Not its own: inherited (`class Index1(View)`,
+                                    // `Index1.as_view()`), from its one base type (or its bases)
+                                    // as for an inherited `self.f()`; a method all the same when
+                                    // it has several; nowhere when it names no base.
+                                    (None, _) => {
+                                        match (bases.contains_key(&t), one_base(Some(t))) {
+                                            (_, Some(b)) => (
+                                                None,
+                                                Scope::Typed(
+                                                    b,
+                                                    on_object(&r.target) == Scope::Method,
+                                                ),
+                                            ),
+                                            (true, None) => (None, on_object(&r.target)),
+                                            (false, None) => (None, Scope::Closed),
+                                        }
+                                    }
+                                }
                             }
                             // Not the file's method by name, even when it defines one: measured
                             // on commander and rxjs, `option.name()` lands on another type's

@@ -1598,6 +1598,117 @@ class EnvironBuilder(werkzeug.test.EnvironBuilder):
     }
 }
 
+/// A call on a type the file defines that the type does not define itself is its one base
+/// type's (`Index.as_view()`, `class Index(View)`); with no base it is no one's, with several a
+/// type checker's. A bare receiver the file imports is that import (`from . import cli`:
+/// `cli.load_dotenv()` is the module's), even where the holder has a field of that name; one it
+/// does not import may still be a field read into a local (`const lists = this.lists`).
+#[test]
+fn calls_on_a_type_of_the_file_and_on_an_imported_module() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(root, "pkg/__init__.py", b"");
+    write(
+        root,
+        "pkg/views.py",
+        b"class View:\n    @classmethod\n    def as_view(cls, name):\n        return name\n",
+    );
+    write(
+        root,
+        "pkg/other.py",
+        b"class Other:\n    def as_view(self, name):\n        return name\n",
+    );
+    write(
+        root,
+        "pkg/cli.py",
+        b"def load_dotenv():\n    return 1\n\n\nclass AppGroup:\n    def load_dotenv(self):\n        return 2\n",
+    );
+    write(
+        root,
+        "pkg/app.py",
+        br#"from . import cli
+
+
+class Flask:
+    def __init__(self):
+        self.cli = cli.AppGroup()
+
+    def run(self):
+        cli.load_dotenv()
+        return self.cli.load_dotenv()
+"#,
+    );
+    write(
+        root,
+        "tests/test_views.py",
+        br#"from pkg.views import View
+
+
+class Index(View):
+    pass
+
+
+class Plain:
+    pass
+
+
+class Two(View, Plain):
+    pass
+
+
+def test_it():
+    Index.as_view("a")
+    Plain.as_view("b")
+    Two.as_view("c")
+"#,
+    );
+    write(
+        root,
+        "src/chain.ts",
+        b"export class ChainMap {\n  get(k: string) {\n    return k;\n  }\n}\n\nexport class Cache {\n  get(k: string) {\n    return k;\n  }\n}\n",
+    );
+    write(
+        root,
+        "src/lists.ts",
+        br#"import { ChainMap } from "./chain";
+
+export class Lists {
+  lists: ChainMap;
+  constructor() {
+    this.lists = new ChainMap();
+  }
+  get(k: string) {
+    const lists = this.lists;
+    return lists.get(k);
+  }
+}
+"#,
+    );
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b.bundle");
+    index(root, &b, &[]);
+    let calls: Vec<String> = call_rows(&b)
+        .into_iter()
+        .filter(|r| r.contains("as_view") || r.contains("load_dotenv") || r.contains("| get |"))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            // The module's function, not the field's method of that name.
+            "pkg/app.py | 9 | load_dotenv | pkg/cli.py:load_dotenv | import",
+            "pkg/app.py | 10 | load_dotenv | pkg/cli.py:AppGroup > load_dotenv | repo",
+            "src/lists.ts | 10 | get | src/chain.ts:ChainMap > get | repo",
+            // Index's base's; Plain names no base; Two names two.
+            "tests/test_views.py | 17 | as_view | pkg/views.py:View > as_view | repo",
+            "tests/test_views.py | 18 | as_view | - | -",
+            "tests/test_views.py | 19 | as_view | - | -",
+        ]
+    );
+    for (stored, sql) in crate::util::refs_resolved_both_ways(&b) {
+        assert_eq!(stored, sql);
+    }
+}
+
 /// A bare call of a function defined in a function around it lands on the innermost such
 /// definition (`file`), however many functions of the file define one of that name; at module
 /// level such a name is no one's.

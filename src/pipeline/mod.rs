@@ -1056,8 +1056,14 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     let mut scip = None;
     let (symbols, refs) = if is_code {
         let mut symbols = symbol_records(&c.rel, chunked.symbols, &chunks);
-        let mut refs =
-            resolve::in_file(chunked.refs, &symbols, &chunks, lang.map(|l| &l.def), &text);
+        let mut refs = resolve::in_file(
+            &c.rel,
+            chunked.refs,
+            &symbols,
+            &chunks,
+            lang.map(|l| &l.def),
+            &text,
+        );
         if let Some((doc, enc)) = ctx.scip.document(&c.rel) {
             scip = Some(crate::precise::apply(
                 doc,
