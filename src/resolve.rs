@@ -182,6 +182,22 @@ pub fn resolved_refs_sql(stored: &str, symbols: &str, deps: &str) -> String {
         sql_list(TYPE_KINDS),
         sql_list(METHOD_KINDS),
     );
+    // Where a reference that is no call on a typed receiver resolves: its SCIP symbol's
+    // definition, its import's, else its name's (the base types' walk needs these for the
+    // `inherits` rows before the calls).
+    let lookups = format!(
+        "LEFT JOIN by_scip s ON r.family IS NOT NULL AND s.scip_key = {ref_key} AND s.n = 1
+LEFT JOIN via_import i ON r.family IS NOT NULL AND r.import_name IS NOT NULL
+  AND i.class = r.class AND i.family = r.family AND i.import_name = r.import_name
+  AND i.import_files = r.import_files
+LEFT JOIN by_name b ON r.family IS NOT NULL AND r.import_name IS NULL
+  AND b.class = r.class AND b.family = r.family AND b.name = r.target AND b.n = 1
+  AND NOT ((r.class = 'm' OR r.kind IN ('{inherits}', '{implements}'))
+           AND b.id IS NOT DISTINCT FROM r.from_symbol_id)",
+        ref_key = crate::precise::scip_key_sql("r.scip_symbol"),
+        inherits = RefKind::Inherits.as_str(),
+        implements = RefKind::Implements.as_str(),
+    );
     format!(
         "WITH RECURSIVE counted AS (SELECT * FROM {symbols}
   QUALIFY coalesce(language, '') NOT IN ({overloads})
@@ -209,29 +225,13 @@ by_member AS MATERIALIZED (SELECT {sym_family} AS family, h.name AS holder, s.na
                    min(s.symbol_id) AS id
             FROM counted s JOIN {symbols} h ON h.symbol_id = s.parent_id
             WHERE s.kind IN ({all_callable}) AND NOT {s_declaration} GROUP BY ALL),
+by_holder AS MATERIALIZED (SELECT s.parent_id AS holder_id, s.name, count(*) AS n,
+                   min(s.symbol_id) AS id
+            FROM counted s JOIN {symbols} h ON h.symbol_id = s.parent_id
+            WHERE s.kind IN ({all_callable}) AND NOT {s_declaration} GROUP BY ALL),
 by_scip AS (SELECT {sym_key} AS scip_key, count(*) AS n, min(symbol_id) AS id FROM {symbols}
             WHERE scip_symbol IS NOT NULL GROUP BY ALL),
 open_refs AS (SELECT *, {class} AS class FROM {stored}),
-bases AS MATERIALIZED (SELECT DISTINCT b.family, b.name AS type, r.target AS base
-          FROM {stored} r JOIN by_name b ON b.class = 't' AND b.n = 1 AND b.id = r.from_symbol_id
-          WHERE r.kind = '{inherits}' AND regexp_full_match(r.target, '{base_re}')
-            AND r.target <> b.name),
-walk AS (
-  SELECT DISTINCT family, receiver_type AS start, target AS name, receiver_type AS type, 0 AS depth
-  FROM open_refs WHERE receiver_type IS NOT NULL AND family IS NOT NULL AND scip_symbol IS NULL
-  UNION
-  SELECT w.family, w.start, w.name, b.base, w.depth + 1 FROM walk w
-  JOIN bases b ON b.family = w.family AND b.type = w.type
-  WHERE w.depth < {max_bases} AND NOT EXISTS (SELECT 1 FROM by_member m
-    WHERE m.family = w.family AND m.holder = w.type AND m.name = w.name)),
-member_hits AS (SELECT w.family, w.start, w.name, w.depth, m.n, m.id FROM walk w
-  JOIN by_member m ON m.family = w.family AND m.holder = w.type AND m.name = w.name),
-members AS (SELECT h.family, h.start, h.name,
-                   CASE WHEN count(*) = 1 AND max(h.n) = 1 THEN max(h.id) END AS id
-            FROM member_hits h JOIN (SELECT family, start, name, min(depth) AS depth
-                                     FROM member_hits GROUP BY ALL) f
-              ON f.family = h.family AND f.start = h.start AND f.name = h.name AND f.depth = h.depth
-            GROUP BY h.family, h.start, h.name),
 imports AS (SELECT DISTINCT class, family, import_name, import_files FROM open_refs
             WHERE family IS NOT NULL AND import_name IS NOT NULL),
 named AS (SELECT *, unnest(import_files) AS named FROM imports),
@@ -301,7 +301,44 @@ via_import AS (
   FROM in_files m LEFT JOIN by_name b
     ON b.class = m.class AND b.family = m.family AND b.name = m.import_name AND b.n = 1
   LEFT JOIN again a ON a.class = m.class AND a.family = m.family
-    AND a.import_name = m.import_name AND a.import_files = m.import_files)
+    AND a.import_name = m.import_name AND a.import_files = m.import_files),
+bases AS MATERIALIZED (SELECT DISTINCT type_id, base_id,
+                              CASE WHEN base_id IS NULL THEN target END AS base_name
+  FROM (SELECT r.from_symbol_id AS type_id, r.target, t.name AS own,
+               CASE WHEN r.family IS NULL THEN r.target_symbol_id
+                    WHEN r.scip_symbol IS NOT NULL THEN s.id
+                    WHEN r.import_name IS NOT NULL THEN i.id ELSE b.id END AS base_id
+        FROM open_refs r {lookups}
+        LEFT JOIN {symbols} t ON t.symbol_id = r.from_symbol_id AND t.kind IN ({types})
+        WHERE r.kind = '{inherits}' AND r.from_symbol_id IS NOT NULL)
+  WHERE CASE WHEN base_id IS NOT NULL THEN base_id <> type_id
+             ELSE regexp_full_match(target, '{base_re}') AND target IS DISTINCT FROM own END),
+walk AS (
+  SELECT DISTINCT family, receiver_type AS start, target AS name, receiver_type AS type,
+         NULL::BIGINT AS type_id, 0 AS depth
+  FROM open_refs WHERE receiver_type IS NOT NULL AND family IS NOT NULL AND scip_symbol IS NULL
+  UNION
+  SELECT w.family, w.start, w.name, b.base_name, b.base_id, w.depth + 1 FROM walk w
+  LEFT JOIN by_name t ON w.type_id IS NULL AND t.class = 't' AND t.family = w.family
+    AND t.name = w.type AND t.n = 1
+  JOIN bases b ON b.type_id = coalesce(w.type_id, t.id)
+  WHERE w.depth < {max_bases}
+    AND NOT EXISTS (SELECT 1 FROM by_member m WHERE w.type_id IS NULL
+      AND m.family = w.family AND m.holder = w.type AND m.name = w.name)
+    AND NOT EXISTS (SELECT 1 FROM by_holder h WHERE h.holder_id = w.type_id AND h.name = w.name)),
+member_hits AS (
+  SELECT w.family, w.start, w.name, w.depth, m.n, m.id FROM walk w
+  JOIN by_member m ON w.type_id IS NULL AND m.family = w.family AND m.holder = w.type
+    AND m.name = w.name
+  UNION ALL
+  SELECT w.family, w.start, w.name, w.depth, h.n, h.id FROM walk w
+  JOIN by_holder h ON h.holder_id = w.type_id AND h.name = w.name),
+members AS (SELECT h.family, h.start, h.name,
+                   CASE WHEN count(*) = 1 AND max(h.n) = 1 THEN max(h.id) END AS id
+            FROM member_hits h JOIN (SELECT family, start, name, min(depth) AS depth
+                                     FROM member_hits GROUP BY ALL) f
+              ON f.family = h.family AND f.start = h.start AND f.name = h.name AND f.depth = h.depth
+            GROUP BY h.family, h.start, h.name)
 SELECT r.path, r.line, r.kind, r.target, r.from_symbol_id, r.chunk_id,
   CASE WHEN r.family IS NULL THEN r.target_symbol_id
        WHEN r.scip_symbol IS NOT NULL THEN s.id
@@ -316,20 +353,11 @@ SELECT r.path, r.line, r.kind, r.target, r.from_symbol_id, r.chunk_id,
        ELSE CASE WHEN b.id IS NOT NULL THEN '{repo}' END END AS resolution,
   r.scip_symbol, r.family, r.import_name, r.import_files, r.method_call, r.receiver_type,
   r.exports
-FROM open_refs r
-LEFT JOIN by_scip s ON r.family IS NOT NULL AND s.scip_key = {ref_key} AND s.n = 1
+FROM open_refs r {lookups}
 LEFT JOIN members mb ON r.receiver_type IS NOT NULL AND mb.family = r.family
-  AND mb.start = r.receiver_type AND mb.name = r.target
-LEFT JOIN via_import i ON r.family IS NOT NULL AND r.import_name IS NOT NULL
-  AND i.class = r.class AND i.family = r.family AND i.import_name = r.import_name
-  AND i.import_files = r.import_files
-LEFT JOIN by_name b ON r.family IS NOT NULL AND r.import_name IS NULL
-  AND b.class = r.class AND b.family = r.family AND b.name = r.target AND b.n = 1
-  AND NOT ((r.class = 'm' OR r.kind IN ('{inherits}', '{implements}'))
-           AND b.id IS NOT DISTINCT FROM r.from_symbol_id)",
+  AND mb.start = r.receiver_type AND mb.name = r.target",
         import = Resolution::Import.as_str(),
         inherits = RefKind::Inherits.as_str(),
-        implements = RefKind::Implements.as_str(),
         base_re = BASE_NAME_RE,
         max_bases = MAX_BASES,
         repo = Resolution::Repo.as_str(),
@@ -338,7 +366,6 @@ LEFT JOIN by_name b ON r.family IS NOT NULL AND r.import_name IS NULL
         code = sql_list(CODE_KINDS),
         sym_family = family.replace("language", "s.language"),
         sym_key = crate::precise::scip_key_sql("scip_symbol"),
-        ref_key = crate::precise::scip_key_sql("r.scip_symbol"),
         package = "CASE WHEN contains(path, '/') THEN regexp_replace(path, '[^/]*$', '') ELSE '/' END",
         anywhere = ANYWHERE,
         overloads = sql_list(ONE_FUNCTION_OVERLOADS),
@@ -674,6 +701,14 @@ impl Pending {
 /// (none when it needs nothing more).
 pub type PendingRef = (std::sync::Arc<str>, RefRecord, Option<Pending>);
 
+/// A base type ([`Definitions::add_base`]): the definition its `inherits` reference resolves
+/// to, else the name it gives.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Base {
+    Id(i64),
+    Name(String),
+}
+
 /// Every callable and type definition of the bundle, counted by name (per family) and by file:
 /// what the bundle-wide step resolves against. Each entry is (how many, the id of the first).
 #[derive(Debug, Default)]
@@ -684,9 +719,13 @@ pub struct Definitions {
     def_files: rustc_hash::FxHashSet<String>,
     /// Callables by (family, the name of the definition holding them, name): a type's members.
     by_member: FxHashMap<(String, String, String), (u32, i64)>,
-    /// The base types each type names (`class A extends B`, `class A(B)`: `inherits`
-    /// references), by the type's id: where a member the type does not define is looked for.
-    bases: FxHashMap<i64, Vec<String>>,
+    /// Callables by (the id of the definition holding them, name).
+    by_holder: FxHashMap<(i64, String), (u32, i64)>,
+    /// The base types of each type, by id (`class A extends B`, `class A(B)`: its `inherits`
+    /// references): where a member the type does not define is looked for.
+    bases: FxHashMap<i64, Vec<Base>>,
+    /// The names of the types, by id.
+    type_names: FxHashMap<i64, String>,
     by_scip: FxHashMap<String, (u32, i64)>,
     /// Go modules of the bundle: (module path, directory of its `go.mod`).
     go_modules: Vec<(String, String)>,
@@ -761,34 +800,53 @@ impl Definitions {
         (found, named)
     }
 
-    /// Notes the base types of a file's types: its `inherits` references ([`is_base_name`]).
-    pub fn add_bases(&mut self, refs: &[RefRecord]) {
-        for r in refs {
-            if r.kind == RefKind::Inherits
-                && let Some(from) = r.from_symbol_id
-                && is_base_name(&r.target)
-            {
-                self.bases.entry(from).or_default().push(r.target.clone());
+    /// Notes a type's base type from its `inherits` reference `r` (with its context `p`, when
+    /// it was left open in its file): the definition it resolves to, else its name
+    /// ([`is_base_name`]; not the type's own: `class EnvironBuilder(werkzeug.test.EnvironBuilder)`
+    /// names another module's), looked up by name (`import { Object3D } from "three"`, the
+    /// package itself).
+    pub fn add_base(&mut self, r: &RefRecord, p: Option<&Pending>) {
+        let Some(ty) = r.from_symbol_id.filter(|_| r.kind == RefKind::Inherits) else {
+            return;
+        };
+        let mut r = r.clone();
+        if let Some(p) = p {
+            self.resolve(&mut r, p);
+        }
+        let base = match r.target_symbol_id {
+            Some(id) if id != ty => Base::Id(id),
+            Some(_) => return,
+            None if is_base_name(&r.target) && self.type_names.get(&ty) != Some(&r.target) => {
+                Base::Name(r.target)
             }
+            None => return,
+        };
+        let b = self.bases.entry(ty).or_default();
+        if !b.contains(&base) {
+            b.push(base);
         }
     }
 
     /// The member `name` of the type named `ty` (in `family`), or of the nearest of its base
-    /// types that defines one: the types `ty` inherits from, level by level (a base's bases
-    /// next), through types whose name is one definition of the family, at most [`MAX_BASES`]
-    /// levels up. The first level where any type defines `name` decides: its one definition,
+    /// types that defines one: the types it inherits from ([`Definitions::add_base`]), level by
+    /// level (a base's bases next), at most [`MAX_BASES`] levels up. A type by name is every
+    /// type of the family of that name for its members, and its bases are followed only where
+    /// it is one. The first level where any type defines `name` decides: its one definition,
     /// else none (two bases defining it is a type checker's to choose).
     fn member(&self, family: &str, ty: &str, name: &str) -> Option<i64> {
-        let mut level: Vec<String> = vec![ty.to_string()];
-        let mut seen: rustc_hash::FxHashSet<String> = rustc_hash::FxHashSet::default();
+        let mut level: Vec<Base> = vec![Base::Name(ty.to_string())];
+        let mut seen: rustc_hash::FxHashSet<Base> = rustc_hash::FxHashSet::default();
         for depth in 0..=MAX_BASES {
             let hits: Vec<(u32, i64)> = level
                 .iter()
-                .filter_map(|t| {
-                    self.by_member
-                        .get(&(family.to_string(), t.clone(), name.to_string()))
-                        .copied()
+                .filter_map(|t| match t {
+                    Base::Name(t) => {
+                        self.by_member
+                            .get(&(family.to_string(), t.clone(), name.to_string()))
+                    }
+                    Base::Id(t) => self.by_holder.get(&(*t, name.to_string())),
                 })
+                .copied()
                 .collect();
             if !hits.is_empty() {
                 return match hits.as_slice() {
@@ -800,19 +858,24 @@ impl Definitions {
                 break;
             }
             seen.extend(level.iter().cloned());
-            let mut next: Vec<String> = Vec::new();
+            let mut next: Vec<Base> = Vec::new();
             for t in &level {
-                let key = NameKey {
-                    class: Class::Type,
-                    family: family.to_string(),
-                    name: t.clone(),
-                };
-                let Some(&(1, id)) = self.by_name.get(&key) else {
-                    continue;
+                let id = match t {
+                    Base::Id(id) => *id,
+                    Base::Name(t) => {
+                        let key = NameKey {
+                            class: Class::Type,
+                            family: family.to_string(),
+                            name: t.clone(),
+                        };
+                        let Some(&(1, id)) = self.by_name.get(&key) else {
+                            continue;
+                        };
+                        id
+                    }
                 };
                 for b in self.bases.get(&id).into_iter().flatten() {
-                    // (A base named as the type itself is another module's.)
-                    if b != t && !seen.contains(b) && !next.contains(b) {
+                    if !seen.contains(b) && !next.contains(b) {
                         next.push(b.clone());
                     }
                 }
@@ -847,6 +910,13 @@ impl Definitions {
             }
         }
         let local = local_definitions(symbols);
+        for sym in symbols
+            .iter()
+            .filter(|s| TYPE_KINDS.contains(&s.symbol.kind.as_str()))
+        {
+            self.type_names
+                .insert(sym.symbol_id, sym.symbol.name.clone());
+        }
         let csharp = language == Some("csharp");
         for sym in symbols
             .iter()
@@ -872,6 +942,12 @@ impl Definitions {
                     sym.symbol.name.clone(),
                 );
                 self.by_member.entry(key).or_insert((0, sym.symbol_id)).0 += 1;
+                if let Some(p) = sym.parent_id {
+                    self.by_holder
+                        .entry((p, sym.symbol.name.clone()))
+                        .or_insert((0, sym.symbol_id))
+                        .0 += 1;
+                }
             }
             // A definition inside a function is the function's own: no other file names it.
             if local.contains(&sym.symbol_id) {

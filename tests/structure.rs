@@ -1598,6 +1598,82 @@ class EnvironBuilder(werkzeug.test.EnvironBuilder):
     }
 }
 
+/// The base types a member is looked up in are where the `inherits` references resolve, so a
+/// base named like other types of the family (two `Field`s, each with a `clean`) is the one the
+/// file means; a base its import leaves unresolved (a package outside the bundle that names one
+/// of its types) is looked up by its name.
+#[test]
+fn bases_are_followed_where_their_references_resolve() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(
+        root,
+        "forms/fields.py",
+        b"class Field:\n    def clean(self, v):\n        return v\n\n\nclass ChoiceField(Field):\n    pass\n",
+    );
+    write(
+        root,
+        "models/fields.py",
+        b"class Field:\n    def clean(self, v):\n        return None\n",
+    );
+    write(
+        root,
+        "tests/test_choice.py",
+        br#"from forms.fields import ChoiceField
+
+
+class MyChoice(ChoiceField):
+    pass
+
+
+def test_it():
+    f = MyChoice()
+    return f.clean(1)
+"#,
+    );
+    write(
+        root,
+        "src/object3d.ts",
+        b"export class Object3D {\n  add(x: number) {\n    return x;\n  }\n}\n",
+    );
+    write(
+        root,
+        "src/group.ts",
+        b"export class Other {\n  add(x: number) {\n    return x;\n  }\n}\n",
+    );
+    write(
+        root,
+        "examples/gyro.ts",
+        br#"import { Object3D } from "three";
+
+class Gyroscope extends Object3D {}
+
+export function make(g: Gyroscope) {
+  g.add(1);
+}
+"#,
+    );
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b.bundle");
+    index(root, &b, &[]);
+    let calls: Vec<String> = call_rows(&b)
+        .into_iter()
+        .filter(|r| r.contains("| clean |") || r.contains("| add |"))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            // Gyroscope -> Object3D ("three": not the bundle's; its one Object3D by name).
+            "examples/gyro.ts | 6 | add | src/object3d.ts:Object3D > add | repo",
+            // MyChoice -> ChoiceField (its import) -> Field (the one in ChoiceField's file).
+            "tests/test_choice.py | 10 | clean | forms/fields.py:Field > clean | repo",
+        ]
+    );
+    for (stored, sql) in crate::util::refs_resolved_both_ways(&b) {
+        assert_eq!(stored, sql);
+    }
+}
+
 /// A call on a type the file defines that the type does not define itself is its one base
 /// type's (`Index.as_view()`, `class Index(View)`); with no base it is no one's, with several a
 /// type checker's. A bare receiver the file imports is that import (`from . import cli`:

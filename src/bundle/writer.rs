@@ -194,7 +194,6 @@ impl BundleWriter {
         }
         self.definitions
             .add_file(&f.path, f.language.as_deref(), &f.symbols);
-        self.definitions.add_bases(&f.refs);
         // Resolved across the bundle at the end (through the file's imports, else within its
         // language family): each open reference carries what that needs.
         for r in f
@@ -276,14 +275,25 @@ impl BundleWriter {
         write_raw_refs(&mut raw, &std::mem::take(&mut self.ref_rows))?;
         let raw_path = raw.path.clone();
         raw.finish()?;
+        let read = || -> Result<_> {
+            let f = File::open(&raw_path).map_err(|e| Error::io(&raw_path, e))?;
+            Ok(
+                parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)?
+                    .with_batch_size(BATCH_ROWS)
+                    .build()?,
+            )
+        };
+        // First the base types (`inherits` references resolve by name and import alone): where
+        // a member a type does not define is looked for (`Definitions::member`).
+        for batch in read()? {
+            for (_, r, pending) in super::reader::pending_ref_rows(&batch?, &raw_path)? {
+                self.definitions.add_base(&r, pending.as_ref());
+            }
+        }
         let mut out = Table::create(&self.dir, "refs", self.dim)?;
         let mut resolved = 0u64;
         let mut buf: Vec<PendingRef> = Vec::new();
-        let f = File::open(&raw_path).map_err(|e| Error::io(&raw_path, e))?;
-        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)?
-            .with_batch_size(BATCH_ROWS)
-            .build()?;
-        for batch in reader {
+        for batch in read()? {
             for (path, mut r, pending) in super::reader::pending_ref_rows(&batch?, &raw_path)? {
                 if let Some(p) = &pending {
                     self.definitions.resolve(&mut r, p);
