@@ -1281,7 +1281,30 @@ pub fn in_file(
             })
             .clone()
     };
-    let type_of = |from: Option<i64>, x: &str| {
+    // The file's own statements, outside its definitions (each top-level function, class and
+    // the like blanked, its lines kept): where a module-level `app = Flask(...)` is.
+    let module_text: std::cell::OnceCell<String> = std::cell::OnceCell::new();
+    let module_text = || {
+        module_text.get_or_init(|| {
+            let mut t = text.as_bytes().to_vec();
+            for s in symbols.iter().filter(|s| {
+                s.parent_id.is_none()
+                    && (CODE_KINDS.contains(&s.symbol.kind.as_str())
+                        || TYPE_KINDS.contains(&s.symbol.kind.as_str()))
+            }) {
+                let end = s.symbol.end_byte.min(t.len());
+                for b in &mut t[s.symbol.start_byte.min(end)..end] {
+                    if *b != b'\n' {
+                        *b = b' ';
+                    }
+                }
+            }
+            // Whole characters blanked: still UTF-8 (a definition's span is whole characters).
+            String::from_utf8(t).unwrap_or_default()
+        })
+    };
+    let module_known: std::cell::RefCell<FxHashMap<String, Option<String>>> = Default::default();
+    let type_of = |from: Option<i64>, x: &str, bound: bool| {
         for s in up(from).take_while(|s| CODE_KINDS.contains(&s.symbol.kind.as_str())) {
             let t = known
                 .borrow_mut()
@@ -1305,6 +1328,17 @@ pub fn in_file(
             if t.is_some() {
                 return t;
             }
+        }
+        // Else, where no function around the call binds it, the module's variable
+        // (`bp = Blueprint(...)` at the top of the file, `@bp.get(...)` in it).
+        if !bound
+            && let Some(t) = module_known
+                .borrow_mut()
+                .entry(x.to_string())
+                .or_insert_with(|| assigned_type(module_text(), x, &returns))
+                .clone()
+        {
+            return Some(t);
         }
         // Else a field of the holder by its bare name (`db.query()` in a Java method, or a
         // local named as the field it was read from: `const lists = this.lists`) — unless the
@@ -1409,7 +1443,7 @@ pub fn in_file(
                             None if r.path_call => (None, path_scope(recv)),
                             None => {
                                 let or_method = on_object(&r.target) == Scope::Method;
-                                match type_of(from, recv) {
+                                match type_of(from, recv, r.receiver_bound) {
                                     Some(t) => (None, Scope::Typed(t, or_method)),
                                     None => (None, Scope::Module(recv.to_string(), or_method)),
                                 }

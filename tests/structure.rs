@@ -1785,6 +1785,84 @@ export class Lists {
     }
 }
 
+/// A variable the module assigns (`site = AdminSite()`, `const _v = new Vector3()`) types the
+/// calls on it at module level and in the functions that do not bind the name themselves; a
+/// parameter, a local or an arrow's parameter of that name is another value.
+#[test]
+fn module_variables_type_the_calls_that_see_them() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(
+        root,
+        "pkg/site.py",
+        b"class AdminSite:\n    def register(self, m):\n        return m\n\n\nclass Other:\n    def register(self, m):\n        return m\n",
+    );
+    write(
+        root,
+        "app/admin.py",
+        br#"from pkg.site import AdminSite
+
+site = AdminSite()
+site.register(1)
+
+
+def setup(site):
+    site.register(2)
+
+
+def later():
+    site.register(3)
+
+
+def local():
+    site = make()
+    site.register(4)
+"#,
+    );
+    write(
+        root,
+        "src/vector3.js",
+        b"export class Vector3 {\n  copy(v) {\n    return v;\n  }\n}\n\nexport class Box3 {\n  copy(b) {\n    return b;\n  }\n}\n",
+    );
+    write(
+        root,
+        "src/scratch.js",
+        br#"import { Vector3 } from "./vector3.js";
+const _v = new Vector3();
+export function move(p) {
+  return _v.copy(p);
+}
+export function each(ps) {
+  return ps.map((_v) => _v.copy(1));
+}
+"#,
+    );
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b.bundle");
+    index(root, &b, &[]);
+    let calls: Vec<String> = call_rows(&b)
+        .into_iter()
+        .filter(|r| r.contains("| register |") || r.contains("| copy |"))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "app/admin.py | 4 | register | pkg/site.py:AdminSite > register | repo",
+            // `setup`'s own parameter.
+            "app/admin.py | 8 | register | - | -",
+            "app/admin.py | 12 | register | pkg/site.py:AdminSite > register | repo",
+            // `local`'s own variable.
+            "app/admin.py | 17 | register | - | -",
+            "src/scratch.js | 4 | copy | src/vector3.js:Vector3 > copy | repo",
+            // The arrow's parameter.
+            "src/scratch.js | 7 | copy | - | -",
+        ]
+    );
+    for (stored, sql) in crate::util::refs_resolved_both_ways(&b) {
+        assert_eq!(stored, sql);
+    }
+}
+
 /// A bare call of a function defined in a function around it lands on the innermost such
 /// definition (`file`), however many functions of the file define one of that name; at module
 /// level such a name is no one's.

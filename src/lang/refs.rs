@@ -29,6 +29,9 @@ pub struct Reference {
     /// (`def f(load): load(x)`, `for p in ps: p()`): a value, never the definition of that name
     /// elsewhere.
     pub local: bool,
+    /// For a call on a receiver, its first name is one a function around the call binds (a
+    /// parameter, a local, a loop variable: `def f(app): app.run()`), not the module's.
+    pub receiver_bound: bool,
     /// The receiver is a value some call or index gave (`a.b().c()`, `xs[0].f()`), whatever
     /// names `receiver` keeps of it.
     pub chained: bool,
@@ -222,6 +225,7 @@ impl<'a> RefWalk<'a> {
                                 receiver: None,
                                 path_call: false,
                                 local: false,
+                                receiver_bound: false,
                                 chained: false,
                             });
                         }
@@ -259,6 +263,14 @@ impl<'a> RefWalk<'a> {
                         .iter()
                         .any(|(x, from)| *x == r.target && *from <= r.start_byte)
                 });
+            // (Bound anywhere in the function: a local assigned after the call is still the
+            // function's, not the module's.)
+            r.receiver_bound = r.receiver.as_deref().is_some_and(|recv| {
+                let head = recv.split(['.', ':', '-']).next().unwrap_or(recv);
+                self.scopes
+                    .iter()
+                    .any(|(_, names)| names.iter().any(|(x, _)| x == head))
+            });
             self.out.push(r);
         }
         // A type named where it is used (not where it is defined: a definition's own name).
@@ -361,6 +373,7 @@ fn reference(kind: RefKind, target: String, n: Node<'_>) -> Reference {
         receiver: None,
         path_call: false,
         local: false,
+        receiver_bound: false,
         chained: false,
     }
 }
