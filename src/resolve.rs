@@ -1262,10 +1262,53 @@ pub fn in_file(
     };
     // A field of the type holding the caller: `T x;` / `x: T` in its body, or
     // `self.x = T(...)` / `this.x = new T()` in its methods.
-    let field_of = |from: Option<i64>, x: &str| {
-        let h = holder(from)
-            .and_then(|h| by_id.get(&h))
-            .map(|&i| &symbols[i])?;
+    // `self.x = x` in a method of `h` whose parameter `x` declares its type (a constructor
+    // keeping what it is given: `def __init__(self, serializer: TaggedJSONSerializer)`), the
+    // type when every such assignment agrees.
+    let from_parameter = |h: &SymbolRecord, body: &str, field: &str| {
+        let mut found: Option<String> = None;
+        for i in word_at(body, field) {
+            let Some(rhs) = body[i + field.len()..]
+                .trim_start_matches([' ', '\t'])
+                .strip_prefix('=')
+                .filter(|r| !r.starts_with('='))
+            else {
+                continue;
+            };
+            let rhs = rhs.trim_start_matches([' ', '\t']);
+            let end = rhs.find(|c: char| !is_ident(c)).unwrap_or(rhs.len());
+            let (y, rest) = rhs.split_at(end);
+            // The whole right-hand side (to the line's end, `;`, or the end of the class).
+            let rest = rest.trim_start_matches([' ', '\t']);
+            if y.is_empty() || !(rest.is_empty() || rest.starts_with(['\n', '\r', ';'])) {
+                continue;
+            }
+            let at = h.symbol.start_byte + i;
+            let method = symbols.iter().find(|s| {
+                s.parent_id == Some(h.symbol_id)
+                    && CODE_KINDS.contains(&s.symbol.kind.as_str())
+                    && s.symbol.start_byte <= at
+                    && at < s.symbol.end_byte
+            });
+            let ty = method.and_then(|m| {
+                m.symbol
+                    .signature
+                    .as_deref()
+                    .and_then(|sig| declared_type(sig, y))
+                    .or_else(|| {
+                        jsdoc
+                            .then(|| jsdoc_param(text, m.symbol.start_byte, y))
+                            .flatten()
+                    })
+            })?;
+            if found.as_ref().is_some_and(|f| *f != ty) {
+                return None;
+            }
+            found = Some(ty);
+        }
+        found
+    };
+    let own_field = |h: &SymbolRecord, x: &str| {
         known
             .borrow_mut()
             .entry((h.symbol_id, format!("field {x}")))
@@ -1273,13 +1316,38 @@ pub fn in_file(
                 let body = text.get(h.symbol.start_byte..h.symbol.end_byte)?;
                 field_type(body, x).or_else(|| {
                     lang.and_then(|l| {
-                        l.self_receivers
-                            .iter()
-                            .find_map(|s| assigned_type(body, &format!("{s}.{x}"), &returns))
+                        l.self_receivers.iter().find_map(|s| {
+                            let field = format!("{s}.{x}");
+                            assigned_type(body, &field, &returns)
+                                .or_else(|| from_parameter(h, body, &field))
+                        })
                     })
                 })
             })
             .clone()
+    };
+    // (Or of the base type it inherits the field from, when the file defines that base:
+    // `class TagDict(JSONTag)` reads the `self.serializer` JSONTag's `__init__` sets.)
+    let field_of = |from: Option<i64>, x: &str| {
+        let mut h = holder(from)
+            .and_then(|h| by_id.get(&h))
+            .map(|&i| &symbols[i])?;
+        let mut seen = vec![h.symbol_id];
+        loop {
+            if let Some(t) = own_field(h, x) {
+                return Some(t);
+            }
+            let b = one_base(Some(h.symbol_id))?;
+            let mut it = named(&b).filter(|s| TYPE_KINDS.contains(&s.symbol.kind.as_str()));
+            let (Some(base), None) = (it.next(), it.next()) else {
+                return None;
+            };
+            if seen.contains(&base.symbol_id) || seen.len() > MAX_BASES {
+                return None;
+            }
+            seen.push(base.symbol_id);
+            h = base;
+        }
     };
     // The file's own statements, outside its definitions (each top-level function, class and
     // the like blanked, its lines kept): where a module-level `app = Flask(...)` is.

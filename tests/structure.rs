@@ -1863,6 +1863,77 @@ export function each(ps) {
     }
 }
 
+/// A field a constructor keeps from a parameter whose type it declares (`self.serializer =
+/// serializer` with `serializer: Serializer`, a JSDoc `@param {Audio} audio`) has that type, in
+/// the class and in the file's classes that inherit it.
+#[test]
+fn fields_a_constructor_keeps_and_a_base_declares() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(
+        root,
+        "pkg/tag.py",
+        br#"class Serializer:
+    def tag(self, v):
+        return v
+
+
+class Other:
+    def tag(self, v):
+        return None
+
+
+class JSONTag:
+    def __init__(self, serializer: Serializer) -> None:
+        self.serializer = serializer
+
+
+class TagDict(JSONTag):
+    def to_json(self, value):
+        return self.serializer.tag(value)
+"#,
+    );
+    write(
+        root,
+        "src/audio.js",
+        b"export class Audio {\n  play() {\n    return 1;\n  }\n}\n\nexport class Video {\n  play() {\n    return 2;\n  }\n}\n",
+    );
+    write(
+        root,
+        "src/helper.js",
+        br#"import { Audio } from "./audio.js";
+class AudioManager {
+  /**
+   * @param {Audio} audio
+   */
+  constructor(audio) {
+    this.audio = audio;
+  }
+  start() {
+    return this.audio.play();
+  }
+}
+"#,
+    );
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b.bundle");
+    index(root, &b, &[]);
+    let calls: Vec<String> = call_rows(&b)
+        .into_iter()
+        .filter(|r| r.contains("| tag |") || r.contains("| play |"))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "pkg/tag.py | 18 | tag | pkg/tag.py:Serializer > tag | repo",
+            "src/helper.js | 10 | play | src/audio.js:Audio > play | repo",
+        ]
+    );
+    for (stored, sql) in crate::util::refs_resolved_both_ways(&b) {
+        assert_eq!(stored, sql);
+    }
+}
+
 /// A bare call of a function defined in a function around it lands on the innermost such
 /// definition (`file`), however many functions of the file define one of that name; at module
 /// level such a name is no one's.
