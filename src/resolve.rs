@@ -1262,6 +1262,19 @@ pub fn in_file(
     };
     // A field of the type holding the caller: `T x;` / `x: T` in its body, or
     // `self.x = T(...)` / `this.x = new T()` in its methods.
+    // The type function `f` declares for its parameter `x`: in its signature, else (JavaScript)
+    // its JSDoc `@param {T} x`.
+    let param_type = |f: &SymbolRecord, x: &str| {
+        f.symbol
+            .signature
+            .as_deref()
+            .and_then(|sig| declared_type(sig, x))
+            .or_else(|| {
+                jsdoc
+                    .then(|| jsdoc_param(text, f.symbol.start_byte, x))
+                    .flatten()
+            })
+    };
     // `self.x = x` in a method of `h` whose parameter `x` declares its type (a constructor
     // keeping what it is given: `def __init__(self, serializer: TaggedJSONSerializer)`), the
     // type when every such assignment agrees.
@@ -1290,17 +1303,7 @@ pub fn in_file(
                     && s.symbol.start_byte <= at
                     && at < s.symbol.end_byte
             });
-            let ty = method.and_then(|m| {
-                m.symbol
-                    .signature
-                    .as_deref()
-                    .and_then(|sig| declared_type(sig, y))
-                    .or_else(|| {
-                        jsdoc
-                            .then(|| jsdoc_param(text, m.symbol.start_byte, y))
-                            .flatten()
-                    })
-            })?;
+            let ty = method.and_then(|m| param_type(m, y))?;
             if found.as_ref().is_some_and(|f| *f != ty) {
                 return None;
             }
@@ -1378,19 +1381,10 @@ pub fn in_file(
                 .borrow_mut()
                 .entry((s.symbol_id, x.to_string()))
                 .or_insert_with(|| {
-                    s.symbol
-                        .signature
-                        .as_deref()
-                        .and_then(|sig| declared_type(sig, x))
-                        .or_else(|| {
-                            jsdoc
-                                .then(|| jsdoc_param(text, s.symbol.start_byte, x))
-                                .flatten()
-                        })
-                        .or_else(|| {
-                            text.get(s.symbol.start_byte..s.symbol.end_byte)
-                                .and_then(|b| assigned_type(b, x, &returns))
-                        })
+                    param_type(s, x).or_else(|| {
+                        text.get(s.symbol.start_byte..s.symbol.end_byte)
+                            .and_then(|b| assigned_type(b, x, &returns))
+                    })
                 })
                 .clone();
             if t.is_some() {
