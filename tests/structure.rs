@@ -215,6 +215,21 @@ fn call_rows(b: &std::path::Path) -> Vec<String> {
     ))
 }
 
+/// Indexes `root` and returns its call rows ([`call_rows`]) of the called names `names`, once
+/// the stored resolutions are checked equal to the SQL's over the bundle.
+fn calls_named(root: &std::path::Path, names: &[&str]) -> Vec<String> {
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b.bundle");
+    index(root, &b, &[]);
+    for (stored, sql) in crate::util::refs_resolved_both_ways(&b) {
+        assert_eq!(stored, sql);
+    }
+    call_rows(&b)
+        .into_iter()
+        .filter(|r| r.split(" | ").nth(2).is_some_and(|n| names.contains(&n)))
+        .collect()
+}
+
 /// Calls resolve to the one definition of their name (in the file first, then the repository);
 /// a name defined twice elsewhere stays unresolved, and so does a call on an object of a method
 /// name the standard library's types share (`store.get()`) unless the code declares the object's
@@ -1653,15 +1668,8 @@ export function make(g: Gyroscope) {
 }
 "#,
     );
-    let out = tempfile::tempdir().unwrap();
-    let b = out.path().join("b.bundle");
-    index(root, &b, &[]);
-    let calls: Vec<String> = call_rows(&b)
-        .into_iter()
-        .filter(|r| r.contains("| clean |") || r.contains("| add |"))
-        .collect();
     assert_eq!(
-        calls,
+        calls_named(root, &["clean", "add"]),
         [
             // Gyroscope -> Object3D ("three": not the bundle's; its one Object3D by name).
             "examples/gyro.ts | 6 | add | src/object3d.ts:Object3D > add | repo",
@@ -1669,9 +1677,6 @@ export function make(g: Gyroscope) {
             "tests/test_choice.py | 10 | clean | forms/fields.py:Field > clean | repo",
         ]
     );
-    for (stored, sql) in crate::util::refs_resolved_both_ways(&b) {
-        assert_eq!(stored, sql);
-    }
 }
 
 /// A call on a type the file defines that the type does not define itself is its one base
@@ -1760,15 +1765,8 @@ export class Lists {
 }
 "#,
     );
-    let out = tempfile::tempdir().unwrap();
-    let b = out.path().join("b.bundle");
-    index(root, &b, &[]);
-    let calls: Vec<String> = call_rows(&b)
-        .into_iter()
-        .filter(|r| r.contains("as_view") || r.contains("load_dotenv") || r.contains("| get |"))
-        .collect();
     assert_eq!(
-        calls,
+        calls_named(root, &["as_view", "load_dotenv", "get"]),
         [
             // The module's function, not the field's method of that name.
             "pkg/app.py | 9 | load_dotenv | pkg/cli.py:load_dotenv | import",
@@ -1780,9 +1778,6 @@ export class Lists {
             "tests/test_views.py | 19 | as_view | - | -",
         ]
     );
-    for (stored, sql) in crate::util::refs_resolved_both_ways(&b) {
-        assert_eq!(stored, sql);
-    }
 }
 
 /// A variable the module assigns (`site = AdminSite()`, `const _v = new Vector3()`) types the
@@ -1837,15 +1832,8 @@ export function each(ps) {
 }
 "#,
     );
-    let out = tempfile::tempdir().unwrap();
-    let b = out.path().join("b.bundle");
-    index(root, &b, &[]);
-    let calls: Vec<String> = call_rows(&b)
-        .into_iter()
-        .filter(|r| r.contains("| register |") || r.contains("| copy |"))
-        .collect();
     assert_eq!(
-        calls,
+        calls_named(root, &["register", "copy"]),
         [
             "app/admin.py | 4 | register | pkg/site.py:AdminSite > register | repo",
             // `setup`'s own parameter.
@@ -1858,9 +1846,6 @@ export function each(ps) {
             "src/scratch.js | 7 | copy | - | -",
         ]
     );
-    for (stored, sql) in crate::util::refs_resolved_both_ways(&b) {
-        assert_eq!(stored, sql);
-    }
 }
 
 /// A field a constructor keeps from a parameter whose type it declares (`self.serializer =
@@ -1915,23 +1900,13 @@ class AudioManager {
 }
 "#,
     );
-    let out = tempfile::tempdir().unwrap();
-    let b = out.path().join("b.bundle");
-    index(root, &b, &[]);
-    let calls: Vec<String> = call_rows(&b)
-        .into_iter()
-        .filter(|r| r.contains("| tag |") || r.contains("| play |"))
-        .collect();
     assert_eq!(
-        calls,
+        calls_named(root, &["tag", "play"]),
         [
             "pkg/tag.py | 18 | tag | pkg/tag.py:Serializer > tag | repo",
             "src/helper.js | 10 | play | src/audio.js:Audio > play | repo",
         ]
     );
-    for (stored, sql) in crate::util::refs_resolved_both_ways(&b) {
-        assert_eq!(stored, sql);
-    }
 }
 
 /// A bare call of a function defined in a function around it lands on the innermost such
