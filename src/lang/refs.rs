@@ -263,8 +263,8 @@ impl<'a> RefWalk<'a> {
                         .iter()
                         .any(|(x, from)| *x == r.target && *from <= r.start_byte)
                 });
-            // (Bound anywhere in the function: a local assigned after the call is still the
-            // function's, not the module's.)
+            // (Bound by what the walk has met of the function so far, its value included: in
+            // `x = x.f()` the `x` called on is already the function's, as Python has it.)
             r.receiver_bound = r.receiver.as_deref().is_some_and(|recv| {
                 let head = recv.split(['.', ':', '-']).next().unwrap_or(recv);
                 self.scopes
