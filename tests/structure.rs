@@ -1909,6 +1909,40 @@ class AudioManager {
     );
 }
 
+/// An optional or asserted step (`this.source?.subscribe()`, `s!.subscribe()`) is the same
+/// object as without it.
+#[test]
+fn optional_and_asserted_receivers_are_the_object() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(
+        root,
+        "src/obs.ts",
+        b"export class Observable {\n  subscribe() {\n    return 1;\n  }\n}\n\nexport class Other {\n  subscribe() {\n    return 2;\n  }\n}\n",
+    );
+    write(
+        root,
+        "src/subject.ts",
+        br#"import { Observable } from "./obs";
+
+export class Subject {
+  source: Observable | undefined;
+  run(s?: Observable) {
+    this.source?.subscribe();
+    return s!.subscribe();
+  }
+}
+"#,
+    );
+    assert_eq!(
+        calls_named(root, &["subscribe"]),
+        [
+            "src/subject.ts | 6 | subscribe | src/obs.ts:Observable > subscribe | repo",
+            "src/subject.ts | 7 | subscribe | src/obs.ts:Observable > subscribe | repo",
+        ]
+    );
+}
+
 /// A bare call of a function defined in a function around it lands on the innermost such
 /// definition (`file`), however many functions of the file define one of that name; at module
 /// level such a name is no one's.

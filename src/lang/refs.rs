@@ -464,7 +464,13 @@ fn callee(
         .trim_end_matches(seps)
         .trim_start_matches(|c: char| c.is_whitespace() || c == '@' || c == '&' || c == '*');
     let receiver = if !before.is_empty() {
-        Some(before.to_string())
+        // An optional or asserted step is the same object (`this.source?.subscribe()`,
+        // `scheduler!.now()`, Kotlin's `a!!.b()`): `this.source`, `scheduler`, `a`.
+        let plain = before
+            .replace("?.", ".")
+            .replace("!!.", ".")
+            .replace("!.", ".");
+        Some(plain.trim_end_matches(['?', '!']).to_string())
     } else if !joined.trim().is_empty() {
         // `((Closeable) o).close()`, `(a or b).f()`: an object in parentheses.
         Some("()".to_string())
