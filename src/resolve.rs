@@ -182,9 +182,12 @@ pub fn resolved_refs_sql(stored: &str, symbols: &str, deps: &str) -> String {
         sql_list(TYPE_KINDS),
         sql_list(METHOD_KINDS),
     );
-    // Where a reference that is no call on a typed receiver resolves: its SCIP symbol's
-    // definition, its import's, else its name's (the base types' walk needs these for the
-    // `inherits` rows before the calls).
+    // Where a reference that is no call on a typed receiver resolves: as stored when it needed
+    // nothing more, else its SCIP symbol's definition, its import's, else its name's (the base
+    // types' walk needs these for the `inherits` rows before the calls).
+    let plain_target = "CASE WHEN r.family IS NULL THEN r.target_symbol_id
+                    WHEN r.scip_symbol IS NOT NULL THEN s.id
+                    WHEN r.import_name IS NOT NULL THEN i.id ELSE b.id END";
     let lookups = format!(
         "LEFT JOIN by_scip s ON r.family IS NOT NULL AND s.scip_key = {ref_key} AND s.n = 1
 LEFT JOIN via_import i ON r.family IS NOT NULL AND r.import_name IS NOT NULL
@@ -305,9 +308,7 @@ via_import AS (
 bases AS MATERIALIZED (SELECT DISTINCT type_id, base_id,
                               CASE WHEN base_id IS NULL THEN target END AS base_name
   FROM (SELECT r.from_symbol_id AS type_id, r.target, t.name AS own,
-               CASE WHEN r.family IS NULL THEN r.target_symbol_id
-                    WHEN r.scip_symbol IS NOT NULL THEN s.id
-                    WHEN r.import_name IS NOT NULL THEN i.id ELSE b.id END AS base_id
+               {plain_target} AS base_id
         FROM open_refs r {lookups}
         LEFT JOIN {symbols} t ON t.symbol_id = r.from_symbol_id AND t.kind IN ({types})
         WHERE r.kind = '{inherits}' AND r.from_symbol_id IS NOT NULL)
@@ -340,11 +341,9 @@ members AS (SELECT h.family, h.start, h.name,
               ON f.family = h.family AND f.start = h.start AND f.name = h.name AND f.depth = h.depth
             GROUP BY h.family, h.start, h.name)
 SELECT r.path, r.line, r.kind, r.target, r.from_symbol_id, r.chunk_id,
-  CASE WHEN r.family IS NULL THEN r.target_symbol_id
-       WHEN r.scip_symbol IS NOT NULL THEN s.id
-       WHEN r.receiver_type IS NOT NULL
+  CASE WHEN r.family IS NOT NULL AND r.scip_symbol IS NULL AND r.receiver_type IS NOT NULL
          THEN coalesce(mb.id, CASE WHEN coalesce(r.method_call, false) THEN b.id END)
-       WHEN r.import_name IS NOT NULL THEN i.id ELSE b.id END AS target_symbol_id,
+       ELSE {plain_target} END AS target_symbol_id,
   CASE WHEN r.family IS NULL THEN r.resolution
        WHEN r.scip_symbol IS NOT NULL THEN '{scip}'
        WHEN r.receiver_type IS NOT NULL THEN CASE WHEN coalesce(mb.id,
@@ -1147,17 +1146,23 @@ pub fn in_file(
             .map(|&i| symbols[i].symbol_id)
     };
     let need_receiver = lang.is_some_and(|l| l.methods_need_receiver);
-    // The names the file's imports bind (a module, or a name of one).
-    let imported: rustc_hash::FxHashSet<String> = {
-        let id = lang.map(|l| l.id.as_str());
-        let statements: Vec<&str> = refs
-            .iter()
-            .filter(|r| r.kind == RefKind::Import)
-            .map(|r| r.target.as_str())
-            .collect();
-        let aliases = crate::extract::imports::module_aliases(path, id, &statements);
-        let names = crate::extract::imports::import_map(path, id, &statements);
-        aliases.into_keys().chain(names.into_keys()).collect()
+    // The names the file's imports bind (a module, or a name of one); read when first asked.
+    let import_statements: Vec<String> = refs
+        .iter()
+        .filter(|r| r.kind == RefKind::Import)
+        .map(|r| r.target.clone())
+        .collect();
+    let imported: std::cell::OnceCell<rustc_hash::FxHashSet<String>> = Default::default();
+    let imported = |x: &str| {
+        imported
+            .get_or_init(|| {
+                let id = lang.map(|l| l.id.as_str());
+                let statements: Vec<&str> = import_statements.iter().map(String::as_str).collect();
+                let aliases = crate::extract::imports::module_aliases(path, id, &statements);
+                let names = crate::extract::imports::import_map(path, id, &statements);
+                aliases.into_keys().chain(names.into_keys()).collect()
+            })
+            .contains(x)
     };
     // A call on an object: by name across files, unless the standard library shares the name.
     let on_object = |name: &str| {
@@ -1208,6 +1213,11 @@ pub fn in_file(
             }
             _ => None,
         }
+    };
+    // A member `name` that `h` does not define itself: in its one base type (or that type's
+    // bases), else, when the call is one on an object, the one method of the name.
+    let inherited = |h: Option<i64>, name: &str| {
+        one_base(h).map(|b| Scope::Typed(b, on_object(name) == Scope::Method))
     };
     // A callable named `name` defined directly in a function or method around `from` (itself
     // included), the innermost such: `Some(its id)`, `Some(None)` when that function defines
@@ -1260,8 +1270,6 @@ pub fn in_file(
             })
             .filter(|t| t.chars().next().is_some_and(char::is_uppercase))
     };
-    // A field of the type holding the caller: `T x;` / `x: T` in its body, or
-    // `self.x = T(...)` / `this.x = new T()` in its methods.
     // The type function `f` declares for its parameter `x`: in its signature, else (JavaScript)
     // its JSDoc `@param {T} x`.
     let param_type = |f: &SymbolRecord, x: &str| {
@@ -1296,12 +1304,9 @@ pub fn in_file(
             if y.is_empty() || !(rest.is_empty() || rest.starts_with(['\n', '\r', ';'])) {
                 continue;
             }
-            let at = h.symbol.start_byte + i;
-            let method = symbols.iter().find(|s| {
-                s.parent_id == Some(h.symbol_id)
-                    && CODE_KINDS.contains(&s.symbol.kind.as_str())
-                    && s.symbol.start_byte <= at
-                    && at < s.symbol.end_byte
+            // (The method of `h` the assignment is in.)
+            let method = up(enclosing(h.symbol.start_byte + i)).find(|s| {
+                s.parent_id == Some(h.symbol_id) && CODE_KINDS.contains(&s.symbol.kind.as_str())
             });
             let ty = method.and_then(|m| param_type(m, y))?;
             if found.as_ref().is_some_and(|f| *f != ty) {
@@ -1311,6 +1316,8 @@ pub fn in_file(
         }
         found
     };
+    // A field of the type `h`: `T x;` / `x: T` in its body, or `self.x = T(...)` /
+    // `this.x = new T()` / `self.x = x` of a typed parameter in its methods.
     let own_field = |h: &SymbolRecord, x: &str| {
         known
             .borrow_mut()
@@ -1406,11 +1413,7 @@ pub fn in_file(
         // local named as the field it was read from: `const lists = this.lists`) — unless the
         // file imports the name: `from . import cli` makes `cli.load_dotenv()` the module's,
         // whatever `self.cli` holds.
-        if imported.contains(x) {
-            None
-        } else {
-            field_of(from, x)
-        }
+        if imported(x) { None } else { field_of(from, x) }
     };
     refs.into_iter()
         .map(|r| {
@@ -1445,12 +1448,12 @@ pub fn in_file(
                         });
                         // Not beside it: inherited, from the holder's one base type (or its
                         // bases) when it has one, else a method all the same.
-                        match (id, one_base(h)) {
-                            (Some(_), _) => (id, Scope::Closed),
-                            (None, Some(b)) => {
-                                (None, Scope::Typed(b, on_object(&r.target) == Scope::Method))
-                            }
-                            (None, None) => (None, on_object(&r.target)),
+                        match id {
+                            Some(_) => (id, Scope::Closed),
+                            None => (
+                                None,
+                                inherited(h, &r.target).unwrap_or_else(|| on_object(&r.target)),
+                            ),
                         }
                     } else if recv
                         .chars()
@@ -1480,19 +1483,16 @@ pub fn in_file(
                                     // `Index1.as_view()`), from its one base type (or its bases)
                                     // as for an inherited `self.f()`; a method all the same when
                                     // it has several; nowhere when it names no base.
-                                    (None, _) => {
-                                        match (bases.contains_key(&t), one_base(Some(t))) {
-                                            (_, Some(b)) => (
-                                                None,
-                                                Scope::Typed(
-                                                    b,
-                                                    on_object(&r.target) == Scope::Method,
-                                                ),
-                                            ),
-                                            (true, None) => (None, on_object(&r.target)),
-                                            (false, None) => (None, Scope::Closed),
-                                        }
-                                    }
+                                    (None, _) => (
+                                        None,
+                                        inherited(Some(t), &r.target).unwrap_or_else(|| {
+                                            if bases.contains_key(&t) {
+                                                on_object(&r.target)
+                                            } else {
+                                                Scope::Closed
+                                            }
+                                        }),
+                                    ),
                                 }
                             }
                             // Not the file's method by name, even when it defines one: measured
