@@ -256,9 +256,10 @@ def quantize(fp32, int8, keep):
         int8,
         per_channel=True,
         # 7-bit weights: a CPU without VNNI (AVX2 only) multiplies uint8 activations by int8
-        # weights in int16 pairs that saturate; with 7 bits they cannot, so every x86 CPU
-        # computes the same vectors. On the 20 reference texts, min cosine against
-        # sentence-transformers: 0.974 (AVX2) / 0.984 (exact) with 8 bits, 0.981 on both with 7.
+        # weights in int16 pairs that saturate; with 7 bits they cannot, so such a CPU computes
+        # what exact int8 arithmetic (VNNI) does, to float rounding. On the 20 reference texts,
+        # min cosine against sentence-transformers: 0.974 (AVX2) / 0.984 (exact) with 8 bits,
+        # 0.981 on both with 7.
         reduce_range=True,
         weight_type=QuantType.QInt8,
         op_types_to_quantize=["MatMul"],
