@@ -1162,3 +1162,95 @@ fn local_runtime_without_onnx_runtime_says_where_it_looked() {
         "{err}"
     );
 }
+
+/// scripts/finetune/mine.py (the fine-tuning measurement's pair miner, README "Fine-tuning
+/// MiniLM"): one pair per documented definition in Python, Rust, JavaScript and Go — the doc
+/// comment's first paragraph as the question, the definition without its doc comment as the
+/// answer, headed by path and name; undocumented code, one-word docs and tests give none.
+#[test]
+fn finetune_miner_pairs_doc_comments_with_their_code() {
+    let (t, w) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let root = t.path().join("pkg");
+    write(
+        &root,
+        "net/retry.py",
+        b"import time\n\n\nclass Client:\n    def fetch(self, url):\n        \"\"\"Fetches a URL again after a failure, waiting longer each time.\n\n        Args:\n            url: where.\n        \"\"\"\n        for i in range(3):\n            time.sleep(2 ** i)\n\n    def close(self):\n        self.sock.close()\n\n\ndef tiny():\n    \"\"\"Short.\"\"\"\n    return 1\n",
+    );
+    write(
+        &root,
+        "src/lib.rs",
+        b"/// Splits the input on commas and trims every field.\n///\n/// More text.\n#[inline]\npub fn split_fields(s: &str) -> Vec<&str> {\n    s.split(',').map(|f| f.trim()).collect()\n}\n",
+    );
+    write(
+        &root,
+        "web/cart.js",
+        b"/**\n * Adds an item to the shopping cart and returns the new count.\n * @param {Cart} cart\n */\nexport function addToCart(cart, item) {\n  cart.items.push(item);\n  return cart.items.length;\n}\n",
+    );
+    write(
+        &root,
+        "mux/route.go",
+        b"package mux\n\n// Match reports whether the request path matches the route's pattern.\nfunc (r *Route) Match(path string) bool {\n\treturn r.re.MatchString(path)\n}\n",
+    );
+    write(
+        &root,
+        "tests/test_retry.py",
+        b"def test_fetch():\n    \"\"\"The client retries three times before it gives up.\"\"\"\n    assert True\n",
+    );
+    let out = w.path().join("pairs.jsonl");
+    let o = std::process::Command::new("python3")
+        .arg(crate::util::repo().join("scripts/finetune/mine.py"))
+        .arg(&out)
+        .arg(&root)
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut pairs: Vec<(String, String)> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["query"].as_str().unwrap().to_string(),
+                v["doc"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    pairs.sort();
+    let queries: Vec<&str> = pairs.iter().map(|(q, _)| q.as_str()).collect();
+    assert_eq!(
+        queries,
+        [
+            "Adds an item to the shopping cart and returns the new count.",
+            "Fetches a URL again after a failure, waiting longer each time.",
+            "Match reports whether the request path matches the route's pattern.",
+            "Splits the input on commas and trims every field.",
+        ]
+    );
+    let heads: Vec<&str> = pairs
+        .iter()
+        .map(|(_, d)| d.lines().next().unwrap())
+        .collect();
+    assert_eq!(
+        heads,
+        [
+            "pkg/web/cart.js addToCart",
+            "pkg/net/retry.py Client > fetch",
+            "pkg/mux/route.go Match",
+            "pkg/src/lib.rs split_fields",
+        ]
+    );
+    for (q, d) in &pairs {
+        assert!(
+            !d.contains(q.as_str()),
+            "the answer keeps its doc comment: {d}"
+        );
+    }
+    assert!(
+        pairs[1]
+            .1
+            .contains("def fetch(self, url):\n        for i in range(3):")
+    );
+    assert!(!pairs[1].1.contains("close"), "{}", pairs[1].1);
+    assert!(pairs[3].1.contains("#[inline]\npub fn split_fields"));
+    assert!(pairs[2].1.ends_with("}\n"));
+}
