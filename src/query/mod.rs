@@ -1021,13 +1021,17 @@ impl Bundle {
         if hits.len() < 2 {
             return Ok(identity);
         }
-        let Some(q) = m.token_vectors(query, 1)? else {
+        let Some(q) = m.query_token_vectors(query)? else {
             return Ok(identity);
         };
         let q: Vec<Vec<f32>> = q
             .into_iter()
             .filter(|(piece, _)| {
-                let w = piece.trim_start_matches("##");
+                // WordPiece marks a word's later pieces with `##`, SentencePiece a word's first
+                // with `▁`.
+                let w = piece
+                    .trim_start_matches("##")
+                    .trim_start_matches('\u{2581}');
                 w.chars()
                     .next()
                     .is_some_and(|c| c.is_alphanumeric() || c == '_')
