@@ -505,7 +505,7 @@ impl LocalEmbedder {
         let (ids, tokens, offsets) = (whole.get_ids(), whole.get_tokens(), whole.get_offsets());
         let (head, inner): (Vec<usize>, Vec<usize>) = (0..ids.len())
             .filter(|&i| special[i] == 0)
-            .partition(|&i| offsets[i].1 <= prompt.len());
+            .partition(|&i| !prompt.is_empty() && offsets[i].1 <= prompt.len());
         let (Some(&open), Some(&close)) = (
             (0..ids.len()).find(|&i| special[i] == 1).map(|i| &ids[i]),
             (0..ids.len())
