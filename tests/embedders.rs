@@ -1172,6 +1172,50 @@ fn local_model_prompts_go_before_chunks_and_queries() {
     assert_eq!(hits[0]["path"], "web/cart.js", "{hits:?}");
 }
 
+/// An encoder other than BERT (here MiniLM's folder labelled `xlm-roberta`, whose positions
+/// start after the padding id) is never run by candle as if it were BERT: refused with the
+/// reason; its ONNX file runs it.
+#[test]
+fn local_encoder_other_than_bert_runs_on_onnx_runtime_only() {
+    let (r, w, cache) = (
+        repo(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let model = model_dir();
+    let other = w.path().join("xlmr");
+    std::fs::create_dir(&other).unwrap();
+    for e in std::fs::read_dir(&model).unwrap() {
+        let e = e.unwrap();
+        if e.file_name() != "config.json" {
+            std::os::unix::fs::symlink(e.path(), other.join(e.file_name())).unwrap();
+        }
+    }
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(model.join("config.json")).unwrap()).unwrap();
+    config["model_type"] = "xlm-roberta".into();
+    std::fs::write(other.join("config.json"), config.to_string()).unwrap();
+    let index = |runtime: &str| {
+        let mut c = index_cmd(
+            r.path(),
+            &w.path().join(runtime),
+            &["--embedder", "local", "--model-dir"],
+        );
+        c.arg(&other)
+            .args(["--embed-runtime", runtime])
+            .env("TROVE_CACHE_DIR", cache.path());
+        c.assert()
+    };
+    let refused = index("candle").failure();
+    let err = String::from_utf8_lossy(&refused.get_output().stderr).to_string();
+    assert!(
+        err.contains("xlm-roberta encoder runs on ONNX Runtime only"),
+        "{err}"
+    );
+    assert!(!w.path().join("candle").exists());
+    index("onnx").success();
+}
+
 #[test]
 fn local_runtime_without_onnx_runtime_says_where_it_looked() {
     use std::os::unix::fs::PermissionsExt;

@@ -2,7 +2,8 @@
 //! the folder has an ONNX file and the library is found (feature `onnx`, [`super::onnx`]), else
 //! with candle (pure Rust; CPU, or CUDA with the `cuda` feature when a GPU is there).
 //!
-//! Input: a folder with `config.json` (a BERT-family encoder, or MPNet on ONNX Runtime only),
+//! Input: a folder with `config.json` (a BERT encoder; another, MPNet or RoBERTa's family, on
+//! ONNX Runtime only),
 //! `tokenizer.json`,
 //! `model.safetensors` (candle) or `model.onnx` / `model.int8.onnx` (`scripts/export-onnx.py`),
 //! and optionally `sentence_bert_config.json` (max sequence length), `1_Pooling/config.json`
@@ -119,7 +120,8 @@ fn prompted<'a>(prompt: &str, text: &'a str) -> std::borrow::Cow<'a, str> {
 
 /// What `config.json` says of the encoder.
 struct Encoder {
-    /// `model_type`: "bert", or "mpnet" (all-mpnet-base-v2; ONNX Runtime only).
+    /// `model_type`: "bert", or another encoder whose ONNX file takes the same inputs ("mpnet":
+    /// all-mpnet-base-v2; RoBERTa's family): ONNX Runtime only.
     kind: String,
     hidden: usize,
     /// The most word pieces it reads: its position embeddings, less the ones an MPNet (RoBERTa-
@@ -138,14 +140,25 @@ impl Encoder {
             .and_then(|t| t.as_str())
             .unwrap_or("bert")
             .to_string();
-        if kind == "mpnet" {
+        if kind != "bert" {
+            // candle runs BERT alone: run as BERT, a RoBERTa-style model (positions after
+            // `pad_token_id`) would give other vectors without a word, so any other encoder
+            // runs only from its ONNX file, which holds its own position logic.
             let num = |k: &str| {
                 v.get(k)
                     .and_then(serde_json::Value::as_u64)
                     .map(|n| n as usize)
                     .ok_or_else(|| model_err(dir, format!("config.json has no {k}")))
             };
-            let skipped = v.get("pad_token_id").and_then(|n| n.as_u64()).unwrap_or(1) as usize + 1;
+            let roberta_style = matches!(
+                kind.as_str(),
+                "mpnet" | "roberta" | "xlm-roberta" | "camembert"
+            );
+            let skipped = if roberta_style {
+                v.get("pad_token_id").and_then(|n| n.as_u64()).unwrap_or(1) as usize + 1
+            } else {
+                0
+            };
             return Ok(Encoder {
                 kind,
                 hidden: num("hidden_size")?,
