@@ -1082,6 +1082,18 @@ fn local_minilm_round_trip(runtime_args: &[&str], min_cosine: f64, ran_on: &str)
 /// package, none on the system library path): `--embed-runtime onnx` fails naming the three
 /// places it looked; `auto` runs candle and the summary says why; a bundle made on ONNX Runtime
 /// is not queried with candle (its vectors differ), and the error says what to install.
+/// A model folder at `to` made of links to `model`'s files, all but `but` (for the test to write).
+fn linked_model(model: &Path, to: &Path, but: &str) -> PathBuf {
+    std::fs::create_dir(to).unwrap();
+    for e in std::fs::read_dir(model).unwrap() {
+        let e = e.unwrap();
+        if e.file_name() != but {
+            std::os::unix::fs::symlink(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+    to.to_path_buf()
+}
+
 /// A model folder whose `config_sentence_transformers.json` names prompts (e5's `query: ` and
 /// `passage: `) is read as it was trained: a chunk after the document prompt, a query after the
 /// query prompt, each the vector the same model gives that text written out; the prompts are
@@ -1095,14 +1107,11 @@ fn local_model_prompts_go_before_chunks_and_queries() {
     );
     let model = model_dir();
     // The MiniLM folder with prompts: every file linked, the prompts config written anew.
-    let prompted = w.path().join("prompted");
-    std::fs::create_dir(&prompted).unwrap();
-    for e in std::fs::read_dir(&model).unwrap() {
-        let e = e.unwrap();
-        if e.file_name() != "config_sentence_transformers.json" {
-            std::os::unix::fs::symlink(e.path(), prompted.join(e.file_name())).unwrap();
-        }
-    }
+    let prompted = linked_model(
+        &model,
+        &w.path().join("prompted"),
+        "config_sentence_transformers.json",
+    );
     std::fs::write(
         prompted.join("config_sentence_transformers.json"),
         r#"{"prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": null}"#,
@@ -1183,14 +1192,7 @@ fn local_encoder_other_than_bert_runs_on_onnx_runtime_only() {
         tempfile::tempdir().unwrap(),
     );
     let model = model_dir();
-    let other = w.path().join("xlmr");
-    std::fs::create_dir(&other).unwrap();
-    for e in std::fs::read_dir(&model).unwrap() {
-        let e = e.unwrap();
-        if e.file_name() != "config.json" {
-            std::os::unix::fs::symlink(e.path(), other.join(e.file_name())).unwrap();
-        }
-    }
+    let other = linked_model(&model, &w.path().join("xlmr"), "config.json");
     let mut config: serde_json::Value =
         serde_json::from_slice(&std::fs::read(model.join("config.json")).unwrap()).unwrap();
     config["model_type"] = "xlm-roberta".into();
