@@ -1078,10 +1078,6 @@ fn local_minilm_round_trip(runtime_args: &[&str], min_cosine: f64, ran_on: &str)
     assert_eq!(again["files_reused"], again["files_indexed"]);
 }
 
-/// Without libonnxruntime (ORT_DYLIB_PATH an empty folder, a python3 with no onnxruntime
-/// package, none on the system library path): `--embed-runtime onnx` fails naming the three
-/// places it looked; `auto` runs candle and the summary says why; a bundle made on ONNX Runtime
-/// is not queried with candle (its vectors differ), and the error says what to install.
 /// A model folder at `to` made of links to `model`'s files, all but `but` (for the test to write).
 fn linked_model(model: &Path, to: &Path, but: &str) -> PathBuf {
     std::fs::create_dir(to).unwrap();
@@ -1218,6 +1214,10 @@ fn local_encoder_other_than_bert_runs_on_onnx_runtime_only() {
     index("onnx").success();
 }
 
+/// Without libonnxruntime (ORT_DYLIB_PATH an empty folder, a python3 with no onnxruntime
+/// package, none on the system library path): `--embed-runtime onnx` fails naming the three
+/// places it looked; `auto` runs candle and the summary says why; a bundle made on ONNX Runtime
+/// is not queried with candle (its vectors differ), and the error says what to install.
 #[test]
 fn local_runtime_without_onnx_runtime_says_where_it_looked() {
     use std::os::unix::fs::PermissionsExt;

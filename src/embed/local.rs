@@ -152,7 +152,14 @@ impl Encoder {
             };
             let roberta_style = matches!(
                 kind.as_str(),
-                "mpnet" | "roberta" | "xlm-roberta" | "camembert"
+                "mpnet"
+                    | "roberta"
+                    | "xlm-roberta"
+                    | "xlm-roberta-xl"
+                    | "camembert"
+                    | "data2vec-text"
+                    | "ibert"
+                    | "longformer"
             );
             let skipped = if roberta_style {
                 v.get("pad_token_id").and_then(|n| n.as_u64()).unwrap_or(1) as usize + 1
