@@ -605,9 +605,9 @@ fn local_minilm_late_interaction_reorders_the_best_hits() {
         tempfile::tempdir().unwrap(),
     );
     let b = w.path().join("b");
-    let mut c = index_cmd(r.path(), &b, &["--embedder", "local", "--model-dir"]);
-    c.arg(model_dir()).env("TROVE_CACHE_DIR", cache.path());
-    c.assert().success();
+    index_local(r.path(), &b, &model_dir(), cache.path())
+        .assert()
+        .success();
     let hits_json = |b: &Path, q: &str, extra: &[&str]| -> Vec<serde_json::Value> {
         let mut args: Vec<&std::ffi::OsStr> = vec![b.as_os_str(), std::ffi::OsStr::new(q)];
         args.extend(extra.iter().map(std::ffi::OsStr::new));
@@ -1078,6 +1078,13 @@ fn local_minilm_round_trip(runtime_args: &[&str], min_cosine: f64, ran_on: &str)
     assert_eq!(again["files_reused"], again["files_indexed"]);
 }
 
+/// `trove index ROOT -o OUT --embedder local --model-dir MODEL` with its own cache directory.
+fn index_local(root: &Path, out: &Path, model: &Path, cache: &Path) -> assert_cmd::Command {
+    let mut c = index_cmd(root, out, &["--embedder", "local", "--model-dir"]);
+    c.arg(model).env("TROVE_CACHE_DIR", cache);
+    c
+}
+
 /// A model folder at `to` made of links to `model`'s files, all but `but` (for the test to write).
 fn linked_model(model: &Path, to: &Path, but: &str) -> PathBuf {
     std::fs::create_dir(to).unwrap();
@@ -1114,11 +1121,10 @@ fn local_model_prompts_go_before_chunks_and_queries() {
     )
     .unwrap();
     let index = |dir: &Path, out: &Path| {
-        let mut c = index_cmd(r.path(), out, &["--embedder", "local", "--model-dir"]);
-        c.arg(dir)
+        index_local(r.path(), out, dir, cache.path())
             .args(["--embed-runtime", "candle"])
-            .env("TROVE_CACHE_DIR", cache.path());
-        c.assert().success();
+            .assert()
+            .success();
     };
     let (bp, bb) = (w.path().join("bp"), w.path().join("bb"));
     index(&prompted, &bp);
@@ -1194,15 +1200,9 @@ fn local_encoder_other_than_bert_runs_on_onnx_runtime_only() {
     config["model_type"] = "xlm-roberta".into();
     std::fs::write(other.join("config.json"), config.to_string()).unwrap();
     let index = |runtime: &str| {
-        let mut c = index_cmd(
-            r.path(),
-            &w.path().join(runtime),
-            &["--embedder", "local", "--model-dir"],
-        );
-        c.arg(&other)
+        index_local(r.path(), &w.path().join(runtime), &other, cache.path())
             .args(["--embed-runtime", runtime])
-            .env("TROVE_CACHE_DIR", cache.path());
-        c.assert()
+            .assert()
     };
     let refused = index("candle").failure();
     let err = String::from_utf8_lossy(&refused.get_output().stderr).to_string();

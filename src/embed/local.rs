@@ -411,13 +411,16 @@ impl LocalEmbedder {
         ))
     }
 
+    /// Pooled vectors of `texts`, each read after `prompt` and cut by `tokenizer`.
     fn run(
         &self,
         tokenizer: &Tokenizer,
+        prompt: &str,
         texts: &[&str],
     ) -> std::result::Result<Vec<Vec<f32>>, String> {
+        let texts: Vec<std::borrow::Cow<str>> = texts.iter().map(|t| prompted(prompt, t)).collect();
         let encodings = tokenizer
-            .encode_batch(texts.to_vec(), true)
+            .encode_batch(texts, true)
             .map_err(|e| format!("tokenizer: {e}"))?;
         for e in &encodings {
             if !e.get_overflowing().is_empty() {
@@ -661,10 +664,7 @@ impl Embedder for LocalEmbedder {
         Some(end.saturating_sub(prompt.len()))
     }
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let prompt = &self.prompts.document;
-        let texts: Vec<std::borrow::Cow<str>> = texts.iter().map(|t| prompted(prompt, t)).collect();
-        let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
-        self.run(&self.tokenizer, &texts)
+        self.run(&self.tokenizer, &self.prompts.document, texts)
             .map_err(|e| self.failed(e))
     }
     fn token_vectors(&self, text: &str, windows: usize) -> Result<Option<super::Pieces>> {
@@ -678,9 +678,8 @@ impl Embedder for LocalEmbedder {
             .map_err(|e| self.failed(e))
     }
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
-        let text = prompted(&self.prompts.query, text);
         let mut v = self
-            .run(&self.query_tokenizer, &[text.as_ref()])
+            .run(&self.query_tokenizer, &self.prompts.query, &[text])
             .map_err(|e| self.failed(e))?;
         Ok(v.pop().unwrap_or_default())
     }
