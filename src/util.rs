@@ -41,6 +41,14 @@ pub fn visible(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// Writes a 64-bit id (`chunk_id`, `symbol_id`: hashes, nearly all beyond 2^53) as a JSON string:
+/// JavaScript's `JSON.parse`, jq 1.6 and every parser that reads numbers as doubles would round it
+/// to another id (protobuf's JSON mapping writes 64-bit integers as strings for the same reason).
+/// SQL takes it back as it is: DuckDB casts `chunk_id = '6901299116625241180'` to the BIGINT.
+pub fn id_as_string<S: serde::Serializer>(id: &i64, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(id)
+}
+
 /// Lower-case hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))

@@ -72,6 +72,7 @@ fn json_fields_and_types() {
     }
     let no_content = jsonl(&b, &["invoice tax"]);
     assert!(no_content[0].get("content").is_none());
+    ids_round_trip(&b, &no_content);
     // Options between the bundle and the text, as `symbols` takes them; `--` before a text that
     // starts with a dash; a bundle alone is bad input.
     let out = trove()
@@ -102,6 +103,55 @@ fn json_fields_and_types() {
         .stderr(predicates::str::contains(
             "give a bundle and the query text",
         ));
+}
+
+/// Ids are 64-bit hashes, nearly all beyond 2^53, where JavaScript, jq 1.6 and any parser that
+/// reads numbers as doubles round them to another id: the JSON has them as strings of their
+/// digits, and SQL takes such a string back (`similar_chunks`, `chunk_id = '…'`, `symbol_id`).
+fn ids_round_trip(b: &Path, hits: &[serde_json::Value]) {
+    let ids: Vec<&str> = hits
+        .iter()
+        .map(|h| h["chunk_id"].as_str().unwrap_or_else(|| panic!("{h}")))
+        .collect();
+    let big = ids
+        .iter()
+        .find(|id| id.parse::<i64>().unwrap().unsigned_abs() > 1 << 53)
+        .expect("a hash id beyond 2^53");
+    let rows = sql_json(
+        b,
+        &format!("SELECT path, start_line FROM chunks WHERE chunk_id = '{big}'"),
+    );
+    let hit = hits.iter().find(|h| h["chunk_id"] == *big).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        (&rows[0]["path"], &rows[0]["start_line"]),
+        (&hit["path"], &hit["start_line"])
+    );
+    let near = sql_json(
+        b,
+        &format!("SELECT chunk_id::VARCHAR AS id FROM similar_chunks('{big}', 3)"),
+    );
+    assert!(
+        !near.is_empty() && near.iter().all(|r| r["id"] != *big),
+        "{near:?}"
+    );
+    // And a definition's id from `trove symbols --format json`.
+    let out = trove()
+        .arg("symbols")
+        .arg(b)
+        .args(["format_amount", "--format", "json"])
+        .assert()
+        .success();
+    let defs: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let id = defs[0]["symbol_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{defs}"));
+    let rows = sql_json(
+        b,
+        &format!("SELECT name FROM symbols WHERE symbol_id = '{id}'"),
+    );
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["name"], "format_amount");
 }
 
 #[test]

@@ -60,7 +60,7 @@ pub fn symbols_sql(name: &str, kinds: &[String], k: usize) -> String {
                            OR ends_with(s.symbol_path, '> ' || {p})) {kinds} \
                     ORDER BY {} LIMIT {k}) \
          SELECT m.path, m.start_line, m.end_line, m.kind, m.name, m.symbol_path, m.signature, \
-                m.docs, p.symbol_path AS parent, m.exported, m.language, m.symbol_id, m.scip_symbol \
+                m.docs, p.symbol_path AS parent, m.exported, m.language, m.symbol_id::VARCHAR AS symbol_id, m.scip_symbol \
          FROM m LEFT JOIN symbols p ON p.symbol_id = m.parent_id ORDER BY {}",
         order("s"),
         order("m"),

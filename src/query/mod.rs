@@ -163,7 +163,8 @@ pub struct Hit {
     pub score: f64,
     /// The bundle it came from.
     pub bundle: String,
-    /// Chunk id.
+    /// Chunk id (a JSON string: see [`crate::util::id_as_string`]).
+    #[serde(serialize_with = "crate::util::id_as_string")]
     pub chunk_id: i64,
     /// Repo-relative path.
     pub path: String,
