@@ -1181,6 +1181,30 @@ fn local_model_prompts_go_before_chunks_and_queries() {
         &[bp.as_os_str(), std::ffi::OsStr::new("totalPrice")],
     );
     assert_eq!(hits[0]["path"], "web/cart.js", "{hits:?}");
+    // A prompt that takes half a pass or more is refused before anything is read: every chunk
+    // would be cut to a few words after it (here a 128-piece window, a prompt of about 70).
+    let long = format!(
+        "passage: {}",
+        "represent this code for retrieval ".repeat(14)
+    );
+    std::fs::write(
+        prompted.join("config_sentence_transformers.json"),
+        serde_json::json!({"prompts": {"query": "query: ", "passage": long}}).to_string(),
+    )
+    .unwrap();
+    let bl = w.path().join("bl");
+    let refused = index_local(r.path(), &bl, &prompted, cache.path())
+        .args(["--embed-runtime", "candle", "--embed-window-tokens", "128"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&refused.get_output().stderr).to_string();
+    assert!(
+        err.contains("the document prompt")
+            && err.contains("a pass reads 128")
+            && err.contains("--embed-window-tokens"),
+        "{err}"
+    );
+    assert!(!bl.exists());
 }
 
 /// An encoder other than BERT (here MiniLM's folder labelled `xlm-roberta`, whose positions

@@ -266,6 +266,32 @@ impl LocalEmbedder {
             Ok(t)
         };
         let (tokenizer, query_tokenizer) = (truncating(window)?, truncating(max_len)?);
+        // A prompt is read before every text: one that takes half a pass or more would leave
+        // the texts too little room (every chunk cut to its first words, or to nothing).
+        for (what, prompt, reads) in [
+            ("query", &prompts.query, max_len),
+            ("document", &prompts.document, window),
+        ] {
+            let n = tokenizer
+                .encode(prompt.as_str(), false)
+                .map_err(|e| model_err(&dir, format!("tokenizer: {e}")))?
+                .len();
+            if !prompt.is_empty() && 2 * (n + 2) > reads {
+                let widen = if what == "document" && window < max_len {
+                    format!(" (the model itself reads {max_len}: a larger --embed-window-tokens)")
+                } else {
+                    String::new()
+                };
+                return Err(model_err(
+                    &dir,
+                    format!(
+                        "the {what} prompt in config_sentence_transformers.json is {n} word \
+                         pieces, and a pass reads {reads}{widen}: it would leave the text less \
+                         than half of it"
+                    ),
+                ));
+            }
+        }
         let mut pieces_tokenizer = query_tokenizer.clone();
         pieces_tokenizer
             .with_truncation(None)
