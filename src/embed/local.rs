@@ -266,19 +266,30 @@ impl LocalEmbedder {
             Ok(t)
         };
         let (tokenizer, query_tokenizer) = (truncating(window)?, truncating(max_len)?);
-        // A prompt is read before every text: one that takes half a pass or more would leave
-        // the texts too little room (every chunk cut to its first words, or to nothing).
+        let mut pieces_tokenizer = query_tokenizer.clone();
+        pieces_tokenizer
+            .with_truncation(None)
+            .map_err(|e| model_err(&dir, format!("tokenizer truncation: {e}")))?;
+        // A prompt is read before every text: one that leaves the text less than half a pass
+        // would cut every chunk (or query) to its first words, or to nothing. Counted whole, with
+        // the special tokens the model reads around it.
+        let specials = pieces_tokenizer
+            .get_post_processor()
+            .map_or(2, |p| tokenizers::PostProcessor::added_tokens(p, false));
         for (what, prompt, reads) in [
             ("query", &prompts.query, max_len),
             ("document", &prompts.document, window),
         ] {
-            let n = tokenizer
+            if prompt.is_empty() {
+                continue;
+            }
+            let n = pieces_tokenizer
                 .encode(prompt.as_str(), false)
                 .map_err(|e| model_err(&dir, format!("tokenizer: {e}")))?
                 .len();
-            if !prompt.is_empty() && 2 * (n + 2) > reads {
-                let widen = if what == "document" && window < max_len {
-                    format!(" (the model itself reads {max_len}: a larger --embed-window-tokens)")
+            if 2 * (n + specials) > reads {
+                let widen = if what == "document" && 2 * (n + specials) <= max_len {
+                    format!(" (the model reads up to {max_len}: a larger --embed-window-tokens)")
                 } else {
                     String::new()
                 };
@@ -292,10 +303,6 @@ impl LocalEmbedder {
                 ));
             }
         }
-        let mut pieces_tokenizer = query_tokenizer.clone();
-        pieces_tokenizer
-            .with_truncation(None)
-            .map_err(|e| model_err(&dir, format!("tokenizer truncation: {e}")))?;
         // Prompts join the fingerprint only when there are any, so a model without them keeps
         // the fingerprint its bundles were stamped with.
         let prompted_print = if prompts == Prompts::default() {
