@@ -21,7 +21,17 @@ pub(crate) fn cache_dir() -> Option<PathBuf> {
 /// move the cursor, retitle the window or hide text. Text output of `query` and `show` goes
 /// through it; `--raw` and JSON do not (JSON escapes them itself).
 pub fn visible(s: &str) -> std::borrow::Cow<'_, str> {
-    let bad = |c: char| (c.is_control() && c != '\t' && c != '\n') || c == '\u{7f}';
+    escaped(s, true)
+}
+
+/// [`visible`] for what is printed on one line (a path, a name, a row of `map` or `symbols`):
+/// a newline is escaped too (`\x0a`), so a file named with one cannot pass for two lines.
+pub fn visible_line(s: &str) -> std::borrow::Cow<'_, str> {
+    escaped(s, false)
+}
+
+fn escaped(s: &str, newlines: bool) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| (c.is_control() && c != '\t' && !(newlines && c == '\n')) || c == '\u{7f}';
     if !s.chars().any(bad) {
         return std::borrow::Cow::Borrowed(s);
     }

@@ -109,7 +109,8 @@ fn show_prints_numbered_ranges_redacted_text_and_follows_incremental_runs() {
         ("no/such/file.rs", "is not a file of the bundle"),
         ("big/long.py:900", "past the end"),
         ("big/long.py:9-3", "before the start"),
-        ("big/long.py:0", "lines are numbers from 1"),
+        ("big/long.py:0", "lines numbered from 1"),
+        ("big/long.py:3-", "write START or START-END"),
     ] {
         let out = trove().arg("show").arg(&b).arg(target).assert().code(2);
         let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();

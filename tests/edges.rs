@@ -254,6 +254,35 @@ fn control_characters_in_code_do_not_reach_the_terminal() {
         .unwrap();
     assert!(o.stdout.starts_with(b"def evil():\r\n"));
     assert!(o.stdout.contains(&0x1b));
+    // Nor in a file's name, in every text output that prints one; a newline in it is escaped
+    // where a path stands on one line.
+    write(&root, "a\x1b[31mred.py", b"def escfunc():\n    pass\n");
+    write(&root, "new\nline.py", b"def newline_func():\n    pass\n");
+    index(&root, &b, &[]);
+    for args in [
+        vec!["query", "escfunc"],
+        vec!["query", "newline_func"],
+        vec!["map"],
+        vec!["symbols", "escfunc"],
+        vec!["symbols", "newline_func"],
+    ] {
+        let o = trove()
+            .arg(args[0])
+            .arg(&b)
+            .args(&args[1..])
+            .output()
+            .unwrap();
+        let out = String::from_utf8(o.stdout).unwrap();
+        assert!(!out.contains('\x1b'), "{args:?}: {out:?}");
+        assert!(
+            !out.lines().any(|l| l.starts_with("line.py")),
+            "{args:?}: {out:?}"
+        );
+        assert!(
+            out.contains(r"a\x1b[31mred.py") || out.contains(r"new\x0aline.py"),
+            "{args:?}: {out}"
+        );
+    }
 }
 
 #[test]

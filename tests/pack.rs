@@ -94,6 +94,36 @@ fn pack_round_trip_is_bit_exact_and_queryable() {
         std::fs::read(&packed).unwrap(),
         "same bytes"
     );
+    // A packed file is replaced by packing again; any other file is left as it is, and a folder
+    // that does not exist is named.
+    trove()
+        .arg("pack")
+        .arg(&back)
+        .arg("-o")
+        .arg(&again)
+        .assert()
+        .success();
+    let notes = scratch.path().join("notes.txt");
+    std::fs::write(&notes, "mine").unwrap();
+    let err = refused(&[
+        "pack".as_ref(),
+        back.as_os_str(),
+        "-o".as_ref(),
+        notes.as_os_str(),
+    ]);
+    assert!(err.contains("exists and is not a packed bundle"), "{err}");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "mine");
+    let nowhere = scratch.path().join("no/such/dir/x.trove");
+    let err = refused(&[
+        "pack".as_ref(),
+        back.as_os_str(),
+        "-o".as_ref(),
+        nowhere.as_os_str(),
+    ]);
+    assert!(
+        err.contains("does not exist") && !err.contains(".x.trove"),
+        "{err}"
+    );
 
     // Query, SQL, inspect and verify read the packed file itself.
     let from_dir = query_jsonl(&[b.to_str().unwrap(), "invoice total"]);

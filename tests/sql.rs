@@ -433,6 +433,48 @@ fn every_duckdb_type_prints_as_its_value() {
     assert_eq!(code, Some(2));
     assert!(err.contains("refusing to write"), "{err}");
     assert_eq!(std::fs::read(&target).unwrap(), before);
+    // Nor by another road: after a comment, to a path computed at run time, into a database
+    // attached inside it; and no extension is downloaded.
+    let p = target.display().to_string();
+    for (sql, says) in [
+        (
+            format!("/* c */ -- d\n(COPY (SELECT 1 AS x) TO '{p}' (FORMAT parquet))"),
+            "refusing to write",
+        ),
+        (
+            format!(
+                "SET VARIABLE p = '{p}'; COPY (SELECT 1 AS x) TO (getvariable('p')) (FORMAT parquet)"
+            ),
+            "refusing COPY to a path that is not written as a string",
+        ),
+        (
+            format!(
+                "ATTACH '{}' AS d; CREATE TABLE d.t AS SELECT 1",
+                seg.join("x.duckdb").display()
+            ),
+            "refusing to write",
+        ),
+        (
+            "ATTACH getvariable('p') AS d".to_string(),
+            "refusing ATTACH",
+        ),
+        ("FORCE INSTALL httpfs".to_string(), "refusing INSTALL"),
+        ("install httpfs".to_string(), "refusing INSTALL"),
+    ] {
+        let (code, _, err) = run(&[&sql]);
+        assert_eq!(code, Some(2), "{sql}: {err}");
+        assert!(err.contains(says), "{sql}: {err}");
+    }
+    assert_eq!(std::fs::read(&target).unwrap(), before);
+    assert!(!seg.join("x.duckdb").exists());
+    // A database attached elsewhere is the user's: it works.
+    let other = t.path().join("other.duckdb");
+    let (code, out, err) = run(&[&format!(
+        "ATTACH '{}' AS o; CREATE TABLE o.t AS SELECT 'kept' AS n; SELECT n FROM o.t",
+        other.display()
+    )]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("kept") && other.exists(), "{out}");
     let out_csv = t.path().join("out.csv");
     let (code, _, err) = run(&[&format!(
         "COPY (SELECT path FROM files ORDER BY path) TO '{}'",

@@ -112,7 +112,7 @@ pub fn check_replaceable(out: &Path) -> Result<()> {
             .is_none();
         if !empty && super::read_manifest(out).is_err() {
             return Err(Error::Other(format!(
-                "refusing to overwrite {}: it exists and is not a trove bundle (remove it or choose another -o)",
+                "refusing to overwrite {}: it exists and is not a trove bundle (remove it, or write the bundle elsewhere)",
                 out.display()
             )));
         }

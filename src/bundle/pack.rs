@@ -62,6 +62,21 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
             dir.display()
         )));
     }
+    if !parent.is_dir() {
+        return Err(Error::Other(format!(
+            "{}: the folder {} does not exist",
+            out.display(),
+            parent.display()
+        )));
+    }
+    // A packed bundle written before is replaced; any other file is the user's.
+    if (out.exists() || out.is_symlink()) && !is_packed(out) {
+        return Err(Error::Other(format!(
+            "{} exists and is not a packed bundle: trove pack replaces only a packed file \
+             (remove it, or choose another path)",
+            out.display()
+        )));
+    }
     let mut names = vec![MANIFEST.to_string()];
     names.extend(report.manifest.files.iter().map(|f| f.name.clone()));
     let tmp = super::temp_beside(out);

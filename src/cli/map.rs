@@ -27,13 +27,13 @@ pub struct MapArgs {
     /// A directory of the repository to map (default: the whole tree).
     pub path: Option<String>,
     /// Directory levels to expand [default: as many as fit in --lines].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
     pub depth: Option<usize>,
     /// Entries shown per directory before the rest is folded.
-    #[arg(long, default_value_t = 10, value_name = "N")]
+    #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub entries: usize,
     /// Screen budget used to choose the depth.
-    #[arg(long, default_value_t = 60, value_name = "N")]
+    #[arg(long, default_value_t = 60, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub lines: usize,
     /// Output format: text (the tree), json (the tree as nested objects), jsonl (one object per
     /// directory and file, with its path).
@@ -433,7 +433,7 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
             return nothing_under(&b, a.path.as_deref());
         };
         for l in lines {
-            writeln!(out, "{l}")?;
+            writeln!(out, "{}", trove::util::visible_line(&l))?;
         }
         return Ok(0);
     }

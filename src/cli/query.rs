@@ -132,7 +132,7 @@ pub(crate) fn check_filters<'a>(
 /// Snippet lines shown per result in text output.
 const SNIPPET_LINES: usize = 4;
 
-use trove::util::visible;
+use trove::util::{visible, visible_line};
 
 /// Runs `trove query`; returns the exit code (0 results, 1 none).
 pub fn run(a: QueryArgs) -> anyhow::Result<i32> {
@@ -215,11 +215,11 @@ fn print_text(
         writeln!(
             out,
             "{bundle}{bold}{}:{}-{}{reset}  {cyan}{} {}{reset}  {:.4}",
-            visible(&h.path),
+            visible_line(&h.path),
             h.start_line,
             h.end_line,
             h.kind,
-            visible(h.symbol_path.as_deref().unwrap_or("-")),
+            visible_line(h.symbol_path.as_deref().unwrap_or("-")),
             h.score
         )?;
         if let Some(c) = &h.content {

@@ -51,10 +51,11 @@ pub fn parse_target(s: &str, exists: impl Fn(&str) -> bool) -> anyhow::Result<Ta
         return Ok(whole);
     }
     let num = |t: &str| {
-        t.parse::<usize>()
-            .ok()
-            .filter(|&n| n >= 1)
-            .ok_or_else(|| anyhow::anyhow!("bad line range {range:?}: lines are numbers from 1"))
+        t.parse::<usize>().ok().filter(|&n| n >= 1).ok_or_else(|| {
+            anyhow::anyhow!(
+                "bad line range {range:?}: write START or START-END, lines numbered from 1"
+            )
+        })
     };
     let (start, end) = match range.split_once('-') {
         Some((a, b)) => (num(a)?, Some(num(b)?)),

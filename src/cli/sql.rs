@@ -60,14 +60,25 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
         anyhow::bail!("no SQL given: pass it as an argument or on stdin");
     };
     for s in &stmts {
-        if let Some(target) = writes_into(s, &bundle.dir) {
-            anyhow::bail!(
+        match writes_into(s, &bundle.dir) {
+            Writes::None => {}
+            Writes::Into(target) => anyhow::bail!(
                 "refusing to write {} inside the bundle {}: its files are checked against \
                  manifest.json, and a changed one would break every later command (write \
                  elsewhere)",
                 target.display(),
                 a.bundle.display()
-            );
+            ),
+            Writes::Computed(what) => anyhow::bail!(
+                "refusing {what} to a path that is not written as a string: trove sql makes sure \
+                 nothing is written inside the bundle {}, which it can tell only of a path in \
+                 quotes (write the path as a literal)",
+                a.bundle.display()
+            ),
+            Writes::Install => anyhow::bail!(
+                "refusing INSTALL: trove sql never downloads DuckDB extensions (those compiled \
+                 in, such as parquet, are there)"
+            ),
         }
     }
     for s in before {
@@ -171,34 +182,108 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The file a `COPY ... TO 'file'` or `EXPORT DATABASE 'dir'` statement would write, when it is
-/// inside `bundle` (relative targets taken from the working directory, as DuckDB does).
-fn writes_into(stmt: &str, bundle: &std::path::Path) -> Option<PathBuf> {
-    let head = stmt.trim_start().to_ascii_lowercase();
-    let target = if head.starts_with("copy") {
-        regex::Regex::new(r"(?is)\bto\s+'((?:[^']|'')*)'").ok()?
-    } else if head.starts_with("export") {
-        regex::Regex::new(r"(?is)^\s*export\s+database\s+'((?:[^']|'')*)'").ok()?
-    } else {
-        return None;
+/// What a statement would write, as far as `trove sql` lets it.
+#[derive(Debug, PartialEq)]
+enum Writes {
+    /// Nothing it looks at (a query, `SET`, `CREATE TABLE` in memory…), or a file outside.
+    None,
+    /// A file inside the bundle (the path as written).
+    Into(PathBuf),
+    /// `COPY … TO`, `EXPORT DATABASE` or `ATTACH` with a path computed at run time
+    /// (`TO (getvariable('p'))`), which cannot be checked before it runs.
+    Computed(&'static str),
+    /// `INSTALL` (or `FORCE INSTALL`): an extension downloaded.
+    Install,
+}
+
+/// The statement after its leading blanks, comments and opening parentheses.
+fn lead(stmt: &str) -> &str {
+    let mut s = stmt;
+    loop {
+        let t = s.trim_start_matches(|c: char| c.is_whitespace() || c == '(');
+        if let Some(rest) = t.strip_prefix("--") {
+            s = rest.find('\n').map_or("", |i| &rest[i..]);
+        } else if let Some(rest) = t.strip_prefix("/*") {
+            s = rest.find("*/").map_or("", |i| &rest[i + 2..]);
+        } else {
+            return t;
+        }
+    }
+}
+
+/// What `stmt` would write ([`Writes`]): the file a `COPY ... TO 'file'`, `EXPORT DATABASE 'dir'`
+/// or `ATTACH 'file'` statement names, when it is inside `bundle` (relative targets taken from
+/// the working directory, as DuckDB does).
+fn writes_into(stmt: &str, bundle: &std::path::Path) -> Writes {
+    let stmt = lead(stmt);
+    let head = stmt.to_ascii_lowercase();
+    let word = |w: &str| {
+        head.strip_prefix(w).is_some_and(|r| {
+            r.is_empty() || r.starts_with(|c: char| !c.is_alphanumeric() && c != '_')
+        })
     };
-    let root = bundle.canonicalize().ok()?;
-    target.captures_iter(stmt).find_map(|c| {
-        let t = PathBuf::from(c[1].replace("''", "'"));
-        let abs = std::env::current_dir().ok()?.join(&t);
-        // The deepest part of the path that exists, resolved; the rest appended as written.
-        let mut base = abs.as_path();
-        let mut rest = Vec::new();
-        let resolved = loop {
-            if let Ok(r) = base.canonicalize() {
-                break r;
-            }
-            rest.push(base.file_name()?.to_owned());
-            base = base.parent()?;
+    if word("install") || (word("force") && lead(&head[5..]).starts_with("install")) {
+        return Writes::Install;
+    }
+    // The literal targets, and what follows the keyword when it is not a literal.
+    let (what, literal, computed) = if word("copy") {
+        (
+            "COPY",
+            r"(?is)\bto\s+'((?:[^']|'')*)'",
+            r"(?is)\bto\s*[^'\s]",
+        )
+    } else if word("export") {
+        (
+            "EXPORT DATABASE",
+            r"(?is)^export\s+database\s+'((?:[^']|'')*)'",
+            r"(?is)^export\s+database\s*[^'\s]",
+        )
+    } else if word("attach") {
+        (
+            "ATTACH",
+            r"(?is)^attach\s+(?:database\s+)?(?:if\s+not\s+exists\s+)?'((?:[^']|'')*)'",
+            r"(?is)^attach\b",
+        )
+    } else {
+        return Writes::None;
+    };
+    let (Ok(literal), Ok(computed)) = (regex::Regex::new(literal), regex::Regex::new(computed))
+    else {
+        return Writes::Computed(what);
+    };
+    let targets: Vec<String> = literal
+        .captures_iter(stmt)
+        .map(|c| c[1].replace("''", "'"))
+        .collect();
+    if targets.is_empty() {
+        return if computed.is_match(stmt) {
+            Writes::Computed(what)
+        } else {
+            Writes::None
         };
-        let full = rest.iter().rev().fold(resolved, |p, part| p.join(part));
-        full.starts_with(&root).then_some(t)
-    })
+    }
+    let Ok(root) = bundle.canonicalize() else {
+        return Writes::None;
+    };
+    targets
+        .into_iter()
+        .find_map(|t| {
+            let t = PathBuf::from(t);
+            let abs = std::env::current_dir().ok()?.join(&t);
+            // The deepest part of the path that exists, resolved; the rest appended as written.
+            let mut base = abs.as_path();
+            let mut rest = Vec::new();
+            let resolved = loop {
+                if let Ok(r) = base.canonicalize() {
+                    break r;
+                }
+                rest.push(base.file_name()?.to_owned());
+                base = base.parent()?;
+            };
+            let full = rest.iter().rev().fold(resolved, |p, part| p.join(part));
+            full.starts_with(&root).then_some(Writes::Into(t))
+        })
+        .unwrap_or(Writes::None)
 }
 
 fn csv(s: &str) -> String {

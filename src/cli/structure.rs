@@ -469,8 +469,9 @@ fn print(
     };
     match format {
         OutFormat::Text => {
+            // A path or name from a bundle made elsewhere cannot drive the terminal.
             for r in rows {
-                writeln!(out, "{}", text(r))?;
+                writeln!(out, "{}", trove::util::visible_line(&text(r)))?;
             }
         }
         OutFormat::Json => {
