@@ -595,6 +595,26 @@ fn chunks_command_shows_and_explains() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("cannot read"));
+    // A file `trove index` leaves out is still cut, and says so; one it keeps says nothing.
+    let t = tempfile::tempdir().unwrap();
+    let min = t.path().join("app.min.txt");
+    std::fs::write(&min, "x=1;".repeat(20_000)).unwrap();
+    let out = crate::util::trove()
+        .arg("chunks")
+        .arg(&min)
+        .args(["--format", "json"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("trove index skips"));
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(v["index_skips"], "minified", "{v}");
+    assert!(!v["chunks"].as_array().unwrap().is_empty());
+    crate::util::trove()
+        .arg("chunks")
+        .arg(f("lua/config.lua"))
+        .assert()
+        .success()
+        .stderr(predicates::str::is_empty());
 }
 
 #[test]

@@ -62,7 +62,7 @@ const PARSE_BYTES_PER_CALL: u64 = 4;
 /// The deepest syntax tree chunked by scope (nodes from the root): real code stays far below
 /// (generated else-if chains of a few hundred branches included); the walks over the tree
 /// recurse, and worker threads have a bounded stack.
-pub(crate) const MAX_TREE_DEPTH: usize = 1500;
+pub const MAX_TREE_DEPTH: usize = 1500;
 
 /// Whether a path from `root` down is longer than `limit` nodes (a cursor walk: no recursion).
 fn deeper_than(root: Node<'_>, limit: usize) -> bool {

@@ -8,6 +8,9 @@
 //! its time bound falls back to line windows).
 mod ast;
 mod markdown;
+
+/// The deepest syntax tree the chunker walks; a deeper one is a failed parse (line windows).
+pub use ast::MAX_TREE_DEPTH;
 mod rules;
 
 use crate::config::ChunkConfig;

@@ -70,8 +70,18 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
                 a.file.display()
             )
         })?;
+    // What `trove index` would make of the bytes: a file it skips (binary, generated, minified)
+    // is still cut here, with a note, so the chunker can be looked at on it.
+    let rules = trove::source::Rules::new(&config.source, &trove::source::WalkOptions::default())?;
+    let index_skips = rules.classify(bytes.clone()).err();
     let text = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("{} is not UTF-8 text", a.file.display()))?;
+    if let Some(r) = &index_skips {
+        eprintln!(
+            "note: trove index skips {} ({r}); these are the chunks it would be cut into",
+            a.file.display()
+        );
+    }
     let rel = trove::util::slash_path(&a.file);
     let (lang, how) = match &a.lang {
         Some(id) => (
@@ -120,6 +130,7 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
             "detected_by": how,
             "chunker": lang.map_or("lines", |l| l.def.chunker.as_str()),
             "parse_fallback": chunked.parse_fallback,
+            "index_skips": index_skips.as_ref().map(|r| r.as_str()),
             "chunks": rows,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
@@ -139,7 +150,9 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
         if chunked.parse_fallback {
             writeln!(
                 out,
-                "fallback  the parser gave up (time bound): line windows were used"
+                "fallback  no syntax tree (the parse ran past its time bound, or the tree nests \
+                 deeper than {} levels): line windows were used",
+                trove::chunk::MAX_TREE_DEPTH
             )?;
         }
         writeln!(out)?;

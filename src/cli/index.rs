@@ -451,7 +451,8 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
     }
     if s.parse_fallbacks > 0 {
         eprintln!(
-            "{} files took longer than the parse time bound and were chunked by lines",
+            "{} files were chunked by lines: their parse ran past its time bound, or their \
+             syntax tree nests deeper than the chunker walks",
             s.parse_fallbacks
         );
     }
