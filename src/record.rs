@@ -309,6 +309,9 @@ named_set! {
         NonUtf8Name = "non-utf8-name",
         /// A nested git repository.
         Submodule = "submodule",
+        /// Another trove bundle inside the tree (its `manifest.json` and `views.sql`): an index
+        /// built from source, not source.
+        Bundle = "bundle",
         /// The worker processing it failed (a bug, counted and said in the summary).
         InternalError = "internal-error",
     }

@@ -101,6 +101,32 @@ fn every_skipped_file_is_listed_with_its_reason() {
         pq(&b, "chunks")
     ));
     assert_eq!(leaked[0][0], "0");
+    // Another bundle left in the tree (an earlier run's output) is an index, not source: skipped
+    // whole, by a full run and by an incremental one alike.
+    index(
+        &repo.path().join("web"),
+        &repo.path().join("old.bundle"),
+        &[],
+    );
+    let b2 = out.path().join("b2");
+    index(repo.path(), &b2, &[]);
+    assert_eq!(
+        skipped_reasons(&b2).get("old.bundle/").map(String::as_str),
+        Some("bundle")
+    );
+    assert!(
+        indexed_paths(&b2)
+            .iter()
+            .all(|p| !p.starts_with("old.bundle/")),
+        "{:?}",
+        indexed_paths(&b2)
+    );
+    index(repo.path(), &b2, &["--since", "auto"]);
+    assert!(
+        indexed_paths(&b2)
+            .iter()
+            .all(|p| !p.starts_with("old.bundle/"))
+    );
 }
 
 #[test]

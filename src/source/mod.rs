@@ -127,13 +127,14 @@ impl Rules {
     }
 
     /// Whether a folder on the way to `rel` is one the walk does not enter: an excluded folder
-    /// name or `--exclude` glob, or (with `nested`) a nested repository.
+    /// name or `--exclude` glob, another trove bundle, or (with `nested`) a nested repository.
     fn folder_skipped(&self, root: &Path, rel: &str, nested: bool) -> bool {
         folders(rel).any(|dir| {
             let name = dir.rsplit('/').next().unwrap_or(dir);
             self.exclude_dirs.contains(name)
                 || self.exclude.is_match(dir)
                 || (nested && root.join(dir).join(".git").exists())
+                || is_bundle_dir(&root.join(dir))
         })
     }
 
@@ -180,6 +181,23 @@ impl Rules {
         }
         Ok(text)
     }
+}
+
+/// Whether the folder `p` is a trove bundle (an earlier run's output left in the tree, or one
+/// checked in): its `views.sql` and `manifest.json` (a stat of each; `views.sql` first, which
+/// almost no folder has).
+fn is_bundle_dir(p: &Path) -> bool {
+    p.join(crate::bundle::VIEWS).is_file() && p.join(crate::bundle::MANIFEST).is_file()
+}
+
+/// Whether `p` is the lock file a run leaves beside its bundle (`.NAME.lock` next to `NAME`).
+fn is_bundle_lock(p: &Path) -> bool {
+    let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    name.strip_prefix('.')
+        .and_then(|n| n.strip_suffix(".lock"))
+        .is_some_and(|b| !b.is_empty() && is_bundle_dir(&p.with_file_name(b)))
 }
 
 /// Reads `path` unless it is larger than `max` bytes: `Ok(Err(size))` then. The size is that of
@@ -378,8 +396,9 @@ pub fn walk(
             }
             if !e.file_type().is_some_and(|t| t.is_dir()) {
                 // A `.git` file is a worktree's or submodule's pointer to its repository (an
-                // absolute local path), not source: skipped like the `.git` folder.
-                return e.file_name() != ".git";
+                // absolute local path), not source: skipped like the `.git` folder; so is another
+                // bundle's lock file (`.NAME.lock` beside it: the bundle's row stands for both).
+                return e.file_name() != ".git" && !is_bundle_lock(p);
             }
             let rel = lossy_rel(&root, p);
             let name = rel.rsplit('/').next().unwrap_or(&rel);
@@ -389,6 +408,8 @@ pub fn walk(
                 Some(SkipReason::Excluded)
             } else if nested && p.join(".git").exists() {
                 Some(SkipReason::Submodule)
+            } else if is_bundle_dir(p) {
+                Some(SkipReason::Bundle)
             } else {
                 None
             };
