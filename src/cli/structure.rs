@@ -82,10 +82,12 @@ fn symbol_path_of(name: &str) -> String {
 /// index defines it, then its signature, the first line of its docs and its SCIP symbol below.
 pub fn symbol_line(r: &[duckdb::types::Value]) -> String {
     let t = |i: usize| to_text(&r[i]);
+    // A path or name keeps to its line (a newline in a file name printed as `\x0a`).
+    let one = |i: usize| trove::util::visible_line(&t(i)).into_owned();
     let scip = r
         .get(12)
         .and_then(|v| to_json(v).as_str().map(str::to_string));
-    let mut line = format!("{}:{}-{}  {} {}", t(0), t(1), t(2), t(3), t(5));
+    let mut line = format!("{}:{}-{}  {} {}", one(0), t(1), t(2), t(3), one(5));
     if scip.is_some() {
         line.push_str("  [scip]");
     }
@@ -338,10 +340,12 @@ fn refs_sql_in(name: &str, follow: Follow, k: usize, any_case: bool) -> String {
 /// A row of [`refs_sql`] as text: `path:line  in_symbol  kind target  -> where it resolves  [how]`.
 pub fn ref_line(r: &[duckdb::types::Value]) -> String {
     let t = |i: usize| to_text(&r[i]);
+    // A path or name keeps to its line (a newline in a file name printed as `\x0a`).
+    let one = |i: usize| trove::util::visible_line(&t(i)).into_owned();
     let inside = if to_json(&r[4]).is_null() {
         "(top level)".to_string()
     } else {
-        t(4)
+        one(4)
     };
     let target = if to_json(&r[5]).is_null() {
         if t(8) == trove::record::Resolution::Scip.as_str() {
@@ -354,9 +358,9 @@ pub fn ref_line(r: &[duckdb::types::Value]) -> String {
         }
     } else {
         // How the edge was found, as `refs.resolution` says: `file`, `import`, `repo` or `scip`.
-        format!("{}:{} {}  [{}]", t(5), t(6), t(7), t(8))
+        format!("{}:{} {}  [{}]", one(5), t(6), one(7), t(8))
     };
-    let line = format!("{}:{}  {}  {} {}", t(0), t(1), inside, t(2), t(3));
+    let line = format!("{}:{}  {}  {} {}", one(0), t(1), inside, t(2), t(3));
     if target.is_empty() {
         line
     } else {
@@ -444,7 +448,9 @@ pub fn run_deps(a: DepsArgs) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
     let mut last = String::new();
     print(&mut out, a.format, &names, &rows, |r| {
-        let s = |i: usize| to_json(&r[i]).as_str().unwrap_or("").to_string();
+        let s = |i: usize| {
+            trove::util::visible_line(to_json(&r[i]).as_str().unwrap_or("")).into_owned()
+        };
         let mut line = String::new();
         if s(0) != last {
             last = s(0);
@@ -469,9 +475,10 @@ fn print(
     };
     match format {
         OutFormat::Text => {
-            // A path or name from a bundle made elsewhere cannot drive the terminal.
+            // A path or name from a bundle made elsewhere cannot drive the terminal (the row
+            // functions keep a path on its line; a signature or import may span lines).
             for r in rows {
-                writeln!(out, "{}", trove::util::visible_line(&text(r)))?;
+                writeln!(out, "{}", trove::util::visible(&text(r)))?;
             }
         }
         OutFormat::Json => {
