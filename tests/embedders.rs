@@ -1181,52 +1181,48 @@ fn local_model_prompts_go_before_chunks_and_queries() {
         &[bp.as_os_str(), std::ffi::OsStr::new("totalPrice")],
     );
     assert_eq!(hits[0]["path"], "web/cart.js", "{hits:?}");
-    // A prompt that takes half a pass or more is refused before anything is read: every chunk
-    // would be cut to a few words after it (here a 128-piece window, a prompt of about 70).
+    // A prompt that would leave the text less than half a pass is refused before anything is
+    // read: every chunk would be cut to a few words after it. A document prompt against the
+    // window (here 128 pieces, a prompt of about 70); a query prompt against what a query reads
+    // (the model's 256), counted whole however short the chunks' windows are.
+    let bl = w.path().join("bl");
+    let refused = |prompts: serde_json::Value, window: &str| -> String {
+        std::fs::write(
+            prompted.join("config_sentence_transformers.json"),
+            serde_json::json!({ "prompts": prompts }).to_string(),
+        )
+        .unwrap();
+        let o = index_local(r.path(), &bl, &prompted, cache.path())
+            .args(["--embed-runtime", "candle", "--embed-window-tokens", window])
+            .assert()
+            .code(2);
+        assert!(!bl.exists());
+        String::from_utf8_lossy(&o.get_output().stderr).into_owned()
+    };
     let long = format!(
         "passage: {}",
         "represent this code for retrieval ".repeat(14)
     );
-    std::fs::write(
-        prompted.join("config_sentence_transformers.json"),
-        serde_json::json!({"prompts": {"query": "query: ", "passage": long}}).to_string(),
-    )
-    .unwrap();
-    let bl = w.path().join("bl");
-    let refused = index_local(r.path(), &bl, &prompted, cache.path())
-        .args(["--embed-runtime", "candle", "--embed-window-tokens", "128"])
-        .assert()
-        .code(2);
-    let err = String::from_utf8_lossy(&refused.get_output().stderr).to_string();
+    let err = refused(
+        serde_json::json!({"query": "query: ", "passage": long}),
+        "128",
+    );
     assert!(
         err.contains("the document prompt")
             && err.contains("a pass reads 128")
             && err.contains("--embed-window-tokens"),
         "{err}"
     );
-    assert!(!bl.exists());
-    // A query prompt is measured against what a query reads (the model's 256), whole, however
-    // short the chunks' windows are.
     let long = format!(
         "query: {}",
         "represent this question for retrieval ".repeat(40)
     );
-    std::fs::write(
-        prompted.join("config_sentence_transformers.json"),
-        serde_json::json!({"prompts": {"query": long}}).to_string(),
-    )
-    .unwrap();
-    let refused = index_local(r.path(), &bl, &prompted, cache.path())
-        .args(["--embed-runtime", "candle", "--embed-window-tokens", "16"])
-        .assert()
-        .code(2);
-    let err = String::from_utf8_lossy(&refused.get_output().stderr).to_string();
+    let err = refused(serde_json::json!({ "query": long }), "16");
     assert!(
         err.contains("the query prompt")
             && err.contains("is 202 word pieces, and a pass reads 256:"),
         "{err}"
     );
-    assert!(!bl.exists());
 }
 
 /// An encoder other than BERT (here MiniLM's folder labelled `xlm-roberta`, whose positions

@@ -82,13 +82,8 @@ fn pack_round_trip_is_bit_exact_and_queryable() {
         "unpacked files equal the originals"
     );
     let again = scratch.path().join("again.trove");
-    trove()
-        .arg("pack")
-        .arg(&back)
-        .arg("-o")
-        .arg(&again)
-        .assert()
-        .success();
+    let pack = |to: &Path| trove().arg("pack").arg(&back).arg("-o").arg(to).assert();
+    pack(&again).success();
     assert_eq!(
         std::fs::read(&again).unwrap(),
         std::fs::read(&packed).unwrap(),
@@ -96,30 +91,15 @@ fn pack_round_trip_is_bit_exact_and_queryable() {
     );
     // A packed file is replaced by packing again; any other file is left as it is, and a folder
     // that does not exist is named.
-    trove()
-        .arg("pack")
-        .arg(&back)
-        .arg("-o")
-        .arg(&again)
-        .assert()
-        .success();
+    pack(&again).success();
+    let pack_refused =
+        |to: &Path| String::from_utf8_lossy(&pack(to).code(2).get_output().stderr).into_owned();
     let notes = scratch.path().join("notes.txt");
     std::fs::write(&notes, "mine").unwrap();
-    let err = refused(&[
-        "pack".as_ref(),
-        back.as_os_str(),
-        "-o".as_ref(),
-        notes.as_os_str(),
-    ]);
+    let err = pack_refused(&notes);
     assert!(err.contains("exists and is not a packed bundle"), "{err}");
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "mine");
-    let nowhere = scratch.path().join("no/such/dir/x.trove");
-    let err = refused(&[
-        "pack".as_ref(),
-        back.as_os_str(),
-        "-o".as_ref(),
-        nowhere.as_os_str(),
-    ]);
+    let err = pack_refused(&scratch.path().join("no/such/dir/x.trove"));
     assert!(
         err.contains("does not exist") && !err.contains(".x.trove"),
         "{err}"
