@@ -458,6 +458,10 @@ fn every_duckdb_type_prints_as_its_value() {
             "ATTACH getvariable('p') AS d".to_string(),
             "refusing ATTACH",
         ),
+        (
+            format!("EXPORT DATABASE memory TO '{}'", seg.join("x").display()),
+            "refusing to write",
+        ),
         ("FORCE INSTALL httpfs".to_string(), "refusing INSTALL"),
         ("install httpfs".to_string(), "refusing INSTALL"),
     ] {
@@ -467,7 +471,16 @@ fn every_duckdb_type_prints_as_its_value() {
     }
     assert_eq!(std::fs::read(&target).unwrap(), before);
     assert!(!seg.join("x.duckdb").exists());
-    // A database attached elsewhere is the user's: it works.
+    // A table named like the keyword is no computed path; a COPY FROM reads; a database attached
+    // elsewhere is the user's: they work.
+    let rows = t.path().join("rows.csv");
+    std::fs::write(&rows, "n\n1\n2\n").unwrap();
+    let (code, out, err) = run(&[&format!(
+        "CREATE TABLE total (n INT); COPY total FROM '{}' (HEADER); SELECT sum(n) AS s FROM total",
+        rows.display()
+    )]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains('3'), "{out}");
     let other = t.path().join("other.duckdb");
     let (code, out, err) = run(&[&format!(
         "ATTACH '{}' AS o; CREATE TABLE o.t AS SELECT 'kept' AS n; SELECT n FROM o.t",

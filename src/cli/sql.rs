@@ -230,13 +230,13 @@ fn writes_into(stmt: &str, bundle: &std::path::Path) -> Writes {
         (
             "COPY",
             r"(?is)\bto\s+'((?:[^']|'')*)'",
-            r"(?is)\bto\s*[^'\s]",
+            r"(?is)\bto\b\s*[^'\s]",
         )
     } else if word("export") {
         (
             "EXPORT DATABASE",
-            r"(?is)^export\s+database\s+'((?:[^']|'')*)'",
-            r"(?is)^export\s+database\s*[^'\s]",
+            r#"(?is)^export\s+database\s+(?:[\w."]+\s+to\s+)?'((?:[^']|'')*)'"#,
+            r"(?is)^export\b",
         )
     } else if word("attach") {
         (
