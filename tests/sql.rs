@@ -462,6 +462,14 @@ fn every_duckdb_type_prints_as_its_value() {
             format!("EXPORT DATABASE memory TO '{}'", seg.join("x").display()),
             "refusing to write",
         ),
+        (
+            format!("PREPARE w AS COPY (SELECT 1 AS x) TO '{p}' (FORMAT parquet); EXECUTE w"),
+            "refusing to write",
+        ),
+        (
+            format!("EXPLAIN ANALYZE COPY (SELECT 1 AS x) TO '{p}' (FORMAT parquet)"),
+            "refusing to write",
+        ),
         ("FORCE INSTALL httpfs".to_string(), "refusing INSTALL"),
         ("install httpfs".to_string(), "refusing INSTALL"),
     ] {

@@ -225,6 +225,24 @@ fn writes_into(stmt: &str, bundle: &std::path::Path) -> Writes {
     if word("install") || (word("force") && lead(&head[5..]).starts_with("install")) {
         return Writes::Install;
     }
+    // A statement that runs another: `PREPARE p AS COPY …` (run by `EXECUTE p`), `EXPLAIN
+    // ANALYZE COPY …` — the inner one is what is checked.
+    let inner = if word("prepare") {
+        regex::Regex::new(r"(?is)^prepare\s+\S+\s+as\b")
+            .ok()
+            .and_then(|r| r.find(stmt))
+            .map(|m| &stmt[m.end()..])
+    } else if word("explain") {
+        regex::Regex::new(r"(?is)^explain(\s+analyze)?\b")
+            .ok()
+            .and_then(|r| r.find(stmt))
+            .map(|m| &stmt[m.end()..])
+    } else {
+        None
+    };
+    if let Some(inner) = inner {
+        return writes_into(inner, bundle);
+    }
     // The literal targets, and what follows the keyword when it is not a literal.
     let (what, literal, computed) = if word("copy") {
         (
