@@ -198,6 +198,9 @@ def check_hits(resp, what, *, k=None, nonempty=True, content=False):
         if not isinstance(h["path"], str) or not isinstance(h["start_line"], int) or \
                 not isinstance(h["end_line"], int) or h["start_line"] < 1 or h["end_line"] < h["start_line"]:
             fail(f"{what}: bad path/lines in {h}", resp)
+        # A 64-bit id as a string of digits: a JSON number past 2**53 is rounded by JavaScript.
+        if not isinstance(h["chunk_id"], str) or not h["chunk_id"].isdigit():
+            fail(f"{what}: chunk_id is not a string of digits in {h}", resp)
         if not isinstance(h["score"], (int, float)):
             fail(f"{what}: score {h['score']!r} is not a number", resp)
         if content:
@@ -395,6 +398,8 @@ def check_symbols_refs(learned):
         has_keys(s, SYMBOL_KEYS, f"/symbols?name={name}")
         if s["bundle"] != ARGS.bundle:
             fail(f"/symbols?name={name}: bundle {s['bundle']!r}")
+        if not isinstance(s["symbol_id"], str) or not s["symbol_id"].isdigit():
+            fail(f"/symbols?name={name}: symbol_id is not a string of digits in {s}")
     if not any(s["name"] == name for s in syms):
         fail(f"/symbols?name={name}: no row named {name!r}: {[s['name'] for s in syms]}")
     ok(f"GET /symbols?name={name} -> {len(syms)} rows, e.g. {syms[0]['path']}:{syms[0]['start_line']} {syms[0]['kind']}")
