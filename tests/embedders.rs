@@ -33,6 +33,15 @@ fn repo() -> tempfile::TempDir {
     t
 }
 
+/// [`repo`], a scratch folder and an embedding cache of its own: what most tests here start from.
+fn repo_work_cache() -> (tempfile::TempDir, tempfile::TempDir, tempfile::TempDir) {
+    (
+        repo(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    )
+}
+
 /// A config overlay for the mock server.
 fn overlay(dir: &Path, mock: &Mock, extra: &str) -> PathBuf {
     let p = dir.join("embed.toml");
@@ -76,11 +85,7 @@ fn chunk_count(bundle: &Path) -> usize {
 
 #[test]
 fn openai_batches_across_files_keeps_the_key_secret_and_serves_queries() {
-    let (r, w, cache) = (
-        repo(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let (r, w, cache) = repo_work_cache();
     let mock = Mock::start(48);
     let cfg = overlay(w.path(), &mock, "batch_size = 3\nconcurrency = 2");
     let b = w.path().join("b");
@@ -150,11 +155,7 @@ fn openai_batches_across_files_keeps_the_key_secret_and_serves_queries() {
 
 #[test]
 fn openai_retries_429_with_retry_after_500_and_timeouts_without_losing_chunks() {
-    let (r, w, cache) = (
-        repo(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let (r, w, cache) = repo_work_cache();
     let mock = Mock::start(32);
     let cfg = overlay(
         w.path(),
@@ -254,11 +255,7 @@ fn openai_failures_stop_the_run_with_a_clear_error_and_keep_the_old_bundle() {
 
 #[test]
 fn openai_cuts_inputs_the_server_finds_too_long_and_counts_them() {
-    let (r, w, cache) = (
-        repo(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let (r, w, cache) = repo_work_cache();
     let mock = Mock::start(16);
     mock.max_input(120);
     let cfg = overlay(w.path(), &mock, "batch_size = 2");
@@ -285,11 +282,7 @@ fn openai_cuts_inputs_the_server_finds_too_long_and_counts_them() {
 
 #[test]
 fn embedding_cache_spares_every_unchanged_chunk_across_runs_and_configs() {
-    let (r, w, cache) = (
-        repo(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let (r, w, cache) = repo_work_cache();
     let mock = Mock::start(24);
     let cfg = overlay(w.path(), &mock, "");
     let (b1, b2) = (w.path().join("b1"), w.path().join("b2"));
@@ -350,11 +343,7 @@ fn embedding_cache_spares_every_unchanged_chunk_across_runs_and_configs() {
 
 #[test]
 fn llm_summaries_for_undocumented_code_within_budget_with_fallbacks() {
-    let (r, w, cache) = (
-        repo(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let (r, w, cache) = repo_work_cache();
     let mock = Mock::start(8);
     let b = w.path().join("b");
     // An llm-summarized index of the repo into `out`, with this chat model, budget and cache.
@@ -489,11 +478,7 @@ fn local_minilm_on_onnx_runtime_int8_matches_the_reference_vectors_and_answers_q
 /// only, is refused with the reason.
 #[test]
 fn local_mpnet_on_onnx_runtime_matches_the_reference_vectors() {
-    let (r, w, cache) = (
-        repo(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let (r, w, cache) = repo_work_cache();
     let model = w.path().join("tiny-mpnet");
     let script = |args: &[&std::ffi::OsStr]| {
         let o = std::process::Command::new("python3")
@@ -599,11 +584,7 @@ fn mcp_search(bundle: &Path, model: &Path, query: &str, extra: &[&str]) -> Vec<(
 /// reordered list; a name query keeps its definition first; a hash bundle is never reordered.
 #[test]
 fn local_minilm_late_interaction_reorders_the_best_hits() {
-    let (r, w, cache) = (
-        repo(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let (r, w, cache) = repo_work_cache();
     let b = w.path().join("b");
     index_local(r.path(), &b, &model_dir(), cache.path())
         .assert()
@@ -964,11 +945,7 @@ fn local_minilm_windows_find_the_end_of_a_long_chunk() {
 /// folder refused, byte-identical vectors across --threads, and an incremental run that embeds
 /// nothing.
 fn local_minilm_round_trip(runtime_args: &[&str], min_cosine: f64, ran_on: &str) {
-    let (r, w, cache) = (
-        repo(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let (r, w, cache) = repo_work_cache();
     let model = model_dir();
     let b = w.path().join("b");
     let mut c = index_cmd(
@@ -1103,11 +1080,7 @@ fn linked_model(model: &Path, to: &Path, but: &str) -> PathBuf {
 /// part of the embedder's fingerprint.
 #[test]
 fn local_model_prompts_go_before_chunks_and_queries() {
-    let (r, w, cache) = (
-        repo(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let (r, w, cache) = repo_work_cache();
     let model = model_dir();
     // The MiniLM folder with prompts: every file linked, the prompts config written anew.
     let prompted = linked_model(
@@ -1230,11 +1203,7 @@ fn local_model_prompts_go_before_chunks_and_queries() {
 /// reason; its ONNX file runs it.
 #[test]
 fn local_encoder_other_than_bert_runs_on_onnx_runtime_only() {
-    let (r, w, cache) = (
-        repo(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let (r, w, cache) = repo_work_cache();
     let model = model_dir();
     let other = linked_model(&model, &w.path().join("xlmr"), "config.json");
     let mut config: serde_json::Value =
@@ -1263,11 +1232,7 @@ fn local_encoder_other_than_bert_runs_on_onnx_runtime_only() {
 #[test]
 fn local_runtime_without_onnx_runtime_says_where_it_looked() {
     use std::os::unix::fs::PermissionsExt;
-    let (r, w, cache) = (
-        repo(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let (r, w, cache) = repo_work_cache();
     let model = model_dir();
     let nolib = tempfile::tempdir().unwrap();
     let python = nolib.path().join("python3");

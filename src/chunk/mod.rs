@@ -8,10 +8,10 @@
 //! its time bound falls back to line windows).
 mod ast;
 mod markdown;
+mod rules;
 
 /// The deepest syntax tree the chunker walks; a deeper one is a failed parse (line windows).
 pub use ast::MAX_TREE_DEPTH;
-mod rules;
 
 use crate::config::ChunkConfig;
 use crate::lang::Language;

@@ -9,6 +9,9 @@ use trove::query::{Bundle, lit};
 
 use super::query::OutFormat;
 
+/// The most directory levels a map expands: `--depth` here, `depth` of `trove serve`'s `/map`.
+pub const MAX_DEPTH: usize = 64;
+
 /// Show the repository as a map: directories with their file, symbol and language counts, files
 /// with their one-sentence summaries. The entries the rest of the code depends on most come first
 /// (the other files whose references resolve to their definitions, then definitions, then
@@ -27,7 +30,7 @@ pub struct MapArgs {
     /// A directory of the repository to map (default: the whole tree).
     pub path: Option<String>,
     /// Directory levels to expand [default: as many as fit in --lines].
-    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_DEPTH as u64))]
     pub depth: Option<usize>,
     /// Entries shown per directory before the rest is folded.
     #[arg(long, default_value_t = 10, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]

@@ -227,21 +227,14 @@ fn writes_into(stmt: &str, bundle: &std::path::Path) -> Writes {
     }
     // A statement that runs another: `PREPARE p AS COPY …` (run by `EXECUTE p`), `EXPLAIN
     // ANALYZE COPY …` — the inner one is what is checked.
-    let inner = if word("prepare") {
-        regex::Regex::new(r"(?is)^prepare\s+\S+\s+as\b")
-            .ok()
-            .and_then(|r| r.find(stmt))
-            .map(|m| &stmt[m.end()..])
-    } else if word("explain") {
-        regex::Regex::new(r"(?is)^explain(\s+analyze)?\b")
-            .ok()
-            .and_then(|r| r.find(stmt))
-            .map(|m| &stmt[m.end()..])
-    } else {
-        None
-    };
-    if let Some(inner) = inner {
-        return writes_into(inner, bundle);
+    let wrapper = [
+        ("prepare", r"(?is)^prepare\s+\S+\s+as\b"),
+        ("explain", r"(?is)^explain(\s+analyze)?\b"),
+    ]
+    .into_iter()
+    .find(|(w, _)| word(w));
+    if let Some(m) = wrapper.and_then(|(_, re)| regex::Regex::new(re).ok()?.find(stmt)) {
+        return writes_into(&stmt[m.end()..], bundle);
     }
     // The literal targets, and what follows the keyword when it is not a literal.
     let (what, literal, computed) = if word("copy") {

@@ -78,12 +78,17 @@ fn symbol_path_of(name: &str) -> String {
         .join(" > ")
 }
 
+/// A path or name of a row as text that keeps to its line (a newline in a file name printed as
+/// `\x0a`, other control characters escaped as well).
+fn on_line(v: &duckdb::types::Value) -> String {
+    trove::util::visible_line(&to_text(v)).into_owned()
+}
+
 /// A row of [`symbols_sql`] as text: `path:start-end  kind symbol_path`, `[scip]` when a SCIP
 /// index defines it, then its signature, the first line of its docs and its SCIP symbol below.
 pub fn symbol_line(r: &[duckdb::types::Value]) -> String {
     let t = |i: usize| to_text(&r[i]);
-    // A path or name keeps to its line (a newline in a file name printed as `\x0a`).
-    let one = |i: usize| trove::util::visible_line(&t(i)).into_owned();
+    let one = |i: usize| on_line(&r[i]);
     let scip = r
         .get(12)
         .and_then(|v| to_json(v).as_str().map(str::to_string));
@@ -340,8 +345,7 @@ fn refs_sql_in(name: &str, follow: Follow, k: usize, any_case: bool) -> String {
 /// A row of [`refs_sql`] as text: `path:line  in_symbol  kind target  -> where it resolves  [how]`.
 pub fn ref_line(r: &[duckdb::types::Value]) -> String {
     let t = |i: usize| to_text(&r[i]);
-    // A path or name keeps to its line (a newline in a file name printed as `\x0a`).
-    let one = |i: usize| trove::util::visible_line(&t(i)).into_owned();
+    let one = |i: usize| on_line(&r[i]);
     let inside = if to_json(&r[4]).is_null() {
         "(top level)".to_string()
     } else {

@@ -488,7 +488,7 @@ pub async fn map(State(app): State<Shared>, q: QueryParams) -> ApiResult {
     let path = p.get("path");
     let depth = match p.get("depth") {
         None => None,
-        Some(_) => Some(p.int("depth", 1, 64, 1)?),
+        Some(_) => Some(p.int("depth", 1, super::super::map::MAX_DEPTH, 1)?),
     };
     let name = p.get("bundle");
     on_bundles(&app, Lane::Lookup, move |lease| {
