@@ -180,7 +180,8 @@ fn edit_manifest(b: &Path, f: impl FnOnce(&mut serde_json::Value)) {
 }
 
 /// A bundle of two segments damaged in the ways only segments can be — a manifest naming a
-/// segment whose folder is gone, a tombstone file with flipped bytes, a segment listed twice, an
+/// segment whose folder is gone, a tombstone file with flipped bytes, a segment listed twice, a
+/// segment id or file name no build writes (a quote for the views' SQL, a `..`), an
 /// impossible BM25 stamp, a segment stamped with another embedder — is refused by every command
 /// with one line and exit 2, and left as it was.
 #[test]
@@ -236,6 +237,21 @@ fn damaged_segments_are_refused_with_one_line_and_exit_2() {
                     let first = m["files"][0].clone();
                     m["files"].as_array_mut().unwrap().push(first);
                 })
+            }),
+        ),
+        (
+            "segment id with a quote",
+            Box::new(|b: &Path| {
+                edit_manifest(b, |m| {
+                    m["segments"][1]["id"] =
+                        "0' AS segment, * FROM read_csv('/etc/passwd') --".into()
+                })
+            }),
+        ),
+        (
+            "file outside the segments",
+            Box::new(|b: &Path| {
+                edit_manifest(b, |m| m["files"][0]["name"] = "../outside.parquet".into())
             }),
         ),
         (

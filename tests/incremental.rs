@@ -747,9 +747,10 @@ fn since_under_a_root_with_glob_characters() {
     assert_eq!(compacted_tables(&b), tables(&full));
 }
 
-/// Bundles written by another build of trove are not merged into one stamped as this build's.
+/// Bundles written by another build of trove are not merged or compacted into one stamped as
+/// this build's (a later `--since` run would carry the other build's rows as its own).
 #[test]
-fn merge_refuses_another_build() {
+fn merge_and_compact_refuse_another_build() {
     let t = sample_repo();
     let scratch = tempfile::tempdir().unwrap();
     let (a, b) = (scratch.path().join("a"), scratch.path().join("b"));
@@ -767,6 +768,28 @@ fn merge_refuses_another_build() {
         .assert()
         .code(2);
     assert!(String::from_utf8_lossy(&o.get_output().stderr).contains("another trove build"));
+
+    // Two segments, stamped by another build: compact refuses and leaves them.
+    let two = scratch.path().join("two");
+    index(t.path(), &two, &[]);
+    write(
+        t.path(),
+        "billing/late.py",
+        b"def late_fee(days):\n    return days * 5\n",
+    );
+    commit(t.path(), "late fee");
+    index(t.path(), &two, &["--since", "auto", "--no-compact"]);
+    let mut v = manifest(&two);
+    assert_eq!(v["segments"].as_array().unwrap().len(), 2);
+    v["tool"]["build"] = "0123456789abcdef".into();
+    std::fs::write(two.join("manifest.json"), v.to_string()).unwrap();
+    let o = trove().arg("compact").arg(&two).assert().code(2);
+    let err = String::from_utf8_lossy(&o.get_output().stderr).into_owned();
+    assert!(
+        err.contains("another trove build") && err.contains("--since auto"),
+        "{err}"
+    );
+    assert_eq!(manifest(&two)["segments"].as_array().unwrap().len(), 2);
 }
 
 /// A committed file whose name is not UTF-8 (skipped: its path cannot be stored) and a

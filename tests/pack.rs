@@ -182,6 +182,20 @@ fn truncated_tampered_and_hostile_packs_are_refused() {
     one_entry_pack(&older, b"chunks.parquet", b"PAR1");
     let not_pack = scratch.path().join("notes.txt");
     std::fs::write(&not_pack, "hello").unwrap();
+    // An entry longer than its manifest says (refused before its bytes are written), and a
+    // pack whose manifest is not its first entry.
+    let mut long = contents(&b);
+    long.iter_mut()
+        .find(|(n, _)| n.ends_with("/chunks.parquet"))
+        .unwrap()
+        .1
+        .extend(std::iter::repeat_n(0u8, 4096));
+    let longer = scratch.path().join("longer.trove");
+    pack_of(&longer, &long);
+    let mut reordered = contents(&b);
+    reordered.rotate_left(1);
+    let late = scratch.path().join("late-manifest.trove");
+    pack_of(&late, &reordered);
 
     for (file, why) in [
         (&truncated, "damaged"),
@@ -189,6 +203,8 @@ fn truncated_tampered_and_hostile_packs_are_refused() {
         (&hostile, "not a bundle file name"),
         (&older, "older bundle format"),
         (&extra, "is not a file its manifest.json lists"),
+        (&longer, "bytes, its manifest.json says"),
+        (&late, "not manifest.json"),
         (&not_pack, "not a packed bundle"),
     ] {
         let out = scratch.path().join("out");
@@ -214,4 +230,46 @@ fn truncated_tampered_and_hostile_packs_are_refused() {
             .join("escaped.parquet")
             .exists()
     );
+}
+
+/// A bundle of many segments (nightly `--since --no-compact` runs between weekly compactions)
+/// packs and reads back: there is no cap on entries but the manifest's own list.
+#[test]
+fn a_bundle_of_many_segments_packs_and_unpacks() {
+    let t = sample_repo();
+    let scratch = tempfile::tempdir().unwrap();
+    let b = scratch.path().join("app.bundle");
+    index(t.path(), &b, &[]);
+    for i in 0..8 {
+        crate::util::write(
+            t.path(),
+            &format!("nightly/day{i}.py"),
+            format!("def day_{i}_total(x):\n    return x + {i}\n").as_bytes(),
+        );
+        crate::util::commit(t.path(), &format!("day {i}"));
+        index(t.path(), &b, &["--since", "auto", "--no-compact"]);
+    }
+    let m = crate::util::manifest(&b);
+    assert_eq!(m["segments"].as_array().unwrap().len(), 9);
+    assert!(m["files"].as_array().unwrap().len() > 64);
+    let packed = scratch.path().join("app.trove");
+    trove()
+        .arg("pack")
+        .arg(&b)
+        .arg("-o")
+        .arg(&packed)
+        .assert()
+        .success();
+    trove().arg("verify").arg(&packed).assert().success();
+    let back = scratch.path().join("back");
+    trove()
+        .arg("unpack")
+        .arg(&packed)
+        .arg("-o")
+        .arg(&back)
+        .assert()
+        .success();
+    assert_eq!(contents(&back), contents(&b));
+    let hits = query_jsonl(&[packed.to_str().unwrap(), "day_7_total"]);
+    assert_eq!(hits[0]["path"], "nightly/day7.py");
 }

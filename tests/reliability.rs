@@ -50,6 +50,14 @@ fn a_second_run_on_the_same_output_is_refused_by_the_lock() {
             b.display().to_string(),
             b.display().to_string(),
         ],
+        // Readers of the whole bundle wait for no half-committed segment either.
+        vec!["verify".to_string(), b.display().to_string()],
+        vec![
+            "pack".to_string(),
+            b.display().to_string(),
+            "-o".into(),
+            w.path().join("b.trove").display().to_string(),
+        ],
     ] {
         trove()
             .args(&args)
@@ -60,6 +68,7 @@ fn a_second_run_on_the_same_output_is_refused_by_the_lock() {
             ));
     }
     assert_eq!(parquet_bytes(&b), before);
+    assert!(!w.path().join("b.trove").exists());
     // Released: the next run goes ahead.
     drop(held);
     index(r.path(), &b, &[]);
@@ -192,6 +201,19 @@ fn views_left_behind_by_a_kill_after_the_commit_are_brought_up_to_date() {
             "segments/.building not listed by manifest.json",
         ));
     std::fs::remove_dir_all(&building).unwrap();
+    // A stray file there (a Finder `.DS_Store`) is named too, and the next run removes it.
+    std::fs::write(b.join("segments/.DS_Store"), b"finder").unwrap();
+    trove()
+        .arg("verify")
+        .arg(&b)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("segments/.DS_Store not listed"));
+    write(r.path(), "src/extra2.py", b"def extra2():\n    return 2\n");
+    commit(r.path(), "extra2");
+    index(r.path(), &b, &["--since", "auto", "--no-compact"]);
+    assert!(!b.join("segments/.DS_Store").exists());
+    let new_views = std::fs::read(b.join("views.sql")).unwrap();
     // A manifest whose views entry is not the views of its segments is damage, not a late file.
     let mut m = manifest(&b);
     for f in m["files"].as_array_mut().unwrap() {
@@ -262,6 +284,26 @@ fn assert_no_leftovers(dir: &Path) {
         .collect();
     left.sort();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// Where a filesystem cannot exchange two folders, a swap renames the old bundle aside first:
+/// a run killed between the two renames leaves no bundle and the old one under a temp name. The
+/// next run that takes the lock puts it back (the old bundle is kept, as after any kill) and
+/// clears the rest.
+#[test]
+fn a_swap_killed_between_its_renames_gets_the_old_bundle_back() {
+    let (r, w) = (sample_repo(), tempfile::tempdir().unwrap());
+    let b = w.path().join("b");
+    index(r.path(), &b, &[]);
+    let old = parquet_bytes(&b);
+    std::fs::rename(&b, w.path().join(".b.tmp-4242-old")).unwrap();
+    let new = w.path().join(".b.tmp-4242");
+    std::fs::create_dir_all(new.join("segments")).unwrap();
+    std::fs::write(new.join("manifest.json"), b"{}").unwrap();
+    trove().arg("compact").arg(&b).assert().success();
+    assert_eq!(parquet_bytes(&b), old);
+    assert_no_leftovers(w.path());
+    trove().arg("verify").arg(&b).assert().success();
 }
 
 /// `trove merge` killed at any point leaves the bundle it replaces whole, and the next merge

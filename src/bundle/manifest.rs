@@ -8,6 +8,10 @@ use crate::{Error, Result};
 /// The manifest's file name.
 pub const MANIFEST: &str = "manifest.json";
 
+/// A `manifest.json` read from elsewhere (a pack, a sync source) longer than this is not one: a
+/// bundle of hundreds of segments lists a few hundred kB.
+pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+
 /// The whole manifest.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Manifest {
@@ -130,6 +134,55 @@ impl Manifest {
             return Err(Error::bundle(
                 dir,
                 format!("manifest.json lists {name} twice"),
+            ));
+        }
+        if self
+            .files
+            .iter()
+            .try_fold(0u64, |sum, f| sum.checked_add(f.bytes))
+            .is_none()
+        {
+            return Err(Error::bundle(
+                dir,
+                "manifest.json: its files' sizes add up to more than 2^64 bytes",
+            ));
+        }
+        // Ids and names go into the SQL of the views and into paths: only the shapes a build
+        // writes are read (a hand-made manifest must not smuggle a quote or a `..` in).
+        if let Some(s) = self.segments.iter().find(|s| !is_segment_id(&s.id)) {
+            return Err(Error::bundle(
+                dir,
+                format!(
+                    "manifest.json: segment id {:?} is not 16 lowercase hex digits",
+                    s.id
+                ),
+            ));
+        }
+        if let Some(f) = self
+            .files
+            .iter()
+            .find(|f| f.name == MANIFEST || !is_bundle_file(&f.name))
+        {
+            return Err(Error::bundle(
+                dir,
+                format!(
+                    "manifest.json names a file outside the bundle: {:?}",
+                    f.name
+                ),
+            ));
+        }
+        // What `duckdb -init views.sql` runs must be the views of the segments listed, nothing
+        // a publisher added (the file is checked against this entry's sha256).
+        if let Some(e) = self.entry(super::VIEWS)
+            && *e != super::writer::views_entry(&super::writer::views_text(&self.segments))
+        {
+            return Err(Error::bundle(
+                dir,
+                format!(
+                    "{MANIFEST} does not list the {} of its own segments (it is derived from them: \
+                     a bundle whose views say more is refused)",
+                    super::VIEWS
+                ),
             ));
         }
         let bm = &self.bm25;
@@ -307,16 +360,17 @@ pub fn is_bundle_file(name: &str) -> bool {
         })
     };
     match parts.as_slice() {
-        [dir, id, table] => {
-            *dir == super::SEGMENTS
-                && id.len() == 16
-                && id
-                    .bytes()
-                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-                && plain_table(table)
-        }
+        [dir, id, table] => *dir == super::SEGMENTS && is_segment_id(id) && plain_table(table),
         _ => false,
     }
+}
+
+/// Whether `id` has a segment id's shape: 16 lowercase hex digits.
+fn is_segment_id(id: &str) -> bool {
+    id.len() == 16
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 /// Tool name and version.
@@ -771,10 +825,20 @@ pub fn commit_manifest(dir: &Path, m: &Manifest) -> Result<()> {
 }
 
 /// Removes what the manifest of the bundle `dir` does not list under `segments/`: folders of
-/// segments a killed run wrote but never committed, or that a compaction replaced.
+/// segments a killed run wrote but never committed, or that a compaction replaced, and any file
+/// or link put there (a Finder `.DS_Store`: a link is removed, never followed).
 pub fn remove_garbage(dir: &Path, m: &Manifest) -> Result<()> {
     for p in unlisted_segments(dir, m) {
-        std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, e))?;
+        let folder = std::fs::symlink_metadata(&p).is_ok_and(|md| md.is_dir());
+        let r = if folder {
+            std::fs::remove_dir_all(&p)
+        } else {
+            std::fs::remove_file(&p)
+        };
+        match r {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&p, e)),
+            _ => {}
+        }
     }
     Ok(())
 }

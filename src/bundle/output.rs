@@ -76,16 +76,51 @@ pub fn lock_output(out: &Path) -> Result<OutputLock> {
     let _ = file.rewind();
     let _ = writeln!(file, "{}", std::process::id());
     // No other run is writing `out`: temp directories beside it are leftovers of killed runs.
+    // One killed between the two renames of a swap without exchange left the old bundle aside
+    // (`.<name>.tmp-<pid>-old`) and no `out`: the old bundle goes back first.
     let prefix = format!(".{name}.tmp-");
-    if let Ok(entries) = std::fs::read_dir(parent) {
-        for e in entries.flatten() {
-            if e.file_name().to_string_lossy().starts_with(&prefix) {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
+    let leftovers: Vec<PathBuf> = std::fs::read_dir(parent)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    if std::fs::symlink_metadata(out).is_err()
+        && let Some(aside) = leftovers
+            .iter()
+            .find(|p| p.to_string_lossy().ends_with(ASIDE) && super::read_manifest(p).is_ok())
+    {
+        std::fs::rename(aside, out).map_err(|e| Error::io(aside, e))?;
+    }
+    for p in leftovers {
+        if p.exists() {
+            let _ = std::fs::remove_dir_all(p);
         }
     }
     Ok(OutputLock { _file: file })
 }
+
+/// The lock a command that reads a bundle folder whole takes (`trove verify`, `trove pack`: both
+/// may bring its derived `views.sql` up to date, and a pack must hold the files of one manifest):
+/// no run commits a segment while they read, and they refuse, naming the run, while one does.
+/// `None` when `dir` is not a bundle folder (the reader's own error follows) or its folder
+/// cannot hold a lock file (read-only: no run writes there either).
+pub fn lock_to_read(dir: &Path) -> Result<Option<OutputLock>> {
+    if !dir.join(super::MANIFEST).is_file() {
+        return Ok(None);
+    }
+    match lock_output(&output_path(dir)?) {
+        Ok(l) => Ok(Some(l)),
+        Err(Error::Io { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The suffix of the temp name the old bundle is renamed to during a swap without exchange.
+const ASIDE: &str = "-old";
 
 /// `<parent>/.<name>.tmp-<pid>`: beside the target, so the final rename stays on one filesystem.
 pub fn temp_beside(out: &Path) -> PathBuf {
@@ -146,13 +181,26 @@ pub fn swap_into_place(tmp: &Path, out: &Path) -> Result<()> {
         return std::fs::rename(tmp, out).map_err(|e| Error::io(out, e));
     }
     use rustix::fs::{CWD, RenameFlags, renameat_with};
+    // Once the new bundle is in place the swap has happened: removing the old one is best
+    // effort (what is left has a temp name, which the next run's lock clears).
     match renameat_with(CWD, tmp, CWD, out, RenameFlags::EXCHANGE) {
-        Ok(()) => std::fs::remove_dir_all(tmp).map_err(|e| Error::io(tmp, e)),
+        Ok(()) => {
+            let _ = std::fs::remove_dir_all(tmp);
+            Ok(())
+        }
         Err(_) => {
-            let old = tmp.with_extension("old");
-            std::fs::rename(out, &old).map_err(|e| Error::io(out, e))?;
-            std::fs::rename(tmp, out).map_err(|e| Error::io(out, e))?;
-            std::fs::remove_dir_all(&old).map_err(|e| Error::io(&old, e))
+            // A temp name of this output: a run killed between the renames leaves it for the
+            // next run's lock to put back ([`lock_output`]).
+            let mut aside = tmp.as_os_str().to_owned();
+            aside.push(ASIDE);
+            let aside = PathBuf::from(aside);
+            std::fs::rename(out, &aside).map_err(|e| Error::io(out, e))?;
+            if let Err(e) = std::fs::rename(tmp, out) {
+                let _ = std::fs::rename(&aside, out);
+                return Err(Error::io(out, e));
+            }
+            let _ = std::fs::remove_dir_all(&aside);
+            Ok(())
         }
     }
 }

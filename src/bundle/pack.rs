@@ -13,15 +13,13 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
 
-use super::manifest::{MANIFEST, Manifest};
+use super::manifest::{MANIFEST, MAX_MANIFEST_BYTES, Manifest};
 use crate::{Error, Result};
 
 /// The first four bytes of a zstd frame: how a packed bundle is told from anything else.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 /// zstd level: the Parquet pages are already zstd-compressed, so more effort buys almost nothing.
 const LEVEL: i32 = 3;
-/// More entries than any bundle has: a packed file with more is not one.
-const MAX_ENTRIES: usize = 64;
 
 /// What `pack` wrote.
 #[derive(Debug, serde::Serialize)]
@@ -43,6 +41,8 @@ fn within(p: &Path, dir: &Path) -> bool {
 
 /// Packs the bundle at `dir` (verified first) into `out`, written under a temp name and renamed.
 pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
+    // Held to the end: the manifest packed is the one verified, with its segments' files.
+    let _lock = super::lock_to_read(dir)?;
     let report = super::verify(dir)?;
     if out.is_dir() {
         return Err(Error::Other(format!(
@@ -159,6 +159,7 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
     let z = zstd::Decoder::new(BufReader::new(f)).map_err(|e| damaged(e.to_string()))?;
     let mut archive = tar::Archive::new(z);
     let mut seen: Vec<String> = Vec::new();
+    let mut listed: Option<Manifest> = None;
     for entry in archive.entries().map_err(|e| damaged(e.to_string()))? {
         let mut e = entry.map_err(|e| damaged(e.to_string()))?;
         let raw = e.path_bytes().into_owned();
@@ -187,8 +188,36 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
         if seen.contains(&name) {
             return Err(damaged(format!("entry {name:?} appears twice")));
         }
-        if seen.len() >= MAX_ENTRIES {
-            return Err(damaged(format!("more than {MAX_ENTRIES} entries")));
+        // The manifest comes first (`pack` writes it first): every later entry must be a file it
+        // lists, at the size it records, so a crafted pack cannot fill the disk before the
+        // checksums are read.
+        let size = e.header().size().map_err(|e| damaged(e.to_string()))?;
+        match &listed {
+            None if name != MANIFEST => {
+                return Err(damaged(format!(
+                    "its first entry is {name:?}, not {MANIFEST} (`trove pack` writes that first)"
+                )));
+            }
+            None if size > MAX_MANIFEST_BYTES => {
+                return Err(damaged(format!(
+                    "its {MANIFEST} is {size} bytes (more than {MAX_MANIFEST_BYTES})"
+                )));
+            }
+            None => {}
+            Some(m) => match m.files.iter().find(|f| f.name == name) {
+                None => {
+                    return Err(damaged(format!(
+                        "entry {name:?} is not a file its {MANIFEST} lists"
+                    )));
+                }
+                Some(f) if f.bytes != size => {
+                    return Err(damaged(format!(
+                        "entry {name:?} is {size} bytes, its {MANIFEST} says {}",
+                        f.bytes
+                    )));
+                }
+                Some(_) => {}
+            },
         }
         let p = dir.join(&name);
         if let Some(parent) = p.parent() {
@@ -197,28 +226,31 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
         let mut w = File::create_new(&p).map_err(|e| Error::io(&p, e))?;
         std::io::copy(&mut e, &mut w).map_err(|e| damaged(format!("{name}: {e}")))?;
         w.sync_all().map_err(|e| Error::io(&p, e))?;
+        if listed.is_none() {
+            let m = super::read_manifest(dir).map_err(|e| damaged(e.to_string()))?;
+            m.check_segments(dir).map_err(|e| damaged(e.to_string()))?;
+            listed = Some(m);
+        }
         seen.push(name);
     }
     // Read to the end of the frame, so a damaged tail fails zstd's checksum here.
     let mut z = archive.into_inner();
     std::io::copy(&mut z, &mut std::io::sink()).map_err(|e| damaged(e.to_string()))?;
-    if !seen.iter().any(|n| n == MANIFEST) {
+    if listed.is_none() {
         return Err(damaged(format!("it holds no {MANIFEST}")));
     }
+    // Every file the manifest lists, sha256 included.
     let m = super::verify(dir)
         .map(|r| r.manifest)
         .map_err(|e| damaged(e.to_string()))?;
-    // A bundle's files are the ones its manifest lists (and the views derived from it): a
-    // table name it does not list is no part of it.
-    if let Some(extra) = seen
-        .iter()
-        .find(|n| *n != MANIFEST && *n != super::VIEWS && !m.files.iter().any(|f| f.name == **n))
-    {
-        return Err(damaged(format!(
-            "entry {extra:?} is not a file its {MANIFEST} lists"
-        )));
-    }
     Ok(m)
+}
+
+/// Unpacks `file` into the new directory `dir` (entries checked one by one, then the whole
+/// bundle verified), for a reader that wants a copy of its own rather than the cache's (`trove
+/// sync`, which removes it after).
+pub fn unpack_into(file: &Path, dir: &Path) -> Result<Manifest> {
+    extract(file, dir)
 }
 
 /// Checks a packed file end to end (entries, checksum, and the unpacked bundle's verify) in a
@@ -303,6 +335,30 @@ pub fn open_path(p: &Path) -> Result<PathBuf> {
         }
     }
     Ok(dir)
+}
+
+/// Removes `dir`, the unpacked copy [`open_path`] made of a version of the packed file `file`,
+/// unless `file` still holds that version as far as the cache's memo knows (the memo of its
+/// size, mtime and inode; no file is hashed here): a server that follows a nightly `app.trove`
+/// would otherwise keep one full copy per version in the cache. A copy that is removed when it
+/// did not have to be is unpacked again by its next reader.
+pub fn retire_unpacked(file: &Path, dir: &Path) {
+    let (Some(root), Some(sha)) = (dir.parent(), dir.file_name().and_then(|n| n.to_str())) else {
+        return;
+    };
+    let current = file
+        .canonicalize()
+        .ok()
+        .and_then(|c| stat_key(&c).ok())
+        .and_then(|k| std::fs::read_to_string(root.join(format!("stat-{k}"))).ok());
+    if current.as_deref() == Some(sha) {
+        return;
+    }
+    // Renamed away first: a reader that comes for this version meanwhile unpacks it anew.
+    let trash = root.join(format!(".{sha}.retired-{}", std::process::id()));
+    if std::fs::rename(dir, &trash).is_ok() {
+        let _ = std::fs::remove_dir_all(&trash);
+    }
 }
 
 /// The sha256 of the file at `p`, remembered under `root` by (path, size, mtime, inode) so a file

@@ -586,7 +586,7 @@ pub fn views_text(segments: &[SegmentInfo]) -> String {
 }
 
 /// The manifest entry of a `views.sql` whose text is `sql`.
-fn views_entry(sql: &str) -> FileEntry {
+pub(crate) fn views_entry(sql: &str) -> FileEntry {
     FileEntry {
         name: super::VIEWS.into(),
         rows: 0,

@@ -182,5 +182,19 @@ pub fn run_compact(bundle_dir: &Path) -> Result<(Manifest, CompactSummary)> {
         };
         return Ok((m, summary));
     }
+    // The compacted bundle is stamped as this build's (an incremental run carries rows of a
+    // bundle of its own build over): rows another build wrote cannot be, as for merge.
+    if m.tool != bundle::manifest_tool() {
+        return Err(Error::bundle(
+            &out,
+            format!(
+                "was built by another trove build ({} {}): compacting would stamp its rows as \
+                 this build's; re-index it with this one (`trove index --since auto` rebuilds it \
+                 whole)",
+                m.tool.version,
+                m.tool.build.as_deref().unwrap_or("unknown")
+            ),
+        ));
+    }
     compact_locked(&out, m, "trove compact")
 }

@@ -66,6 +66,11 @@ pub fn run_merge(out: &Path, inputs: &[PathBuf]) -> Result<(Manifest, MergeSumma
             "give at least one input bundle: trove merge OUT IN...".into(),
         ));
     }
+    // Locked before the inputs are read: OUT may be one of them (a shard added to a merged
+    // bundle), and a run that commits to it meanwhile must not be dropped by the swap.
+    let out = bundle::output_path(out)?;
+    let _lock = bundle::lock_output(&out)?;
+    bundle::check_replaceable(&out)?;
     let mut manifests = Vec::with_capacity(inputs.len());
     for p in inputs {
         let m = bundle::read_manifest(p)?;
@@ -115,9 +120,6 @@ pub fn run_merge(out: &Path, inputs: &[PathBuf]) -> Result<(Manifest, MergeSumma
         bundle::pack::check_hashes(p, &m)?;
         manifests.push(m);
     }
-    let out = bundle::output_path(out)?;
-    let _lock = bundle::lock_output(&out)?;
-    bundle::check_replaceable(&out)?;
     let (manifest, summary) =
         bundle::build_beside(&out, |tmp| write_merged(tmp, inputs, &manifests, started))?;
     bundle::pack::remember_bundle(&out, &manifest);
