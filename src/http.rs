@@ -79,6 +79,26 @@ impl Client {
         }
     }
 
+    /// The same client for large downloads (`trove sync`): its timeout bounds resolving,
+    /// connecting, the wait for a reply's headers and each read of its body (a stalled
+    /// transfer), not the whole transfer, which takes as long as its size needs. With `https`
+    /// (an `https://` source), a redirect to plain HTTP is refused; the key follows a redirect
+    /// to the same host over HTTPS (a folder URL answered with its `/`), never to another host.
+    pub fn for_downloads(mut self, https: bool) -> Self {
+        let t = Some(self.timeout);
+        self.agent = ureq::Agent::config_builder()
+            .timeout_resolve(t)
+            .timeout_connect(t)
+            .timeout_recv_response(t)
+            .timeout_per_read(t)
+            .https_only(https)
+            .redirect_auth_headers(ureq::config::RedirectAuthHeaders::SameHost)
+            .http_status_as_error(false)
+            .build()
+            .into();
+        self
+    }
+
     /// The same client, refusing a reply body longer than `bytes` (the default is 256 MiB).
     pub fn with_max_body(mut self, bytes: u64) -> Self {
         self.max_body = bytes;
@@ -174,8 +194,15 @@ impl Client {
             resp.body_mut().with_config().limit(u64::MAX).reader(),
             limit.saturating_add(1),
         );
-        let n = std::io::copy(&mut body, out)
-            .map_err(|e| Attempt::Again(format!("{url}: reading the reply: {e}"), None))?;
+        // A failed write (a full disk) is final; only the network is tried again.
+        let mut sink = Tracked { out, failed: false };
+        let n = std::io::copy(&mut body, &mut sink).map_err(|e| {
+            if sink.failed {
+                Attempt::Final(Failure::Refused(format!("{url}: writing what came: {e}")))
+            } else {
+                Attempt::Again(format!("{url}: reading the reply: {e}"), None)
+            }
+        })?;
         if n > limit {
             return Err(Attempt::Final(Failure::Refused(format!(
                 "{url}: the reply is longer than the {limit} bytes expected"
@@ -284,6 +311,22 @@ impl Sink for std::fs::File {
         use std::io::Seek;
         self.set_len(0)?;
         self.rewind().map(|_| ())
+    }
+}
+
+/// A [`Sink`] that remembers whether a write to it failed.
+struct Tracked<'a> {
+    out: &'a mut dyn Sink,
+    failed: bool,
+}
+
+impl std::io::Write for Tracked<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.out.write(buf).inspect_err(|_| self.failed = true)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush().inspect_err(|_| self.failed = true)
     }
 }
 

@@ -182,6 +182,21 @@ fn sync_refuses_a_hostile_or_mixed_manifest() {
             "another embedder",
             text.replacen("\"embedder\": \"", "\"embedder\": \"x", 1),
         ),
+        // Views that say more than the views of the segments listed (a `duckdb -init
+        // views.sql` user would run them), listed with their sha256.
+        ("views.sql of its own segments", {
+            let views = std::fs::read(published.join("views.sql")).unwrap();
+            let mut more = views.clone();
+            more.extend_from_slice(b"COPY (SELECT 1) TO '/tmp/owned.csv';\n");
+            let sha = |b: &[u8]| {
+                use sha2::Digest;
+                sha2::Sha256::digest(b)
+                    .iter()
+                    .map(|x| format!("{x:02x}"))
+                    .collect::<String>()
+            };
+            text.replace(&sha(&views), &sha(&more))
+        }),
     ] {
         assert_ne!(hostile, text);
         std::fs::write(published.join("manifest.json"), &hostile).unwrap();
@@ -191,4 +206,48 @@ fn sync_refuses_a_hostile_or_mixed_manifest() {
         assert!(err.contains(what), "{what}: {err}");
         assert!(!dest.exists(), "{what}: something was written");
     }
+}
+
+/// A URL with a query string cannot be carried over to each file: refused with the reason. A
+/// packed file is unpacked beside DEST for the run and removed after: nothing is left in the
+/// cache or beside DEST.
+#[test]
+fn sync_refuses_a_query_string_and_leaves_no_unpacked_copy_of_a_pack() {
+    let repo = modules(3);
+    let w = tempfile::tempdir().unwrap();
+    let published = w.path().join("published");
+    index(repo.path(), &published, &[]);
+    let (code, err) = sync("http://127.0.0.1:9/b?sig=abc", &w.path().join("d0"));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("query string"), "{err}");
+    let packed = w.path().join("app.trove");
+    trove()
+        .arg("pack")
+        .arg(&published)
+        .arg("-o")
+        .arg(&packed)
+        .assert()
+        .success();
+    let (cache, dest) = (w.path().join("cache"), w.path().join("dest"));
+    let o = trove_in(Some(&cache))
+        .args(["sync", packed.to_str().unwrap()])
+        .arg(&dest)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(bundle_files(&dest), bundle_files(&published));
+    assert!(
+        !cache.join("packed").exists()
+            || std::fs::read_dir(cache.join("packed"))
+                .unwrap()
+                .all(|e| !e.unwrap().path().is_dir())
+    );
+    let left: Vec<String> = std::fs::read_dir(w.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".dest.tmp-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    trove().arg("verify").arg(&dest).assert().success();
 }

@@ -15,11 +15,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::manifest::{FileEntry, MANIFEST, Manifest, is_bundle_file, parse_manifest};
+use super::manifest::{
+    FileEntry, MANIFEST, MAX_MANIFEST_BYTES, Manifest, is_bundle_file, parse_manifest,
+};
 use crate::{Error, Result};
-
-/// Largest manifest read from a source.
-const MAX_MANIFEST: u64 = 256 << 20;
 
 /// What a sync did.
 #[derive(Debug, Default, Clone, serde::Serialize)]
@@ -81,6 +80,13 @@ impl Source {
     fn open(src: &str, opts: &SyncOptions) -> Result<Source> {
         let lower = src.to_ascii_lowercase();
         if lower.starts_with("http://") || lower.starts_with("https://") {
+            if src.contains(['?', '#']) {
+                return Err(Error::Other(format!(
+                    "{src}: a URL with a query string or fragment cannot be carried over to each \
+                     file of the bundle: give the plain URL of the bundle folder (an access token \
+                     goes in $TROVE_SYNC_TOKEN)"
+                )));
+            }
             #[cfg(feature = "openai")]
             {
                 let base = src
@@ -92,7 +98,8 @@ impl Source {
                     opts.timeout_secs,
                     opts.retries,
                     "TROVE_SYNC_TOKEN",
-                );
+                )
+                .for_downloads(lower.starts_with("https://"));
                 return Ok(Source::Http { base, client });
             }
             #[cfg(not(feature = "openai"))]
@@ -140,7 +147,22 @@ impl Source {
     /// a download from a URL). The caller checks its bytes.
     fn fetch(&self, e: &FileEntry, dst: &Path) -> Result<()> {
         match self {
-            Source::Dir(d) => super::link_or_copy(&d.join(&e.name), dst).map(|_| ()),
+            Source::Dir(d) => {
+                // A regular file of the size listed: a link (which a hard link would carry over
+                // as it is) or a FIFO there is no bundle file.
+                let p = d.join(&e.name);
+                let meta = std::fs::symlink_metadata(&p).map_err(|err| Error::io(&p, err))?;
+                if !meta.is_file() || meta.len() != e.bytes {
+                    return Err(Error::bundle(
+                        d,
+                        format!(
+                            "{} is not a regular file of the {} bytes its manifest records",
+                            e.name, e.bytes
+                        ),
+                    ));
+                }
+                super::link_or_copy(&p, dst).map(|_| ())
+            }
             #[cfg(feature = "openai")]
             Source::Http { base, client } => {
                 let mut f = std::fs::File::create(dst).map_err(|err| Error::io(dst, err))?;
@@ -150,6 +172,11 @@ impl Source {
                 f.sync_all().map_err(|err| Error::io(dst, err))
             }
         }
+    }
+
+    /// Whether its files are downloaded (not linked from this machine).
+    fn downloads(&self) -> bool {
+        !matches!(self, Source::Dir(_))
     }
 
     /// The source as a path for error messages.
@@ -218,18 +245,50 @@ fn reusable(dest: &Path, old: Option<&Manifest>, e: &FileEntry, memo: &Path) -> 
         && super::pack::content_key(&p, memo).is_ok_and(|sha| sha == e.sha256)
 }
 
+/// A folder of this run's, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Brings the bundle at `dest` up to `src`; see the module docs.
 pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest, SyncSummary)> {
     let started = Instant::now();
-    let source = Source::open(src, opts)?;
-    let label = source.label();
-    let text = source.read(MANIFEST, MAX_MANIFEST)?;
+    let dest = super::output_path(dest)?;
+    // A packed file is unpacked beside DEST for this run (links into DEST cost nothing there) and
+    // removed after, not into the shared cache, which would keep a full copy of every version
+    // synced.
+    let packed = Path::new(src);
+    let unpacked = if !src.contains("://") && super::pack::is_packed(packed) {
+        let lock = super::lock_output(&dest)?;
+        let mut dir = super::temp_beside(&dest).into_os_string();
+        dir.push("-src");
+        let dir = Scratch(PathBuf::from(dir));
+        super::pack::unpack_into(packed, &dir.0)?;
+        Some((lock, dir))
+    } else {
+        None
+    };
+    let (source, label) = match &unpacked {
+        Some((_, dir)) => (Source::Dir(dir.0.clone()), packed.to_path_buf()),
+        None => {
+            let s = Source::open(src, opts)?;
+            let label = s.label();
+            (s, label)
+        }
+    };
+    let text = source.read(MANIFEST, MAX_MANIFEST_BYTES)?;
     let text = String::from_utf8(text)
         .map_err(|_| Error::bundle(&label, format!("{MANIFEST} is not UTF-8 text")))?;
     let m = parse_manifest(&label, &text)?;
     check_published(&label, &m)?;
-    let dest = super::output_path(dest)?;
-    let _lock = super::lock_output(&dest)?;
+    let _lock = match unpacked {
+        Some((lock, dir)) => (lock, Some(dir)),
+        None => (super::lock_output(&dest)?, None),
+    };
     super::check_replaceable(&dest)?;
     let old = super::read_manifest(&dest).ok();
     let memo = super::pack::memo_root();
@@ -272,6 +331,23 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
     } else {
         indicatif::ProgressBar::hidden()
     };
+    // Refused before a byte is fetched where it cannot fit (a server that declares more than the
+    // disk holds would otherwise fill it before the first sha256 fails).
+    let parent = dest.parent().unwrap_or(Path::new("."));
+    if source.downloads()
+        && let Ok(v) = rustix::fs::statvfs(parent)
+    {
+        let free = v.f_bavail.saturating_mul(v.f_frsize);
+        if to_fetch > free {
+            return Err(Error::Other(format!(
+                "{} needs {to_fetch} bytes fetched from {}, and {} has {free} free: nothing was \
+                 changed",
+                dest.display(),
+                label.display(),
+                parent.display()
+            )));
+        }
+    }
     let mut fetched_segments = std::collections::BTreeSet::new();
     super::build_beside(&dest, |tmp| {
         for (e, keep) in m.files.iter().zip(&keep) {

@@ -23,7 +23,9 @@ pub struct SyncArgs {
     pub source: String,
     /// The bundle directory to bring up to SRC (created if missing).
     pub dest: PathBuf,
-    /// Seconds before one HTTP request gives up (at least 1).
+    /// Seconds an HTTP request may wait to connect, for a reply, or for the next bytes of a
+    /// download before it gives up (at least 1); a download that keeps coming takes as long as
+    /// it needs.
     #[arg(long, default_value_t = 300, value_name = "SECS",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
