@@ -24,6 +24,12 @@ pub fn visible(s: &str) -> std::borrow::Cow<'_, str> {
     escaped(s, true)
 }
 
+/// A commit id as a manifest records it, cut to 12 characters for display (by characters: a
+/// hand-edited manifest may hold anything there).
+pub fn short_commit(c: &str) -> String {
+    c.chars().take(12).collect()
+}
+
 /// [`visible`] for what is printed on one line (a path, a name, a row of `map` or `symbols`):
 /// a newline is escaped too (`\x0a`), so a file named with one cannot pass for two lines.
 pub fn visible_line(s: &str) -> std::borrow::Cow<'_, str> {

@@ -220,6 +220,55 @@ fn mcp_tells_bad_params_from_unknown_methods() {
     assert!(text.contains("billing/"), "{text}");
 }
 
+/// search_code's `path` of a folder keeps to that folder (`billing` is not `billing_reports/`),
+/// and list_bundles shows a commit of a hand-edited manifest whatever its characters.
+#[test]
+fn mcp_path_is_a_folder_and_list_bundles_takes_any_commit_text() {
+    let (r, w) = (sample_repo(), tempfile::tempdir().unwrap());
+    write(
+        r.path(),
+        "billing_reports/invoice_summary.py",
+        b"def invoice_summary(invoices):\n    return sum(i.total for i in invoices)\n",
+    );
+    commit(r.path(), "reports");
+    let b = w.path().join("b");
+    index(r.path(), &b, &[]);
+    let mut m = manifest(&b);
+    m["source"]["commit"] = "abcdefghijk\u{e9}\u{e9}\u{e9}".into();
+    std::fs::write(b.join("manifest.json"), m.to_string()).unwrap();
+    let search = |id: u32, path: &str| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "search_code", "arguments": {"query": "invoice", "path": path, "k": 50}}})
+    };
+    let answers = mcp_stdio(
+        &[b.as_os_str()],
+        &[
+            search(2, "billing"),
+            search(3, "billing_reports/"),
+            serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                "params": {"name": "list_bundles", "arguments": {}}}),
+        ],
+        4,
+    );
+    let text = |id: u64| {
+        answers[&id]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{id}: {}", answers[&id]))
+            .to_string()
+    };
+    let folder = text(2);
+    assert!(
+        folder.contains("billing/") && !folder.contains("billing_reports"),
+        "{folder}"
+    );
+    assert!(
+        text(3).contains("billing_reports/invoice_summary.py"),
+        "{}",
+        text(3)
+    );
+    assert!(text(4).contains("commit abcdefghijk\u{e9}"), "{}", text(4));
+}
+
 #[test]
 fn the_map_leads_with_the_code_others_depend_on_and_prose_summaries() {
     let t = tempfile::tempdir().unwrap();

@@ -864,3 +864,188 @@ fn serve_over_several_bundles_bounds_and_names_each() {
     let (st, v) = s.json("GET", "/symbols?name=late_fee", None);
     assert_eq!((st, v.as_array().unwrap().len()), (200, 1), "{v}");
 }
+
+/// Input that would exhaust a worker's stack (a path glob of 30,000 nested braces) is a 400, not
+/// the end of the server; and SIGTERM stops it promptly even while an MCP client holds an event
+/// stream open (GET /mcp, which never ends on its own): the streams are ended first, then the
+/// requests in flight finish.
+#[test]
+fn serve_refuses_a_deep_glob_and_stops_on_sigterm_with_an_mcp_stream_open() {
+    let w = tempfile::tempdir().unwrap();
+    let b = w.path().join("fx.bundle");
+    index(&fixtures(), &b, &[]);
+    let mut s = Server::start(&[b.to_str().unwrap()], &[]);
+    let deep = serde_json::json!({"query": "x", "path": format!("{}{}", "{".repeat(30_000), "}".repeat(30_000))});
+    let (st, v) = s.json("POST", "/query", Some(&deep.to_string()));
+    assert_eq!(st, 400, "{v}");
+    assert!(v.to_string().contains("more than 64"), "{v}");
+    assert_eq!(s.json("GET", "/health", None).0, 200);
+
+    let accept = ("Accept", "application/json, text/event-stream");
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let (st, hs, body) = s.http("POST", "/mcp", Some(init), &[accept]);
+    assert_eq!(st, 200, "{body}");
+    let sid = header(&hs, "mcp-session-id").unwrap().to_string();
+    let session = [
+        accept,
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let (st, _, body) = s.http("POST", "/mcp", Some(initialized), &session);
+    assert!(st < 300, "{st} {body}");
+    // The event stream: its headers read, the connection left open.
+    let mut stream = std::net::TcpStream::connect(&s.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n",
+        s.addr
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap() == 1 {
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    assert!(
+        head.starts_with("HTTP/1.1 200") && head.contains("text/event-stream"),
+        "{head}"
+    );
+    Command::new("kill")
+        .args(["-TERM", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    // Without ending the stream the server would wait for it (minutes): a bound far above a
+    // prompt stop and far below that.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running 20 s after SIGTERM:\n{}",
+            s.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}\n{}", s.log());
+    assert!(s.log().contains("shutting down"), "{}", s.log());
+}
+
+/// A research loop whose request timed out (504) stops before its next model call instead of
+/// spending the model's tokens on an answer nobody will read, and gives its slot back.
+#[test]
+fn serve_stops_the_research_loop_of_a_request_that_timed_out() {
+    use crate::agents::{ChatServer, tool_call};
+    let w = tempfile::tempdir().unwrap();
+    let r = sample_repo();
+    let b = w.path().join("s.bundle");
+    index(r.path(), &b, &[]);
+    // A slow model that never stops asking for tools.
+    let chat = ChatServer::start(|n, _| {
+        std::thread::sleep(Duration::from_millis(1500));
+        (
+            200,
+            tool_call(n, "search_code", serde_json::json!({"query": "session"})),
+        )
+    });
+    let s = Server::start(
+        &[
+            b.to_str().unwrap(),
+            "--ask-url",
+            &chat.url,
+            "--ask-model",
+            "m1",
+            "--ask-timeout",
+            "1",
+            "--workers",
+            "1",
+        ],
+        &[],
+    );
+    let ask = r#"{"question": "where are sessions made?", "max_steps": 50}"#;
+    let (st, v) = s.json("POST", "/ask", Some(ask));
+    assert_eq!(st, 504, "{v}");
+    // The call in flight at the deadline ends 0.5 s later; a loop left running would make one
+    // call every 1.5 s.
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(chat.requests().len(), 1, "{}", s.log());
+    // Its slot (--workers 1) is free again: the next question reaches the model.
+    let (st, _) = s.json("POST", "/ask", Some(ask));
+    assert_eq!(st, 504);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(chat.requests().len(), 2, "{}", s.log());
+}
+
+/// A packed bundle is served from its unpacked copy in the cache; when the file is replaced by a
+/// new pack (a nightly shipment), the new version is served and the old version's copy leaves
+/// the cache with it (one full copy per night would otherwise pile up).
+#[test]
+fn serve_follows_a_packed_bundle_and_drops_the_old_versions_copy() {
+    let w = tempfile::tempdir().unwrap();
+    let r = sample_repo();
+    let (b, packed, cache) = (
+        w.path().join("app.bundle"),
+        w.path().join("app.trove"),
+        w.path().join("cache"),
+    );
+    let pack = || {
+        trove()
+            .arg("pack")
+            .arg(&b)
+            .arg("-o")
+            .arg(&packed)
+            .assert()
+            .success();
+    };
+    index(r.path(), &b, &[]);
+    pack();
+    let copies = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(cache.join("packed"))
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.path().is_dir() && !e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let s = Server::start(
+        &[packed.to_str().unwrap(), "--reload-interval", "0"],
+        &[("TROVE_CACHE_DIR", cache.to_str().unwrap())],
+    );
+    let first = copies();
+    assert_eq!(first.len(), 1, "{first:?}");
+    write(
+        r.path(),
+        "billing/late.py",
+        b"def late_fee(days):\n    return days * 5\n",
+    );
+    index(r.path(), &b, &[]);
+    pack();
+    let generation = |s: &Server| s.json("GET", "/health", None).1["generation"].as_u64();
+    Command::new("kill")
+        .args(["-HUP", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while generation(&s) == Some(1) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(generation(&s), Some(2), "{}", s.log());
+    let (st, v) = s.json("GET", "/symbols?name=late_fee", None);
+    assert_eq!((st, v.as_array().unwrap().len()), (200, 1), "{v}");
+    // The old version goes when its last request has finished.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while copies().len() > 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let now = copies();
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_ne!(now, first);
+}

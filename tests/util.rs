@@ -451,7 +451,8 @@ pub fn sql_json_in(cache: Option<&Path>, bundle: &Path, sql: &str) -> Vec<serde_
 }
 
 /// The answers, by id, of `trove mcp ARGS...` over stdio (newline-delimited JSON-RPC) to
-/// `requests`, sent after the initialize handshake, read until the answer with id `last`.
+/// `requests`, sent after the initialize handshake, read until every request (and `last`) has
+/// its answer.
 pub fn mcp_stdio(
     args: &[&std::ffi::OsStr],
     requests: &[serde_json::Value],
@@ -484,7 +485,13 @@ pub fn mcp_stdio(
             continue;
         };
         answers.insert(id, v);
-        if id == last {
+        // Every request answered (the server may answer them out of order), `last` among them.
+        if answers.contains_key(&last)
+            && requests
+                .iter()
+                .filter_map(|r| r["id"].as_u64())
+                .all(|i| answers.contains_key(&i))
+        {
             break;
         }
     }

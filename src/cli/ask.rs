@@ -227,16 +227,24 @@ const NO_MORE_TOOLS: &str = "No more tools can be called: your research budget i
                              now, in text, from what you have found, citing path:line.";
 
 /// Runs the research loop on `question` over `tools`, at most `max_steps` tool calls; `progress`
-/// prints each step on stderr.
+/// prints each step on stderr. `cancelled` is asked before every model and tool call: once it
+/// says so (the HTTP client of `trove serve`'s `/ask` went away, or its deadline passed), the
+/// loop stops spending the model's tokens on an answer nobody will read.
 pub fn research(
     tools: &Tools,
     cfg: &AskConfig,
     question: &str,
     max_steps: usize,
     progress: bool,
+    cancelled: &dyn Fn() -> bool,
 ) -> Result<Research, Unanswered> {
     let mut trail = Trail::default();
-    match research_loop(tools, cfg, question, max_steps, progress, &mut trail) {
+    let run = Run {
+        max_steps,
+        progress,
+        cancelled,
+    };
+    match research_loop(tools, cfg, question, &run, &mut trail) {
         Ok(answer) => {
             let citations = check_citations(tools, &answer);
             Ok(Research {
@@ -290,15 +298,28 @@ impl Unanswered {
     }
 }
 
+/// How one research loop runs: its step budget, whether it prints its steps, when to stop.
+struct Run<'a> {
+    max_steps: usize,
+    progress: bool,
+    cancelled: &'a dyn Fn() -> bool,
+}
+
 /// The loop of [`research`]: its answer, with what it did recorded in `trail` as it goes.
 fn research_loop(
     tools: &Tools,
     cfg: &AskConfig,
     question: &str,
-    max_steps: usize,
-    progress: bool,
+    run: &Run,
     trail: &mut Trail,
 ) -> anyhow::Result<String> {
+    let (max_steps, progress) = (run.max_steps, run.progress);
+    let give_up = || -> anyhow::Result<()> {
+        if (run.cancelled)() {
+            anyhow::bail!("the research was cancelled (its client went away or its time ran out)");
+        }
+        Ok(())
+    };
     let (url, model, client, prompts) = (&cfg.url, &cfg.model, &cfg.client, &cfg.prompts);
     let listing = tools.call("list_bundles", &json!({})).unwrap_or_default();
     let fill = |t: &str| {
@@ -337,6 +358,7 @@ fn research_loop(
             body["tools"] = openai_tools();
             body["tool_choice"] = json!("auto");
         }
+        give_up()?;
         *calls += 1;
         let reply = client
             .post(url, &body)
@@ -414,7 +436,10 @@ fn research_loop(
                     max_steps
                 )),
                 Err(e) => Err(e),
-                Ok(args) => tools.call(name, &args).map_err(|e| e.to_string()),
+                Ok(args) => {
+                    give_up()?;
+                    tools.call(name, &args).map_err(|e| e.to_string())
+                }
             };
             let (ok, content) = match &out {
                 Ok(t) => (true, t.clone()),
@@ -473,6 +498,7 @@ pub fn run(a: AskArgs) -> anyhow::Result<i32> {
         question,
         cfg.max_steps,
         a.format == AskFormat::Text,
+        &|| false,
     ) {
         Ok(r) => r,
         // The research made before a failure is kept: the JSON document with `"answer": null`

@@ -19,12 +19,26 @@ pub struct InspectArgs {
 
 /// Runs `trove inspect`.
 pub fn run(a: InspectArgs) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
     let m = read_manifest(&trove::bundle::pack::open_path(&a.bundle)?)?;
     if a.format == Format::Json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&m)?)?;
+        writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            serde_json::to_string_pretty(&m)?
+        )?;
         return Ok(());
     }
+    // The manifest's strings (repository, branch, names) as text a terminal shows, not obeys.
+    let mut out = Vec::new();
+    text(&a, &m, &mut out)?;
+    std::io::stdout()
+        .lock()
+        .write_all(trove::util::visible(&String::from_utf8_lossy(&out)).as_bytes())?;
+    Ok(())
+}
+
+/// The text of `trove inspect` for the manifest `m`.
+fn text(a: &InspectArgs, m: &trove::bundle::Manifest, out: &mut Vec<u8>) -> anyhow::Result<()> {
     writeln!(out, "bundle      {}", a.bundle.display())?;
     writeln!(
         out,
@@ -36,7 +50,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<()> {
         src.push_str(&format!(" ({s})"));
     }
     if let Some(c) = &m.source.commit {
-        src.push_str(&format!(" @ {}", &c[..c.len().min(12)]));
+        src.push_str(&format!(" @ {}", trove::util::short_commit(c)));
     }
     if let Some(b) = &m.source.branch {
         src.push_str(&format!(" [{b}]"));
@@ -55,7 +69,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<()> {
         };
         let mut line = get("mode").unwrap_or_else(|| "?".into());
         if let Some(c) = b.get("commit").and_then(|c| c.as_str()) {
-            line.push_str(&format!(" from {}", &c[..c.len().min(12)]));
+            line.push_str(&format!(" from {}", trove::util::short_commit(c)));
         }
         if let (Some(r), Some(p)) = (get("files_reused"), get("files_processed")) {
             line.push_str(&format!(": {r} files reused, {p} processed"));
@@ -106,7 +120,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<()> {
             f.name,
             f.rows,
             human_bytes(f.bytes),
-            &f.sha256[..16.min(f.sha256.len())]
+            f.sha256.chars().take(16).collect::<String>()
         )?;
     }
     Ok(())

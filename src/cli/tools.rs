@@ -402,14 +402,8 @@ impl Tools {
                 "search_code: path is empty: leave it out to search every file",
             ));
         }
-        o.path = a.str("path")?.map(|p| {
-            let p = p.trim_start_matches("./").to_string();
-            if p.contains(['*', '?', '[', '{']) {
-                p
-            } else {
-                format!("{}*", p)
-            }
-        });
+        // A plain path is that file or what lies under that folder (`expand_glob`).
+        o.path = a.str("path")?;
         super::query::check_filters(&self.bundles, &o)
             .map_err(|e| failed(format!("search_code: {e:#}")))?;
         let hits = search_all(&self.bundles, &query, &o)?;
@@ -587,7 +581,7 @@ impl Tools {
                 m.source
                     .commit
                     .as_deref()
-                    .map_or("none", |c| &c[..c.len().min(12)]),
+                    .map_or_else(|| "none".to_string(), trove::util::short_commit),
                 m.source
                     .branch
                     .as_deref()

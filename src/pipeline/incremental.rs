@@ -317,7 +317,7 @@ pub(crate) fn plan(
     match &manifest.source.commit {
         Some(c) if *c == rev_commit.id().to_string() => {}
         Some(c) => {
-            let c: String = c.chars().take(12).collect();
+            let c = crate::util::short_commit(c);
             return Err(refuse(format!(
                 "--since {given}: {shown} was built from commit {c}, not {given} ({}): use \
                  --since {c} (or --since auto)",

@@ -100,14 +100,19 @@ where
     })
     .await
     .map_err(|e| ApiError::internal(format!("the request's task failed: {e}")))?;
-    match out {
-        (Ok(Ok(v)), g) => Ok(answer(&v, g)),
-        (Ok(Err(e)), _) => Err(e),
-        (Err(p), _) => Err(ApiError::internal(format!(
+    // An error from the bundles names the generation that gave it, as an answer does.
+    let (r, g) = out;
+    let e = match r {
+        Ok(Ok(v)) => return Ok(answer(&v, g)),
+        Ok(Err(e)) => e,
+        Err(p) => ApiError::internal(format!(
             "failed inside trove: {}",
             super::super::mcp::panic_text(p.as_ref())
-        ))),
-    }
+        )),
+    };
+    let mut resp = e.into_response();
+    resp.headers_mut().insert("x-trove-generation", g.into());
+    Ok(resp)
 }
 
 /// With the `test-hooks` feature, `TROVE_TEST_SERVE_DELAY_MS` slows every request down (the
@@ -776,8 +781,13 @@ pub async fn ask(
         .map_err(|e| ApiError::internal(e.to_string()))?;
     let app2 = app.clone();
     let g = generation.id;
+    // Set when this handler's future is dropped (the client went away, or --ask-timeout's 504
+    // answered first): the loop then stops before its next model or tool call.
+    let gone = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let _on_drop = SetOnDrop(gone.clone());
     let out = tokio::task::spawn_blocking(move || {
         let _permit = permit;
+        let cancelled = || gone.load(std::sync::atomic::Ordering::Relaxed);
         test_delay();
         let run = || -> Result<Value, ApiError> {
             let cfg = app2.ask.as_ref().expect("checked above");
@@ -791,14 +801,14 @@ pub async fn ask(
                 .collect::<trove::Result<Vec<_>>>()?;
             let tools =
                 super::super::tools::Tools::from_bundles(opened).with_rerank(app2.served.rerank());
-            let r =
-                super::super::ask::research(&tools, cfg, &question, steps, false).map_err(|u| {
-                    ApiError::new(
-                        StatusCode::BAD_GATEWAY,
-                        "model_failed",
-                        format!("{:#} (after {} research steps)", u.error, u.steps()),
-                    )
-                })?;
+            let r = super::super::ask::research(&tools, cfg, &question, steps, false, &cancelled)
+                .map_err(|u| {
+                ApiError::new(
+                    StatusCode::BAD_GATEWAY,
+                    "model_failed",
+                    format!("{:#} (after {} research steps)", u.error, u.steps()),
+                )
+            })?;
             Ok(r.to_json(&question, &cfg.model))
         };
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
@@ -807,6 +817,17 @@ pub async fn ask(
     .await
     .map_err(|e| ApiError::internal(format!("the request's task failed: {e}")))?;
     out.map(|v| answer(&v, g))
+}
+
+/// Sets its flag when dropped.
+#[cfg(feature = "openai")]
+struct SetOnDrop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+#[cfg(feature = "openai")]
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// `POST /ask` in a build without the `openai` feature: no model client.

@@ -264,12 +264,14 @@ async fn serve(a: ServeArgs, app: Shared) -> anyhow::Result<()> {
     );
     let mcp_cancel = mcp.config.cancellation_token.clone();
 
+    // One count of requests in flight for every limited route, /ask's included.
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(a.max_in_flight));
     let limits = |secs: f64| {
         ServiceBuilder::new()
             .layer(HandleErrorLayer::new(overloaded))
             .layer(tower::load_shed::LoadShedLayer::new())
-            .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
-                a.max_in_flight,
+            .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(
+                in_flight.clone(),
             ))
             .layer(tower_http::timeout::TimeoutLayer::with_status_code(
                 StatusCode::GATEWAY_TIMEOUT,
@@ -342,9 +344,22 @@ async fn serve(a: ServeArgs, app: Shared) -> anyhow::Result<()> {
             }
         });
     }
-    accept_loop(listener, router, a.timeout, a.max_connections).await;
-    eprintln!("trove serve: shutting down (requests in flight finish first)");
-    mcp_cancel.cancel();
+    // In-flight requests get their longest deadline to finish, and a moment more.
+    let grace = Duration::from_secs_f64(a.timeout.max(a.ask_timeout) + 5.0);
+    accept_loop(
+        listener,
+        router,
+        a.timeout,
+        a.max_connections,
+        grace,
+        || {
+            eprintln!("trove serve: shutting down (requests in flight finish first)");
+            // MCP event streams (a client's GET /mcp) never finish on their own: ended now, so they
+            // do not hold the shutdown open.
+            mcp_cancel.cancel();
+        },
+    )
+    .await;
     Ok(())
 }
 
@@ -352,12 +367,15 @@ async fn serve(a: ServeArgs, app: Shared) -> anyhow::Result<()> {
 /// what they are doing. A connection must send a request's headers within `timeout` seconds of
 /// opening or of its last answer (hyper's header read timeout: an idle or half-sent connection is
 /// closed, so clients that never finish cannot hold the server's sockets), and at most
-/// `max_connections` are open at once (more are closed as they are accepted).
+/// `max_connections` are open at once (more are closed as they are accepted). On the signal,
+/// `stopping` runs, and connections still open after `grace` are dropped.
 async fn accept_loop(
     listener: tokio::net::TcpListener,
     router: Router,
     timeout: f64,
     max_connections: usize,
+    grace: Duration,
+    stopping: impl FnOnce(),
 ) {
     use hyper_util::rt::{TokioIo, TokioTimer};
     use tower::ServiceExt;
@@ -405,7 +423,16 @@ async fn accept_loop(
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    stopping();
+    tokio::select! {
+        done = tokio::time::timeout(grace, graceful.shutdown()) => if done.is_err() {
+            eprintln!(
+                "trove serve: connections still open after {:.0} s: closing them",
+                grace.as_secs_f64()
+            );
+        },
+        () = shutdown_signal() => eprintln!("trove serve: a second signal: closing open connections"),
+    }
 }
 
 /// Ctrl-C or SIGTERM.

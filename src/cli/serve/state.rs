@@ -64,6 +64,9 @@ pub struct Snapshot {
     pub dir: PathBuf,
     /// Whether `dir` is ours to remove when the version is no longer served.
     owned: bool,
+    /// For a packed bundle, the file: its unpacked copy in the cache goes with this version
+    /// once the file holds another ([`trove::bundle::pack::retire_unpacked`]).
+    packed: Option<PathBuf>,
     /// What identifies the version on disk: the manifest's sha256 (a packed file's size, mtime
     /// and inode).
     pub fingerprint: String,
@@ -77,6 +80,9 @@ pub struct Snapshot {
 
 impl Drop for Snapshot {
     fn drop(&mut self) {
+        if let Some(file) = &self.packed {
+            trove::bundle::pack::retire_unpacked(file, &self.dir);
+        }
         if self.owned
             && let Err(e) = std::fs::remove_dir_all(&self.dir)
             && e.kind() != std::io::ErrorKind::NotFound
@@ -315,6 +321,7 @@ impl Served {
             Snapshot {
                 dir,
                 owned: false,
+                packed: Some(slot.path.clone()),
                 fingerprint,
                 version: trove::util::sha256_hex(&bytes)[..16].to_string(),
                 loaded_at: String::new(),
@@ -372,6 +379,7 @@ impl Served {
             Snapshot {
                 dir: slot.path.clone(),
                 owned: false,
+                packed: None,
                 fingerprint: fingerprint.clone(),
                 version: version.clone(),
                 loaded_at: String::new(),
@@ -393,6 +401,7 @@ impl Served {
         let snap = Snapshot {
             dir: dir.clone(),
             owned: true,
+            packed: None,
             fingerprint: fingerprint.clone(),
             version: version.clone(),
             loaded_at: String::new(),
@@ -488,7 +497,13 @@ impl Served {
                 let fp = match self.fingerprint(i) {
                     Ok(f) => f,
                     Err(e) => {
-                        self.record_failure(i, "unreadable".into(), format!("{e:#}"));
+                        // Logged and counted once a minute while it stays so, not every poll.
+                        let told = slot.status().failed.as_ref().is_some_and(|f| {
+                            f.fingerprint == UNREADABLE && std::time::Instant::now() < f.retry_at
+                        });
+                        if !told {
+                            self.record_failure(i, UNREADABLE.into(), format!("{e:#}"));
+                        }
                         break;
                     }
                 };
@@ -601,6 +616,9 @@ fn packed_fingerprint(p: &Path) -> anyhow::Result<String> {
         m.ino()
     ))
 }
+
+/// The fingerprint a failure records when the bundle on disk cannot be read at all.
+const UNREADABLE: &str = "unreadable";
 
 /// How long a version that failed waits before it is tried again (when the bundle has not changed
 /// meanwhile).
