@@ -115,6 +115,31 @@ fn map_jsonl_paths_are_the_repositorys() {
                 .success();
         }
     }
+    // A tree that is one folder (its name joined to the root's in the map) and a PATH of `.`:
+    // the paths are still the repository's.
+    let one = t.path().join("one");
+    write(&one, "src/app.py", b"def app():\n    return 1\n");
+    write(&one, "src/lib/util.py", b"def util():\n    return 2\n");
+    let b1 = t.path().join("b1");
+    index(&one, &b1, &[]);
+    let jsonl = |extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["map".as_ref(), b1.as_os_str()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        args.extend(["--format", "jsonl"].map(std::ffi::OsStr::new));
+        let (code, out, err) = stderr_of(&args);
+        assert_eq!(code, Some(0), "{err}");
+        out.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["type"] == "file")
+            .map(|v| v["path"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let files = jsonl(&[]);
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files.contains(&"src/app.py".to_string()), "{files:?}");
+    assert!(files.contains(&"src/lib/util.py".to_string()), "{files:?}");
+    assert_eq!(jsonl(&["."]), files);
+    assert_eq!(jsonl(&["./"]), files);
 }
 
 #[test]

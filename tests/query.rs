@@ -211,6 +211,10 @@ fn exit_codes_and_clear_errors() {
         (&["payment", "--path", "[z-a]*"][..], "reversed"),
         (&["payment", "--path", "billing\\"][..], "ends in an escape"),
         (&["payment", "--path", ""][..], "empty"),
+        (
+            &["payment", "--path", "/web"][..],
+            "relative to the repository root",
+        ),
         (&["payment", "--lang", "pyhton"][..], "unknown language"),
         (&["payment", "--kind", "functoin"][..], "no chunk of kind"),
         (&["payment", "-k", "0"][..], "not in 1.."),
@@ -261,6 +265,14 @@ fn exit_codes_and_clear_errors() {
     let mut both = paths("**/*.py");
     both.extend(paths("**/*.ts"));
     assert_eq!(either, both);
+    // A plain path is that folder (or file): what `folder/*` matches, however it is written.
+    let folder = paths("web/*");
+    assert!(!folder.is_empty());
+    for plain in ["web", "web/", "./web"] {
+        assert_eq!(paths(plain), folder, "{plain}");
+    }
+    let file = folder.iter().next().unwrap().clone();
+    assert_eq!(paths(&file), [file.clone()].into());
     // A bundle named twice is searched once (its hits came twice).
     let once = query_jsonl(&[b.as_os_str(), "payment".as_ref()]);
     let dir = b.parent().unwrap();
@@ -762,4 +774,45 @@ fn the_eval_report_compares_rows_on_the_same_questions() {
         ["+0/-0", "+0.000", "[+0.000,", "+0.000]", "1.000"],
         "{same}"
     );
+}
+
+/// A name query over several bundles puts the definition first even when another bundle's call
+/// sites score higher (in the defining bundle every chunk names it, so its BM25 scores are low;
+/// each bundle promotes its definitions within its own list, and the merge keeps them first).
+#[test]
+fn a_definition_leads_across_bundles() {
+    let w = tempfile::tempdir().unwrap();
+    let (defs, calls) = (w.path().join("defs"), w.path().join("calls"));
+    let mut lib = String::new();
+    for i in 0..5 {
+        lib.push_str(&format!(
+            "export function helper{i}(x: number): number {{\n  return settleInvoice(x) + {i};\n}}\n\n"
+        ));
+    }
+    lib.push_str("export function settleInvoice(amount: number): number {\n  return amount;\n}\n");
+    write(&defs, "lib/pay.ts", lib.as_bytes());
+    let mut app = String::new();
+    for i in 0..10 {
+        let body = if i < 2 {
+            "  settleInvoice(x);\n".repeat(12)
+        } else {
+            format!("  console.log(x + {i});\n")
+        };
+        app.push_str(&format!(
+            "export function screen{i}(x: number): void {{\n{body}}}\n\n"
+        ));
+    }
+    write(&calls, "app/screens.ts", app.as_bytes());
+    let (bd, bc) = (w.path().join("bd"), w.path().join("bc"));
+    index(&defs, &bd, &[]);
+    index(&calls, &bc, &[]);
+    let hits = query_jsonl(&[
+        bc.as_os_str(),
+        bd.as_os_str(),
+        "settleInvoice".as_ref(),
+        "--mode".as_ref(),
+        "bm25".as_ref(),
+    ]);
+    assert_eq!(hits[0]["path"], "lib/pay.ts", "{hits:#?}");
+    assert_eq!(hits[0]["symbol"], "settleInvoice", "{hits:#?}");
 }

@@ -191,7 +191,10 @@ pub fn run(a: ChunksArgs) -> anyhow::Result<()> {
             }
         }
     }
+    // No outline where the chunker found no tree: parsing again, without its bounds, could run
+    // as long as the parse it gave up on (the fallback line above says why).
     if a.explain
+        && !chunked.parse_fallback
         && let Some(l) = lang
         && let Some(g) = &l.grammar
     {

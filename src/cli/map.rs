@@ -47,6 +47,10 @@ pub struct MapArgs {
 #[derive(Default, serde::Serialize)]
 struct Node {
     name: String,
+    /// The repository path it stands for (empty for the whole tree): the name is for display,
+    /// and joins chains of single folders.
+    #[serde(skip)]
+    path: String,
     files: u64,
     bytes: u64,
     symbols: u64,
@@ -80,11 +84,21 @@ impl Node {
         if let Some(l) = &file.language {
             *self.languages.entry(l.clone()).or_default() += 1;
         }
+        let base = self.path.clone();
+        let under = |name: &str| {
+            if base.is_empty() {
+                name.to_string()
+            } else {
+                format!("{base}/{name}")
+            }
+        };
         match parts {
             [] => {}
             [name] => self.children.push(Node {
                 name: (*name).to_string(),
+                path: under(name),
                 files: 1,
+                languages: file.language.iter().map(|l| (l.clone(), 1)).collect(),
                 bytes: file.bytes,
                 symbols: file.symbols,
                 inbound: file.inbound,
@@ -102,6 +116,7 @@ impl Node {
                     None => {
                         self.children.push(Node {
                             name: (*dir).to_string(),
+                            path: under(dir),
                             is_dir: true,
                             ..Node::default()
                         });
@@ -121,6 +136,7 @@ impl Node {
         while self.is_dir && self.children.len() == 1 && self.children[0].is_dir {
             let only = self.children.remove(0);
             self.name = format!("{}/{}", self.name, only.name);
+            self.path = only.path;
             self.children = only.children;
         }
         self.children.sort_by(|a, b| {
@@ -302,6 +318,7 @@ impl MapFiles {
         let under = prefix.as_ref().map(|p| format!("{p}/"));
         let mut root = Node {
             name: prefix.clone().unwrap_or_else(|| repo.to_string()),
+            path: prefix.clone().unwrap_or_default(),
             is_dir: true,
             ..Node::default()
         };
@@ -449,17 +466,14 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(0);
     }
-    // (path of the parent, node, its level: the root is 0, its entries 1.) Paths are the
-    // repository's, as `show` and every table take them: the whole tree's root (named after the
-    // repository) is `.`, its entries have no prefix.
-    let whole = view.path.is_none_or(str::is_empty);
-    let mut stack = vec![(None::<String>, &root, 0usize)];
-    while let Some((parent, n, level)) = stack.pop() {
-        let path = match &parent {
-            None if whole => ".".to_string(),
-            None => n.name.clone(),
-            Some(p) if p == "." => n.name.clone(),
-            Some(p) => format!("{p}/{}", n.name),
+    // (node, its level: the root is 0, its entries 1.) Paths are the repository's, as `show`
+    // and every table take them: the whole tree is `.`.
+    let mut stack = vec![(&root, 0usize)];
+    while let Some((n, level)) = stack.pop() {
+        let path = if n.path.is_empty() {
+            ".".to_string()
+        } else {
+            n.path.clone()
         };
         writeln!(
             out,
@@ -476,12 +490,7 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
             })
         )?;
         if a.depth.is_none_or(|d| level < d) {
-            stack.extend(
-                n.children
-                    .iter()
-                    .rev()
-                    .map(|c| (Some(path.clone()), c, level + 1)),
-            );
+            stack.extend(n.children.iter().rev().map(|c| (c, level + 1)));
         }
     }
     Ok(0)

@@ -36,7 +36,7 @@ pub struct QueryArgs {
     #[arg(long = "type", value_name = "TYPE", value_parser = ["code", "doc", "test", "config"])]
     pub types: Vec<String>,
     /// Only paths matching this glob (`*` matches across `/`, `{a,b}` either), e.g. 'src/*.rs',
-    /// '**/*.{py,pyi}'.
+    /// '**/*.{py,pyi}'; a path without glob characters is that file or that folder (src/http).
     #[arg(long, value_name = "GLOB")]
     pub path: Option<String>,
     /// Only this chunk kind (function, method, class, struct, section, block ...); repeatable.
@@ -218,7 +218,7 @@ fn print_text(
             visible_line(&h.path),
             h.start_line,
             h.end_line,
-            h.kind,
+            visible_line(&h.kind),
             visible_line(h.symbol_path.as_deref().unwrap_or("-")),
             h.score
         )?;

@@ -191,6 +191,10 @@ pub struct Hit {
     /// on) leaves out: what the text output's snippet puts back to show the lines as written.
     #[serde(skip)]
     pub indent: String,
+    /// Whether it defines the name the query is (promoted first in its bundle's list): kept first
+    /// when several bundles' lists are merged, whatever their score scales.
+    #[serde(skip)]
+    pub defines: bool,
 }
 
 /// One segment of an open bundle: which of its rows later segments killed, and its query caches
@@ -714,6 +718,7 @@ impl Bundle {
                         signature: own(r.signature),
                         content: None,
                         indent: String::new(),
+                        defines: false,
                     },
                 )
             })
@@ -968,13 +973,16 @@ impl Bundle {
                 .iter()
                 .take_while(|h| named.contains(&h.chunk_id))
                 .count();
-            let end = hits.len().min(pinned + o.rerank);
+            let end = hits.len().min(pinned.saturating_add(o.rerank));
             let order = self.late_interaction(m.as_ref(), query, &mut hits[pinned..end])?;
             let flags: Vec<bool> = order.iter().map(|&k| widened_at[pinned + k]).collect();
             widened_at[pinned..end].copy_from_slice(&flags);
         }
         hits.truncate(o.k);
         widened_at.truncate(o.k);
+        for h in &mut hits {
+            h.defines = named.contains(&h.chunk_id);
+        }
         let widened: Vec<usize> = (0..hits.len()).filter(|&k| widened_at[k]).collect();
         if !o.content {
             // Late interaction read the reordered hits' chunk texts; they were not asked for.
@@ -1356,6 +1364,12 @@ pub fn check_glob(glob: &str) -> Result<()> {
 /// At most this many patterns from one `--path` glob's `{a,b}` alternatives.
 const MAX_GLOB_PATTERNS: usize = 256;
 
+/// At most this many `{...}` groups in one `--path` glob. Expansion recurses once per group (nested
+/// or one after another), so this bounds its stack: a glob from an HTTP or MCP client must not
+/// be able to overflow a worker's stack, which aborts the whole server. Nine groups of two
+/// alternatives already pass [`MAX_GLOB_PATTERNS`].
+const MAX_GLOB_GROUPS: usize = 64;
+
 /// A `--path` glob as the GLOB patterns it stands for: `*` (also across `/`), `?`,
 /// `[...]`, `[!...]` and `\` (the next character literally) as DuckDB has them, and `{a,b}`
 /// alternatives (nested too) as in `trove index --include`, expanded to one pattern each. An
@@ -1371,6 +1385,45 @@ pub fn expand_glob(glob: &str) -> Result<Vec<String>> {
     }
     if glob.contains('\0') {
         return Err(g.bad("it contains a NUL character".into()));
+    }
+    // Paths in a bundle are relative to the repository root: `./` before one is the same path,
+    // a `/` before one matches nothing.
+    let rel = glob.trim_start_matches("./");
+    if rel.starts_with('/') {
+        return Err(g.bad(
+            "paths in a bundle are relative to the repository root (write src/*.py, not /src/*.py)"
+                .into(),
+        ));
+    }
+    // A path with no glob characters is that file or what lies under that folder (`src/http`:
+    // not `src/https`, and not nothing), as a user and an agent mean it.
+    if !rel.contains(['*', '?', '[', '{', '}', '\\']) {
+        let p = rel.trim_end_matches('/');
+        if p.is_empty() || p == "." {
+            return Ok(vec!["*".to_string()]);
+        }
+        return Ok(vec![p.to_string(), format!("{p}/*")]);
+    }
+    let g = Glob {
+        text: glob,
+        c: rel.chars().collect(),
+    };
+    let mut groups = 0;
+    let mut i = 0;
+    while i < g.c.len() {
+        match g.c[i] {
+            '\\' => i += 1,
+            '[' => i = g.class_end(i)?,
+            '{' => groups += 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    if groups > MAX_GLOB_GROUPS {
+        return Err(g.bad(format!(
+            "it has {groups} '{{' groups, more than {MAX_GLOB_GROUPS} (to match a literal '{{' \
+             write \\{{)"
+        )));
     }
     let mut out = Vec::new();
     g.expand(0, g.c.len(), String::new(), &mut out)?;
@@ -1719,9 +1772,11 @@ pub fn search_all<'a>(
             hits.push(h);
         }
     }
+    // The definitions of a name the query is come first, as within one bundle.
     hits.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
+        b.defines
+            .cmp(&a.defines)
+            .then(b.score.total_cmp(&a.score))
             .then(a.path.cmp(&b.path))
             .then(a.start_line.cmp(&b.start_line))
     });
@@ -1802,6 +1857,12 @@ mod tests {
     fn globs_expand_their_alternatives() {
         let e = |g: &str| expand_glob(g).unwrap();
         assert_eq!(e("src/*.rs"), ["src/*.rs"]);
+        assert_eq!(e("./src/*.rs"), ["src/*.rs"]);
+        // A plain path: the file, or what lies under the folder.
+        assert_eq!(e("src/http"), ["src/http", "src/http/*"]);
+        assert_eq!(e("./src/http/"), ["src/http", "src/http/*"]);
+        assert_eq!(e("."), ["*"]);
+        assert!(expand_glob("/src").is_err() && expand_glob("/src/*.py").is_err());
         assert_eq!(e("**/*.{py,go}"), ["**/*.py", "**/*.go"]);
         assert_eq!(e("{a,b{c,d}}/x"), ["a/x", "bc/x", "bd/x"]);
         assert_eq!(e("{a,}x"), ["ax", "x"]);
@@ -1812,6 +1873,21 @@ mod tests {
         assert_eq!(e("[a-z]{1,2}"), ["[a-z]1", "[a-z]2"]);
         assert!(expand_glob(&"{a,b}".repeat(9)).is_err());
         assert_eq!(expand_glob(&"{a,b}".repeat(8)).unwrap().len(), 256);
+        // Deep or many groups are refused before expansion recurses into them: a glob from an
+        // HTTP client must not overflow the stack (which aborts the server).
+        let deep = format!("{}{}", "{".repeat(30_000), "}".repeat(30_000));
+        assert!(
+            expand_glob(&deep)
+                .unwrap_err()
+                .to_string()
+                .contains("more than 64")
+        );
+        assert!(expand_glob(&"{a}".repeat(65)).is_err());
+        assert_eq!(
+            expand_glob(&"{a}".repeat(64)).unwrap(),
+            vec!["a".repeat(64)]
+        );
+        assert_eq!(expand_glob(&"\\{".repeat(100)).unwrap().len(), 1);
     }
 
     #[test]
