@@ -55,13 +55,7 @@ fn packed_sample() -> (tempfile::TempDir, tempfile::TempDir, PathBuf, PathBuf) {
     let b = scratch.path().join("app.bundle");
     index(t.path(), &b, &[]);
     let packed = scratch.path().join("app.trove");
-    trove()
-        .arg("pack")
-        .arg(&b)
-        .arg("-o")
-        .arg(&packed)
-        .assert()
-        .success();
+    crate::util::pack(&b, &packed);
     (t, scratch, b, packed)
 }
 
@@ -253,13 +247,7 @@ fn a_bundle_of_many_segments_packs_and_unpacks() {
     assert_eq!(m["segments"].as_array().unwrap().len(), 9);
     assert!(m["files"].as_array().unwrap().len() > 64);
     let packed = scratch.path().join("app.trove");
-    trove()
-        .arg("pack")
-        .arg(&b)
-        .arg("-o")
-        .arg(&packed)
-        .assert()
-        .success();
+    crate::util::pack(&b, &packed);
     trove().arg("verify").arg(&packed).assert().success();
     let back = scratch.path().join("back");
     trove()

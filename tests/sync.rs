@@ -221,13 +221,7 @@ fn sync_refuses_a_query_string_and_leaves_no_unpacked_copy_of_a_pack() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("query string"), "{err}");
     let packed = w.path().join("app.trove");
-    trove()
-        .arg("pack")
-        .arg(&published)
-        .arg("-o")
-        .arg(&packed)
-        .assert()
-        .success();
+    crate::util::pack(&published, &packed);
     let (cache, dest) = (w.path().join("cache"), w.path().join("dest"));
     let o = trove_in(Some(&cache))
         .args(["sync", packed.to_str().unwrap()])

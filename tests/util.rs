@@ -171,6 +171,17 @@ pub fn index(root: &Path, out: &Path, extra: &[&str]) {
         .success();
 }
 
+/// Runs `trove pack BUNDLE -o OUT` and asserts success.
+pub fn pack(bundle: &Path, out: &Path) {
+    trove()
+        .arg("pack")
+        .arg(bundle)
+        .arg("-o")
+        .arg(out)
+        .assert()
+        .success();
+}
+
 /// Rows of a query against an in-memory DuckDB, each row's columns as strings.
 pub fn duck(sql: &str) -> Vec<Vec<String>> {
     let conn = duckdb::Connection::open_in_memory().unwrap();

@@ -172,8 +172,11 @@ impl Manifest {
             ));
         }
         // What `duckdb -init views.sql` runs must be the views of the segments listed, nothing
-        // a publisher added (the file is checked against this entry's sha256).
-        if let Some(e) = self.entry(super::VIEWS)
+        // a publisher added (the file is checked against this entry's sha256). Only this
+        // build's views can be derived here: another build's may differ without a format bump,
+        // and its bundles are still read (and rebuilt in full by `--since`).
+        if self.tool == manifest_tool()
+            && let Some(e) = self.entry(super::VIEWS)
             && *e != super::writer::views_entry(&super::writer::views_text(&self.segments))
         {
             return Err(Error::bundle(

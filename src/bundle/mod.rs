@@ -23,7 +23,7 @@ pub use manifest::{
 };
 pub use output::{
     OutputLock, build_beside, check_replaceable, link_or_copy, link_segment, lock_output,
-    lock_path, lock_to_read, output_path, swap_into_place, temp_beside,
+    lock_path, output_path, swap_into_place, temp_beside,
 };
 pub use schema::{TABLES, expected_schema};
 pub use verify::{VerifyReport, check_sizes, verify};

@@ -103,22 +103,6 @@ pub fn lock_output(out: &Path) -> Result<OutputLock> {
     Ok(OutputLock { _file: file })
 }
 
-/// The lock a command that reads a bundle folder whole takes (`trove verify`, `trove pack`: both
-/// may bring its derived `views.sql` up to date, and a pack must hold the files of one manifest):
-/// no run commits a segment while they read, and they refuse, naming the run, while one does.
-/// `None` when `dir` is not a bundle folder (the reader's own error follows) or its folder
-/// cannot hold a lock file (read-only: no run writes there either).
-pub fn lock_to_read(dir: &Path) -> Result<Option<OutputLock>> {
-    if !dir.join(super::MANIFEST).is_file() {
-        return Ok(None);
-    }
-    match lock_output(&output_path(dir)?) {
-        Ok(l) => Ok(Some(l)),
-        Err(Error::Io { .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 /// The suffix of the temp name the old bundle is renamed to during a swap without exchange.
 const ASIDE: &str = "-old";
 

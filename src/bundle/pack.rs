@@ -41,9 +41,21 @@ fn within(p: &Path, dir: &Path) -> bool {
 
 /// Packs the bundle at `dir` (verified first) into `out`, written under a temp name and renamed.
 pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
-    // Held to the end: the manifest packed is the one verified, with its segments' files.
-    let _lock = super::lock_to_read(dir)?;
     let report = super::verify(dir)?;
+    // The manifest packed is the one verified (its segments' files never change): a run that
+    // commits to the bundle meanwhile cannot pair a newer manifest with these files.
+    let manifest_path = dir.join(MANIFEST);
+    let manifest_bytes = std::fs::read(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
+    let same = std::str::from_utf8(&manifest_bytes)
+        .ok()
+        .and_then(|t| super::parse_manifest(dir, t).ok())
+        .is_some_and(|m| m == report.manifest);
+    if !same {
+        return Err(Error::bundle(
+            dir,
+            "changed while it was checked (a run committed to it): pack it again",
+        ));
+    }
     if out.is_dir() {
         return Err(Error::Other(format!(
             "{} is a directory: give the packed file's path (e.g. app.trove)",
@@ -89,8 +101,16 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
         let mut bundle_bytes = 0;
         for name in &names {
             let p = dir.join(name);
-            let src = File::open(&p).map_err(|e| Error::io(&p, e))?;
-            let len = src.metadata().map_err(|e| Error::io(&p, e))?.len();
+            let src: Box<dyn Read> = if name == MANIFEST {
+                Box::new(std::io::Cursor::new(manifest_bytes.clone()))
+            } else {
+                Box::new(File::open(&p).map_err(|e| Error::io(&p, e))?)
+            };
+            let len = if name == MANIFEST {
+                manifest_bytes.len() as u64
+            } else {
+                std::fs::metadata(&p).map_err(|e| Error::io(&p, e))?.len()
+            };
             bundle_bytes += len;
             let mut h = tar::Header::new_ustar();
             h.set_path(name).map_err(io)?;
@@ -335,30 +355,6 @@ pub fn open_path(p: &Path) -> Result<PathBuf> {
         }
     }
     Ok(dir)
-}
-
-/// Removes `dir`, the unpacked copy [`open_path`] made of a version of the packed file `file`,
-/// unless `file` still holds that version as far as the cache's memo knows (the memo of its
-/// size, mtime and inode; no file is hashed here): a server that follows a nightly `app.trove`
-/// would otherwise keep one full copy per version in the cache. A copy that is removed when it
-/// did not have to be is unpacked again by its next reader.
-pub fn retire_unpacked(file: &Path, dir: &Path) {
-    let (Some(root), Some(sha)) = (dir.parent(), dir.file_name().and_then(|n| n.to_str())) else {
-        return;
-    };
-    let current = file
-        .canonicalize()
-        .ok()
-        .and_then(|c| stat_key(&c).ok())
-        .and_then(|k| std::fs::read_to_string(root.join(format!("stat-{k}"))).ok());
-    if current.as_deref() == Some(sha) {
-        return;
-    }
-    // Renamed away first: a reader that comes for this version meanwhile unpacks it anew.
-    let trash = root.join(format!(".{sha}.retired-{}", std::process::id()));
-    if std::fs::rename(dir, &trash).is_ok() {
-        let _ = std::fs::remove_dir_all(&trash);
-    }
 }
 
 /// The sha256 of the file at `p`, remembered under `root` by (path, size, mtime, inode) so a file

@@ -35,7 +35,6 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let _lock = trove::bundle::lock_to_read(&a.bundle)?;
     let r = trove::bundle::verify(&a.bundle)?;
     if r.views_rewritten {
         eprintln!(

@@ -264,14 +264,14 @@ async fn serve(a: ServeArgs, app: Shared) -> anyhow::Result<()> {
     );
     let mcp_cancel = mcp.config.cancellation_token.clone();
 
-    // One count of requests in flight for every limited route, /ask's included.
-    let in_flight = Arc::new(tokio::sync::Semaphore::new(a.max_in_flight));
+    // /ask counts apart from the other routes (a bound of its own): minutes-long questions
+    // queued behind --workers must not shut searches out.
     let limits = |secs: f64| {
         ServiceBuilder::new()
             .layer(HandleErrorLayer::new(overloaded))
             .layer(tower::load_shed::LoadShedLayer::new())
-            .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(
-                in_flight.clone(),
+            .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
+                a.max_in_flight,
             ))
             .layer(tower_http::timeout::TimeoutLayer::with_status_code(
                 StatusCode::GATEWAY_TIMEOUT,
@@ -346,17 +346,22 @@ async fn serve(a: ServeArgs, app: Shared) -> anyhow::Result<()> {
     }
     // In-flight requests get their longest deadline to finish, and a moment more.
     let grace = Duration::from_secs_f64(a.timeout.max(a.ask_timeout) + 5.0);
+    let tool_deadline = Duration::from_secs_f64(a.timeout + 1.0);
     accept_loop(
         listener,
         router,
         a.timeout,
         a.max_connections,
         grace,
-        || {
+        move || {
             eprintln!("trove serve: shutting down (requests in flight finish first)");
-            // MCP event streams (a client's GET /mcp) never finish on their own: ended now, so they
-            // do not hold the shutdown open.
-            mcp_cancel.cancel();
+            // MCP event streams (a client's GET /mcp) never finish on their own: the sessions
+            // end once a tool call in flight has had its deadline, so they do not hold the
+            // shutdown open and no call loses its answer.
+            tokio::spawn(async move {
+                tokio::time::sleep(tool_deadline).await;
+                mcp_cancel.cancel();
+            });
         },
     )
     .await;

@@ -64,9 +64,6 @@ pub struct Snapshot {
     pub dir: PathBuf,
     /// Whether `dir` is ours to remove when the version is no longer served.
     owned: bool,
-    /// For a packed bundle, the file: its unpacked copy in the cache goes with this version
-    /// once the file holds another ([`trove::bundle::pack::retire_unpacked`]).
-    packed: Option<PathBuf>,
     /// What identifies the version on disk: the manifest's sha256 (a packed file's size, mtime
     /// and inode).
     pub fingerprint: String,
@@ -80,9 +77,6 @@ pub struct Snapshot {
 
 impl Drop for Snapshot {
     fn drop(&mut self) {
-        if let Some(file) = &self.packed {
-            trove::bundle::pack::retire_unpacked(file, &self.dir);
-        }
         if self.owned
             && let Err(e) = std::fs::remove_dir_all(&self.dir)
             && e.kind() != std::io::ErrorKind::NotFound
@@ -316,17 +310,33 @@ impl Served {
         let started = std::time::Instant::now();
         let mut snap = if slot.packed {
             let fingerprint = packed_fingerprint(&slot.path)?;
-            let dir = trove::bundle::pack::open_path(&slot.path)?;
-            let bytes = std::fs::read(dir.join(trove::bundle::MANIFEST))?;
-            Snapshot {
+            // Unpacked into a snapshot folder of ours, removed with its version (the shared
+            // cache would keep a copy of every nightly version, and another process may be
+            // reading the one we would retire); where none can be made, the cache's copy.
+            let (dir, owned) = match &self.roots[i] {
+                Some((root, _)) => {
+                    let serial = self.serial.fetch_add(1, Ordering::Relaxed) + 1;
+                    (root.join(format!("{serial}-packed")), true)
+                }
+                None => (trove::bundle::pack::open_path(&slot.path)?, false),
+            };
+            let mut snap = Snapshot {
                 dir,
-                owned: false,
-                packed: Some(slot.path.clone()),
+                owned,
                 fingerprint,
-                version: trove::util::sha256_hex(&bytes)[..16].to_string(),
+                version: String::new(),
                 loaded_at: String::new(),
                 load_secs: 0.0,
+            };
+            if owned {
+                if snap.dir.exists() {
+                    std::fs::remove_dir_all(&snap.dir)?;
+                }
+                trove::bundle::pack::unpack_into(&slot.path, &snap.dir)?;
             }
+            let bytes = std::fs::read(snap.dir.join(trove::bundle::MANIFEST))?;
+            snap.version = trove::util::sha256_hex(&bytes)[..16].to_string();
+            snap
         } else {
             self.link_snapshot(i)?
         };
@@ -379,7 +389,6 @@ impl Served {
             Snapshot {
                 dir: slot.path.clone(),
                 owned: false,
-                packed: None,
                 fingerprint: fingerprint.clone(),
                 version: version.clone(),
                 loaded_at: String::new(),
@@ -401,7 +410,6 @@ impl Served {
         let snap = Snapshot {
             dir: dir.clone(),
             owned: true,
-            packed: None,
             fingerprint: fingerprint.clone(),
             version: version.clone(),
             loaded_at: String::new(),
@@ -632,9 +640,6 @@ const LOCK: &str = ".lock";
 /// takes it for stale); first removes the folders of servers no longer running (whose lock can be
 /// taken). `None` when no folder can be made there (read-only): the bundle is served in place.
 fn claim_root(slot: &Slot, i: usize) -> Option<(PathBuf, std::fs::File)> {
-    if slot.packed {
-        return None;
-    }
     let abs = slot.path.canonicalize().ok()?;
     let parent = abs.parent()?;
     let base = abs.file_name()?.to_string_lossy().into_owned();
