@@ -101,15 +101,16 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
         let mut bundle_bytes = 0;
         for name in &names {
             let p = dir.join(name);
-            let src: Box<dyn Read> = if name == MANIFEST {
-                Box::new(std::io::Cursor::new(manifest_bytes.clone()))
+            // The manifest from the bytes verified; every other file from its segment.
+            let (src, len): (Box<dyn Read>, u64) = if name == MANIFEST {
+                (
+                    Box::new(manifest_bytes.as_slice()),
+                    manifest_bytes.len() as u64,
+                )
             } else {
-                Box::new(File::open(&p).map_err(|e| Error::io(&p, e))?)
-            };
-            let len = if name == MANIFEST {
-                manifest_bytes.len() as u64
-            } else {
-                std::fs::metadata(&p).map_err(|e| Error::io(&p, e))?.len()
+                let f = File::open(&p).map_err(|e| Error::io(&p, e))?;
+                let len = f.metadata().map_err(|e| Error::io(&p, e))?.len();
+                (Box::new(f), len)
             };
             bundle_bytes += len;
             let mut h = tar::Header::new_ustar();
