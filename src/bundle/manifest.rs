@@ -306,43 +306,75 @@ const FILE_TEXT_VIEW: &str = "CREATE OR REPLACE VIEW file_text AS SELECT f.path,
 /// A `SELECT` of the live rows of `table` (one of [`super::TABLES`]; `refs` as stored, `terms`
 /// per segment) over `segments`, each segment's rows without those of the paths later segments
 /// tombstone (see [`views_sql`]).
+///
+/// With several segments it is one `read_parquet` over every segment's file of the table (in
+/// segment order, so DuckDB's `file_index` is the segment's ordinal) and one over the tombstones,
+/// however many segments there are: a `UNION ALL` of a scan per segment, each with its own list of
+/// later tombstones, made DuckDB bind O(segments²) scans for every view, and the `refs` view and
+/// the structure macros, which name `symbols` a dozen times, took a second to open at 30 segments.
 pub fn live_sql(segments: &[SegmentInfo], table: &str, literal: impl Fn(&str) -> String) -> String {
-    let parts: Vec<String> = segments
+    let file = |s: &SegmentInfo, t: &str| literal(&s.file(t));
+    if let [s] = segments {
+        let file = file(s, table);
+        return match table {
+            "chunks" | "postings" => {
+                format!("SELECT *, '{}' AS segment FROM read_parquet({file})", s.id)
+            }
+            _ => format!("SELECT * FROM read_parquet({file})"),
+        };
+    }
+    let list = |items: Vec<String>| format!("[{}]", items.join(", "));
+    let files = |t: &str| list(segments.iter().map(|s| file(s, t)).collect());
+    // The segments that tombstone paths (the first one's tombstones would reach nothing), their
+    // files and ordinals: a row of segment i is dead when a tombstone of a later segment names its
+    // path.
+    let tombstoning: Vec<(usize, &SegmentInfo)> = segments
         .iter()
         .enumerate()
-        .map(|(i, s)| {
-            let dead: Vec<String> = segments[i + 1..]
-                .iter()
-                .filter(|s| s.tombstones > 0)
-                .map(|s| literal(&s.file(TOMBSTONES)))
-                .collect();
-            let dead_paths = format!("SELECT path FROM read_parquet([{}])", dead.join(", "));
-            let file = literal(&s.file(table));
-            let seg = format!("'{}' AS segment", s.id);
-            let chunks = literal(&s.file("chunks"));
-            let live = dead.is_empty();
-            match table {
-                "chunks" | "postings" if live => {
-                    format!("SELECT *, {seg} FROM read_parquet({file})")
-                }
-                "chunks" => format!(
-                    "SELECT *, {seg} FROM read_parquet({file}) WHERE path NOT IN ({dead_paths})"
-                ),
-                "postings" => format!(
-                    "SELECT *, {seg} FROM read_parquet({file}) WHERE chunk_ord NOT IN \
-                     (SELECT chunk_ord FROM read_parquet({chunks}) WHERE path IN ({dead_paths}))"
-                ),
-                "embeddings" | "terms" if live => format!("SELECT * FROM read_parquet({file})"),
-                "embeddings" => format!(
-                    "SELECT * FROM read_parquet({file}) WHERE chunk_id NOT IN \
-                     (SELECT chunk_id FROM read_parquet({chunks}) WHERE path IN ({dead_paths}))"
-                ),
-                _ if live => format!("SELECT * FROM read_parquet({file})"),
-                _ => format!("SELECT * FROM read_parquet({file}) WHERE path NOT IN ({dead_paths})"),
-            }
-        })
+        .skip(1)
+        .filter(|(_, s)| s.tombstones > 0)
         .collect();
-    parts.join(" UNION ALL ")
+    let dead = |row: &str| {
+        (!tombstoning.is_empty()).then(|| {
+            format!(
+                "EXISTS (SELECT 1 FROM read_parquet({}) d WHERE d.path = {row}.path AND {}[d.file_index::BIGINT + 1] > {row}.file_index)",
+                list(tombstoning.iter().map(|(_, s)| file(s, TOMBSTONES)).collect()),
+                list(tombstoning.iter().map(|(i, _)| i.to_string()).collect()),
+            )
+        })
+    };
+    let ids = list(segments.iter().map(|s| format!("'{}'", s.id)).collect());
+    let segment = format!(", {ids}[r.file_index::BIGINT + 1] AS segment");
+    let scan = format!("FROM read_parquet({}) r", files(table));
+    match table {
+        // No `path` column: a row is dead when the chunk it belongs to (of the same segment:
+        // ordinals are per segment, and an unchanged chunk's id recurs in a later one) is.
+        "postings" | "embeddings" => {
+            let (key, segment) = match table {
+                "postings" => ("chunk_ord", segment.as_str()),
+                _ => ("chunk_id", ""),
+            };
+            match dead("c") {
+                None => format!("SELECT r.*{segment} {scan}"),
+                Some(dead) => format!(
+                    "SELECT r.*{segment} {scan} WHERE NOT EXISTS (SELECT 1 FROM read_parquet({}) c \
+                     WHERE c.file_index = r.file_index AND c.{key} = r.{key} AND {dead})",
+                    files("chunks")
+                ),
+            }
+        }
+        _ => {
+            let segment = if table == "chunks" {
+                segment.as_str()
+            } else {
+                ""
+            };
+            match dead("r") {
+                None => format!("SELECT r.*{segment} {scan}"),
+                Some(dead) => format!("SELECT r.*{segment} {scan} WHERE NOT {dead}"),
+            }
+        }
+    }
 }
 
 /// Whether `name` is a path a bundle may hold: `manifest.json`, `views.sql`, or
