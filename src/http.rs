@@ -29,6 +29,17 @@ pub enum Failure {
     Exhausted(String),
 }
 
+impl Failure {
+    /// The same failure, its message through [`Client::mask`].
+    fn masked(self, client: &Client) -> Failure {
+        match self {
+            Failure::TooLong(m) => Failure::TooLong(client.mask(&m)),
+            Failure::Refused(m) => Failure::Refused(client.mask(&m)),
+            Failure::Exhausted(m) => Failure::Exhausted(client.mask(&m)),
+        }
+    }
+}
+
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -105,11 +116,13 @@ impl Client {
         self
     }
 
-    /// `text` with the API key masked.
+    /// `text` with the API key and the userinfo of any URL (`https://user:secret@host/`, which
+    /// ureq sends as basic auth) masked.
     pub fn mask(&self, text: &str) -> String {
+        let text = crate::util::hide_userinfo(text);
         match &self.key {
             Some(k) if k.len() >= 4 => text.replace(k.as_str(), "***"),
-            _ => text.to_string(),
+            _ => text.into_owned(),
         }
     }
 
@@ -145,7 +158,7 @@ impl Client {
         loop {
             let (problem, retry_after) = match once() {
                 Ok(v) => return Ok(v),
-                Err(Attempt::Final(f)) => return Err(f),
+                Err(Attempt::Final(f)) => return Err(f.masked(self)),
                 Err(Attempt::Again(m, after)) => (m, after),
             };
             if attempt >= self.retries {

@@ -30,6 +30,35 @@ pub fn short_commit(c: &str) -> String {
     c.chars().take(12).collect()
 }
 
+/// `text` with the user name and password of every URL in it (`https://user:secret@host/…`)
+/// written as `***`: a URL's userinfo is a credential (HTTP basic auth), and messages and
+/// summaries that name the URL end up in CI logs.
+pub fn hide_userinfo(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("://") || !text.contains('@') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        // The authority ends at the path, query or fragment, or where the URL ends in the text.
+        let end = tail
+            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
+            .unwrap_or(tail.len());
+        match tail[..end].rfind('@') {
+            Some(at) => {
+                out.push_str("***");
+                out.push_str(&tail[at..end]);
+            }
+            None => out.push_str(&tail[..end]),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 /// [`visible`] for what is printed on one line (a path, a name, a row of `map` or `symbols`):
 /// a newline is escaped too (`\x0a`), so a file named with one cannot pass for two lines.
 pub fn visible_line(s: &str) -> std::borrow::Cow<'_, str> {
@@ -126,5 +155,25 @@ pub fn slash_path(p: &std::path::Path) -> String {
         s.replace('\\', "/")
     } else {
         s.into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hide_userinfo;
+
+    #[test]
+    fn userinfo_is_hidden_wherever_a_url_stands() {
+        assert_eq!(
+            hide_userinfo("https://ci:s3cr@t@example.com:8443/b/manifest.json: HTTP 404"),
+            "https://***@example.com:8443/b/manifest.json: HTTP 404"
+        );
+        assert_eq!(
+            hide_userinfo("from http://u@h and ftp://x:y@z?q=a@b, mail a@b"),
+            "from http://***@h and ftp://***@z?q=a@b, mail a@b"
+        );
+        for plain in ["https://example.com/a@b", "no url @ all", "http://h", ""] {
+            assert_eq!(hide_userinfo(plain), plain);
+        }
     }
 }

@@ -245,3 +245,64 @@ fn sync_refuses_a_query_string_and_leaves_no_unpacked_copy_of_a_pack() {
     assert!(left.is_empty(), "{left:?}");
     trove().arg("verify").arg(&dest).assert().success();
 }
+
+#[test]
+fn sync_never_prints_a_urls_password_and_warns_before_sending_one_in_clear() {
+    let repo = modules(3);
+    let w = tempfile::tempdir().unwrap();
+    let published = w.path().join("published");
+    index(repo.path(), &published, &[]);
+    let server = serve_dir(&published, Duration::ZERO);
+    // The local server ignores the credentials: the sync succeeds, and neither its summary nor
+    // its JSON names the password; 127.0.0.1 is this machine, so no warning.
+    let url = server
+        .url
+        .replacen("http://", "http://ci:hunter2-secret@", 1);
+    let dest = w.path().join("dest");
+    let out = trove()
+        .args(["sync", &url])
+        .arg(&dest)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        summary["source"],
+        server.url.replacen("http://", "http://***@", 1)
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+    // A file missing on the server: the error names the URL, not the password.
+    let (code, err) = sync(&format!("{url}/nothing-here"), &w.path().join("d1"));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("***@127.0.0.1") && err.contains("404"),
+        "{err}"
+    );
+    // Another host over plain HTTP: a token or a password would travel in clear. Warned first
+    // (the name never resolves, so nothing is sent here).
+    let far = "http://ci:hunter2-secret@trove-sync-test.invalid/b/";
+    let o = trove()
+        .args(["sync", far])
+        .arg(w.path().join("d2"))
+        .args(["--retries", "0", "--timeout", "2"])
+        .env("TROVE_SYNC_TOKEN", "tok-123456")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("warning: $TROVE_SYNC_TOKEN and the URL's user and password will be sent unencrypted to trove-sync-test.invalid"),
+        "{err}"
+    );
+    for out in [&stdout, &stderr, &err] {
+        assert!(
+            !out.contains("hunter2") && !out.contains("tok-123456"),
+            "{out}"
+        );
+    }
+}

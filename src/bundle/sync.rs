@@ -82,9 +82,10 @@ impl Source {
         if lower.starts_with("http://") || lower.starts_with("https://") {
             if src.contains(['?', '#']) {
                 return Err(Error::Other(format!(
-                    "{src}: a URL with a query string or fragment cannot be carried over to each \
+                    "{}: a URL with a query string or fragment cannot be carried over to each \
                      file of the bundle: give the plain URL of the bundle folder (an access token \
-                     goes in $TROVE_SYNC_TOKEN)"
+                     goes in $TROVE_SYNC_TOKEN)",
+                    crate::util::hide_userinfo(src)
                 )));
             }
             #[cfg(feature = "openai")]
@@ -106,7 +107,8 @@ impl Source {
             {
                 let _ = opts;
                 return Err(Error::Other(format!(
-                    "{src}: this trove was built without HTTP support (cargo feature `openai`)"
+                    "{}: this trove was built without HTTP support (cargo feature `openai`)",
+                    crate::util::hide_userinfo(src)
                 )));
             }
         }
@@ -184,7 +186,7 @@ impl Source {
         match self {
             Source::Dir(d) => d.clone(),
             #[cfg(feature = "openai")]
-            Source::Http { base, .. } => PathBuf::from(base),
+            Source::Http { base, .. } => PathBuf::from(crate::util::hide_userinfo(base).as_ref()),
         }
     }
 }
@@ -293,7 +295,7 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
     let old = super::read_manifest(&dest).ok();
     let memo = super::pack::memo_root();
     let mut summary = SyncSummary {
-        source: src.to_string(),
+        source: crate::util::hide_userinfo(src).into_owned(),
         segments: m.segments.len(),
         bundle_bytes: m.files.iter().map(|e| e.bytes).sum(),
         ..SyncSummary::default()

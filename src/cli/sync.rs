@@ -47,6 +47,9 @@ pub fn run(a: SyncArgs) -> anyhow::Result<()> {
         retries: a.retries,
         progress: !a.quiet && std::io::stderr().is_terminal(),
     };
+    if let Some(why) = cleartext_credentials(&a.source) {
+        eprintln!("trove: warning: {why}");
+    }
     let (_, s) = trove::bundle::sync::run_sync(&a.source, &a.dest, &opts)?;
     if a.json {
         super::print_json(&s)?;
@@ -55,7 +58,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<()> {
             eprintln!(
                 "{} is up to date with {} ({} segments, {})",
                 a.dest.display(),
-                a.source,
+                s.source,
                 s.segments,
                 human_bytes(s.bundle_bytes)
             );
@@ -63,7 +66,7 @@ pub fn run(a: SyncArgs) -> anyhow::Result<()> {
             eprintln!(
                 "synced {} from {}: fetched {} files of {} new segments ({}), kept {}, in {:.2}s",
                 a.dest.display(),
-                a.source,
+                s.source,
                 s.files_fetched,
                 s.segments_fetched,
                 human_bytes(s.bytes_fetched),
@@ -73,4 +76,39 @@ pub fn run(a: SyncArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Why credentials would cross the network unencrypted, if they would: $TROVE_SYNC_TOKEN or a
+/// URL's user and password sent over plain `http://` to a host other than this machine.
+fn cleartext_credentials(source: &str) -> Option<String> {
+    let rest = source
+        .get(..7)
+        .filter(|s| s.eq_ignore_ascii_case("http://"))
+        .map(|_| &source[7..])?;
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let (userinfo, hostport) = match authority.rfind('@') {
+        Some(at) => (true, &authority[at + 1..]),
+        None => (false, authority),
+    };
+    let host = match hostport.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => hostport.split(':').next().unwrap_or(""),
+    };
+    let local = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    let token = std::env::var_os("TROVE_SYNC_TOKEN").is_some_and(|t| !t.is_empty());
+    let what = match (token, userinfo) {
+        (true, true) => "$TROVE_SYNC_TOKEN and the URL's user and password",
+        (true, false) => "$TROVE_SYNC_TOKEN",
+        (false, true) => "the URL's user and password",
+        (false, false) => return None,
+    };
+    (!local).then(|| {
+        format!(
+            "{what} will be sent unencrypted to {host} (plain http://): anyone on the way can \
+             read and reuse them; publish the bundle over https://"
+        )
+    })
 }
