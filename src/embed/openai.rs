@@ -54,13 +54,16 @@ impl OpenAiEmbedder {
             if e.dim == 0 {
                 return Err(Error::Other(format!(
                     "embedding server {}: the probe call returned an empty vector",
-                    e.url
+                    crate::util::hide_userinfo(&e.url)
                 )));
             }
             if e.dimensions > 0 && e.dim != e.dimensions {
                 return Err(Error::Other(format!(
                     "embedding server {}: asked for {} dimensions, got {} (does model {} support `dimensions`?)",
-                    e.url, e.dimensions, e.dim, e.model
+                    crate::util::hide_userinfo(&e.url),
+                    e.dimensions,
+                    e.dim,
+                    e.model
                 )));
             }
             e.tokens.store(0, Relaxed);
@@ -86,7 +89,12 @@ impl OpenAiEmbedder {
     }
 
     fn parse(&self, reply: &serde_json::Value, n: usize) -> Result<Vec<Vec<f32>>> {
-        let bad = |m: String| Error::Other(format!("embedding server {}: {m}", self.url));
+        let bad = |m: String| {
+            Error::Other(format!(
+                "embedding server {}: {m}",
+                crate::util::hide_userinfo(&self.url)
+            ))
+        };
         let data = reply
             .get("data")
             .and_then(|d| d.as_array())
@@ -195,7 +203,7 @@ impl Embedder for OpenAiEmbedder {
         }
         Err(Error::Other(format!(
             "embedding server {}: inputs still too long after {MAX_CUTS} cuts",
-            self.url
+            crate::util::hide_userinfo(&self.url)
         )))
     }
 }
