@@ -32,7 +32,10 @@ pub fn short_commit(c: &str) -> String {
 
 /// `text` with the user name and password of every URL in it (`https://user:secret@host/…`)
 /// written as `***`: a URL's userinfo is a credential (HTTP basic auth), and messages and
-/// summaries that name the URL end up in CI logs.
+/// summaries that name the URL end up in CI logs. A password may hold an unescaped `/`, `?` or
+/// `#` (`ci:ab/cd@host`), so when the host part has no `@`, everything up to the URL's last `@` is
+/// masked if a `:` comes before it; a path with an `@` after a port (`host:8080/@scope`) is then
+/// masked too, which costs nothing but a less useful message.
 pub fn hide_userinfo(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains("://") || !text.contains('@') {
         return std::borrow::Cow::Borrowed(text);
@@ -42,17 +45,22 @@ pub fn hide_userinfo(text: &str) -> std::borrow::Cow<'_, str> {
     while let Some(i) = rest.find("://") {
         let (head, tail) = rest.split_at(i + 3);
         out.push_str(head);
-        // The authority ends at the path, query or fragment, or where the URL ends in the text.
-        let end = tail
-            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
-            .unwrap_or(tail.len());
-        match tail[..end].rfind('@') {
+        // The URL ends at whitespace (or where the text ends); its host part at the path, query
+        // or fragment.
+        let url = tail.find(char::is_whitespace).unwrap_or(tail.len());
+        let host = tail[..url].find(['/', '?', '#']).unwrap_or(url);
+        let at = tail[..host].rfind('@').or_else(|| {
+            tail[..url]
+                .rfind('@')
+                .filter(|&at| tail[..at].contains(':'))
+        });
+        let end = match at.filter(|&at| at > 0) {
             Some(at) => {
                 out.push_str("***");
-                out.push_str(&tail[at..end]);
+                at
             }
-            None => out.push_str(&tail[..end]),
-        }
+            None => 0,
+        };
         rest = &tail[end..];
     }
     out.push_str(rest);
@@ -172,7 +180,19 @@ mod tests {
             hide_userinfo("from http://u@h and ftp://x:y@z?q=a@b, mail a@b"),
             "from http://***@h and ftp://***@z?q=a@b, mail a@b"
         );
-        for plain in ["https://example.com/a@b", "no url @ all", "http://h", ""] {
+        // A password with a `/`, `?` or `#` in it, unescaped.
+        assert_eq!(
+            hide_userinfo("fetch https://ci:ab/c?d#e@h/b/manifest.json failed"),
+            "fetch https://***@h/b/manifest.json failed"
+        );
+        assert_eq!(hide_userinfo("é https://u:p@h é"), "é https://***@h é");
+        for plain in [
+            "https://example.com/a@b",
+            "no url @ all",
+            "http://h",
+            "",
+            "://@",
+        ] {
             assert_eq!(hide_userinfo(plain), plain);
         }
     }

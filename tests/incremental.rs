@@ -1152,3 +1152,127 @@ fn checkout_settings_outside_the_tree_reread_every_file() {
     assert!(s["incremental"].as_str().unwrap().contains(note), "{s}");
     assert_eq!(manifest(&incr)["base"]["mode"], "git-diff");
 }
+
+#[test]
+fn the_refs_of_several_segments_are_cached_and_answer_as_the_full_build() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    write(
+        &root,
+        "shop/money.py",
+        b"def total(cart):\n    return sum(cart)\n",
+    );
+    write(
+        &root,
+        "shop/checkout.py",
+        b"from shop.money import total\n\ndef checkout(cart):\n    return total(cart) * 2\n",
+    );
+    git(&root, &["init", "-q"]);
+    commit(&root, "start");
+    let (incr, full) = (t.path().join("incr"), t.path().join("full"));
+    index(&root, &incr, &[]);
+    // A second segment whose call resolves to a definition of the first, and a third that
+    // renames the caller (tombstones).
+    write(
+        &root,
+        "shop/report.py",
+        b"from shop.money import total\n\ndef report(cart):\n    return f'{total(cart)}'\n",
+    );
+    commit(&root, "report");
+    index(&root, &incr, &["--since", "auto", "--no-compact"]);
+    std::fs::rename(root.join("shop/checkout.py"), root.join("shop/pay.py")).unwrap();
+    commit(&root, "rename");
+    index(&root, &incr, &["--since", "auto", "--no-compact"]);
+    index(&root, &full, &[]);
+    assert_eq!(manifest(&incr)["segments"].as_array().unwrap().len(), 3);
+
+    let cache = t.path().join("cache");
+    let ask = |b: &Path, args: &[&str]| {
+        let o = crate::util::trove_in(Some(&cache))
+            .args([args[0], b.to_str().unwrap()])
+            .args(&args[1..])
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        crate::util::unplaced(serde_json::from_slice(&o.stdout).unwrap())
+    };
+    let cached = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&cache)
+            .map(|d| {
+                d.map(|e| e.unwrap().path())
+                    .filter(|p| {
+                        let n = p.file_name().unwrap().to_string_lossy();
+                        n.starts_with("refs-v1-") && n.ends_with(".parquet")
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let callers = ["refs", "total", "--callers"];
+    let want = ask(&full, &callers);
+    assert_eq!(want.as_array().unwrap().len(), 2, "{want}");
+    // The first use writes the resolution to the cache (a bundle of one segment needs none),
+    // later ones read it; all answer as the full build, `map` and SQL too.
+    assert_eq!(ask(&incr, &callers), want);
+    let files = cached();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(ask(&incr, &callers), want);
+    assert_eq!(ask(&incr, &["map"]), ask(&full, &["map"]));
+    let sql = [
+        "sql",
+        "SELECT path, line, target, target_symbol_id FROM refs ORDER BY ALL",
+    ];
+    assert_eq!(ask(&incr, &sql), ask(&full, &sql));
+    assert_eq!(cached(), files);
+    // A script that redefines what `refs` resolves over gets the live resolution over its own
+    // views (without `total`'s file, neither call resolves; the full build's refs are stored as
+    // resolved, 2), and leaves nothing of it in the cache: with a cold cache, the next `refs`
+    // answers as the full build.
+    let poison = "CREATE TEMP TABLE s AS SELECT * FROM symbols WHERE path <> 'shop/money.py'; \
+                  CREATE OR REPLACE VIEW symbols AS SELECT * FROM s; \
+                  SELECT count(*) AS n FROM refs WHERE target_symbol_id IS NOT NULL";
+    let resolved = |b: &Path| {
+        let o = crate::util::trove_in(Some(&t.path().join("cold")))
+            .args(["sql", b.to_str().unwrap(), poison, "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()[0]["n"].clone()
+    };
+    assert_eq!(resolved(&incr), 0);
+    assert_eq!(resolved(&full), 2);
+    let o = crate::util::trove_in(Some(&t.path().join("cold")))
+        .args([
+            "refs",
+            incr.to_str().unwrap(),
+            "total",
+            "--callers",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        crate::util::unplaced(serde_json::from_slice(&o.stdout).unwrap()),
+        want
+    );
+    // A damaged cache file is written again.
+    std::fs::write(&files[0], b"not parquet").unwrap();
+    assert_eq!(ask(&incr, &callers), want);
+    assert!(std::fs::read(&files[0]).unwrap().starts_with(b"PAR1"));
+    // Another segment: another cache file, the new answer.
+    write(
+        &root,
+        "shop/refund.py",
+        b"from shop.money import total\n\ndef refund(cart):\n    return -total(cart)\n",
+    );
+    commit(&root, "refund");
+    index(&root, &incr, &["--since", "auto", "--no-compact"]);
+    std::fs::remove_dir_all(&full).unwrap();
+    index(&root, &full, &[]);
+    let want = ask(&full, &callers);
+    assert_eq!(want.as_array().unwrap().len(), 3, "{want}");
+    assert_eq!(ask(&incr, &callers), want);
+    assert_eq!(cached().len(), 2);
+}

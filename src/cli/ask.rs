@@ -177,7 +177,8 @@ impl AskConfig {
             .map(|r| r.split('/').next().unwrap_or(""));
         if host.is_none_or(|h| h.is_empty() || h.contains(char::is_whitespace)) {
             anyhow::bail!(
-                "the chat server's URL {url:?} is not an http:// or https:// URL with a host"
+                "the chat server's URL {:?} is not an http:// or https:// URL with a host",
+                trove::util::hide_userinfo(&url)
             );
         }
         let model = model
@@ -321,6 +322,8 @@ fn research_loop(
         Ok(())
     };
     let (url, model, client, prompts) = (&cfg.url, &cfg.model, &cfg.client, &cfg.prompts);
+    // Messages name the server without the URL's user and password (`/ask` sends them to clients).
+    let shown = trove::util::hide_userinfo(url);
     let listing = tools.call("list_bundles", &json!({})).unwrap_or_default();
     let fill = |t: &str| {
         t.replace("{bundles}", &listing)
@@ -362,14 +365,14 @@ fn research_loop(
         *calls += 1;
         let reply = client
             .post(url, &body)
-            .map_err(|e| anyhow::anyhow!("chat server {url}: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("chat server {shown}: {e}"))?;
         *tokens += usage_tokens(&reply, &body);
         let msg = reply
             .pointer("/choices/0/message")
             .cloned()
             .ok_or_else(|| {
                 anyhow::anyhow!(
-                    "chat server {url}: the reply has no choices[0].message: {}",
+                    "chat server {shown}: the reply has no choices[0].message: {}",
                     cut(&reply.to_string(), 300)
                 )
             })?;
@@ -393,14 +396,14 @@ fn research_loop(
             }
             if text.is_empty() && !tool_calls.is_empty() {
                 anyhow::bail!(
-                    "chat server {url}: the model kept asking for tools after its budget was spent \
+                    "chat server {shown}: the model kept asking for tools after its budget was spent \
                      ({} research steps) and gave no answer",
                     steps.len()
                 );
             }
             if text.is_empty() {
                 anyhow::bail!(
-                    "chat server {url}: the model gave neither an answer nor a tool call ({})",
+                    "chat server {shown}: the model gave neither an answer nor a tool call ({})",
                     cut(&msg.to_string(), 300)
                 );
             }

@@ -81,6 +81,11 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
             ),
         }
     }
+    if !before.is_empty() {
+        // A statement may redefine what `refs` resolves over (`symbols`, `deps`): no cached
+        // resolution then.
+        bundle.keep_refs_live();
+    }
     for s in before {
         bundle.conn()?.execute_batch(s)?;
     }

@@ -236,6 +236,9 @@ pub struct Bundle {
     /// Per segment, the paths whose rows there are dead (read from the tombstones on first use:
     /// only a dead-row cache that must be built needs them).
     dead_paths: std::sync::OnceLock<Vec<FxHashSet<String>>>,
+    /// Set once the `refs` view of a bundle of several segments reads its cached resolution (or
+    /// caching it failed, and the view resolves as it is): see [`Bundle::cache_refs`].
+    refs_cached: std::sync::OnceLock<()>,
 }
 
 impl Bundle {
@@ -488,7 +491,100 @@ impl Bundle {
             embedder: std::sync::OnceLock::new(),
             dead_paths: std::sync::OnceLock::new(),
             found_in: std::sync::Mutex::default(),
+            refs_cached: std::sync::OnceLock::new(),
         })
+    }
+
+    /// With several segments the `refs` view resolves every reference again over all segments'
+    /// definitions (see [`crate::bundle::views_sql`]): about a second on a bundle of 50k chunks and
+    /// 120k references, for every `refs`, `map` or `callers`. Its result depends only on the
+    /// segments' `refs`, `symbols`, `deps` and `tombstones` tables and on the views' SQL, so
+    /// the first use writes it to the query cache (`refs-v1-<sha256 of those>.parquet`, by
+    /// temporary name and rename) and the view then reads that file: the same rows. A cache that
+    /// cannot be written or read leaves the view resolving as before. One segment: nothing to do.
+    pub fn cache_refs(&self) {
+        if self.manifest.segments.len() > 1 {
+            self.refs_cached.get_or_init(|| {
+                let _ = self.try_cache_refs();
+            });
+        }
+    }
+
+    /// Keeps the `refs` view resolving over the connection's own views for this bundle's life
+    /// (`trove sql` with several statements: one of them may redefine what it resolves over).
+    pub fn keep_refs_live(&self) {
+        let _ = self.refs_cached.set(());
+    }
+
+    fn try_cache_refs(&self) -> Result<()> {
+        let Some(dir) = crate::util::cache_dir() else {
+            return Ok(());
+        };
+        // The views' own text (the live rows and the resolution rules, by this build) and the
+        // tables' sha256s.
+        let mut key = format!(
+            "refs-v1\n{}\n",
+            crate::bundle::views_sql(&self.manifest.segments, |rel| format!("'{rel}'"))
+        );
+        for seg in &self.manifest.segments {
+            key.push_str(&seg.id);
+            for table in ["refs", "symbols", "deps"] {
+                key.push_str(&cache::file_sha(&self.dir, &self.manifest, seg, table)?);
+            }
+            if seg.tombstones > 0 {
+                key.push_str(&cache::file_sha(
+                    &self.dir,
+                    &self.manifest,
+                    seg,
+                    crate::bundle::TOMBSTONES,
+                )?);
+            }
+            key.push('\n');
+        }
+        let path = dir.join(format!(
+            "refs-v1-{}.parquet",
+            &crate::util::sha256_hex(key.as_bytes())[..32]
+        ));
+        let conn = self.conn()?;
+        let view = |p: &Path| {
+            conn.execute_batch(&format!(
+                "CREATE OR REPLACE VIEW refs AS SELECT * FROM read_parquet({})",
+                lit(&p.to_string_lossy())
+            ))
+        };
+        // A file another process is renaming into place is whole or absent; one that does not
+        // read (damaged on disk) is written again.
+        if path.is_file() {
+            if view(&path).is_ok() {
+                return Ok(());
+            }
+            let _ = std::fs::remove_file(&path);
+        }
+        let io = |e: std::io::Error| Error::Other(e.to_string());
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        // A name of its own for every writer: `trove serve` holds several handles of a bundle,
+        // which may each write it at once.
+        static WRITER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let tmp = path.with_extension(format!(
+            "tmp-{}-{}",
+            std::process::id(),
+            WRITER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        // Resolved on a connection of its own, never on one a user's statements may have changed
+        // (`trove sql`, `/sql`): the file serves every later process.
+        let fresh = open_duckdb(&self.dir, &self.manifest)?;
+        let written = fresh
+            .execute_batch(&format!(
+                "COPY (SELECT * FROM refs) TO {} (FORMAT parquet, COMPRESSION zstd)",
+                lit(&tmp.to_string_lossy())
+            ))
+            .map_err(Error::from)
+            .and_then(|()| std::fs::rename(&tmp, &path).map_err(io));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written?;
+        Ok(view(&path)?)
     }
 
     /// The DuckDB connection, with one view per table (opened on first use).

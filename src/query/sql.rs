@@ -83,6 +83,18 @@ CREATE MACRO callees(n) AS TABLE
 ";
 
 impl Bundle {
+    /// [`Bundle::cache_refs`] when `sql` may read the `refs` view (names it, or the macros over
+    /// it): only then is its resolution worth writing to the cache.
+    pub fn cache_refs_for(&self, sql: &str) {
+        let sql = sql.to_ascii_lowercase();
+        if ["refs", "callers", "callees"]
+            .iter()
+            .any(|w| sql.contains(w))
+        {
+            self.cache_refs();
+        }
+    }
+
     /// Creates the search macros on this bundle's connection.
     pub fn create_macros(&self) -> Result<()> {
         let embedder = self.query_embedder().map_err(|e| {
@@ -135,6 +147,7 @@ impl Bundle {
     /// Runs one statement; returns its column names and its result as Arrow batches (every
     /// DuckDB type, `trove sql` formats them with [`Cells`]).
     pub fn run_sql_arrow(&self, sql: &str) -> Result<(Vec<String>, Vec<RecordBatch>)> {
+        self.cache_refs_for(sql);
         let mut stmt = self.conn()?.prepare(sql)?;
         let stream = stmt.stream_arrow([])?;
         let schema = stream.get_schema();
@@ -145,6 +158,7 @@ impl Bundle {
 
     /// Runs one statement; returns column names and rows.
     pub fn run_sql(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value>>)> {
+        self.cache_refs_for(sql);
         let mut stmt = self.conn()?.prepare(sql)?;
         let mut rows = stmt.query([])?;
         let mut out = Vec::new();
