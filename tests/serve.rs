@@ -1056,3 +1056,52 @@ fn serve_follows_a_packed_bundle_and_drops_the_old_versions_copy() {
     assert_ne!(now, first);
     assert!(!cache.join("packed").exists());
 }
+
+#[test]
+fn serve_writes_the_refs_cache_again_when_it_is_removed_under_it() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    write(
+        &root,
+        "shop/money.py",
+        b"def total(cart):\n    return sum(cart)\n",
+    );
+    git(&root, &["init", "-q"]);
+    commit(&root, "start");
+    let b = t.path().join("b");
+    index(&root, &b, &[]);
+    write(
+        &root,
+        "shop/checkout.py",
+        b"from shop.money import total\n\ndef checkout(cart):\n    return total(cart) * 2\n",
+    );
+    commit(&root, "checkout");
+    index(&root, &b, &["--since", "auto", "--no-compact"]);
+    let cache = t.path().join("cache");
+    // One handle per lane: every request meets the same connection.
+    let s = Server::start(
+        &[b.to_str().unwrap(), "--workers", "1"],
+        &[("TROVE_CACHE_DIR", cache.to_str().unwrap())],
+    );
+    let cached = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("refs-v1-")
+            })
+            .collect()
+    };
+    let callers = "/refs?name=total&follow=callers";
+    let (st, want) = s.json("GET", callers, None);
+    assert_eq!((st, want.as_array().unwrap().len()), (200, 1), "{want}");
+    let files = cached();
+    assert_eq!(files.len(), 1, "{files:?}");
+    // A cache cleaner removes it: the next request answers the same and writes it again.
+    std::fs::remove_file(&files[0]).unwrap();
+    assert_eq!(s.json("GET", callers, None), (200, want));
+    assert_eq!(cached(), files);
+}

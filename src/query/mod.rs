@@ -236,9 +236,19 @@ pub struct Bundle {
     /// Per segment, the paths whose rows there are dead (read from the tombstones on first use:
     /// only a dead-row cache that must be built needs them).
     dead_paths: std::sync::OnceLock<Vec<FxHashSet<String>>>,
-    /// Set once the `refs` view of a bundle of several segments reads its cached resolution (or
-    /// caching it failed, and the view resolves as it is): see [`Bundle::cache_refs`].
-    refs_cached: std::sync::OnceLock<()>,
+    /// Where the `refs` view of a bundle of several segments reads from: see
+    /// [`Bundle::cache_refs`].
+    refs_cache: std::sync::Mutex<RefsCache>,
+}
+
+/// What the `refs` view of a bundle of several segments reads.
+enum RefsCache {
+    /// Not yet asked for: the view resolves.
+    Untried,
+    /// The view resolves, and stays so (caching failed, or [`Bundle::keep_refs_live`]).
+    Live,
+    /// The view reads this cached resolution.
+    File(std::path::PathBuf),
 }
 
 impl Bundle {
@@ -491,7 +501,7 @@ impl Bundle {
             embedder: std::sync::OnceLock::new(),
             dead_paths: std::sync::OnceLock::new(),
             found_in: std::sync::Mutex::default(),
-            refs_cached: std::sync::OnceLock::new(),
+            refs_cache: std::sync::Mutex::new(RefsCache::Untried),
         })
     }
 
@@ -501,25 +511,48 @@ impl Bundle {
     /// segments' `refs`, `symbols`, `deps` and `tombstones` tables and on the views' SQL, so
     /// the first use writes it to the query cache (`refs-v1-<sha256 of those>.parquet`, by
     /// temporary name and rename) and the view then reads that file: the same rows. A cache that
-    /// cannot be written or read leaves the view resolving as before. One segment: nothing to do.
+    /// cannot be written or read leaves the view resolving as before; a file removed under a
+    /// long-lived handle (`trove serve`, a cache cleaner) is written again on the next use. One
+    /// segment: nothing to do.
     pub fn cache_refs(&self) {
-        if self.manifest.segments.len() > 1 {
-            self.refs_cached.get_or_init(|| {
-                let _ = self.try_cache_refs();
-            });
+        if self.manifest.segments.len() < 2 {
+            return;
         }
+        let mut state = self.refs_cache.lock().unwrap_or_else(|e| e.into_inner());
+        match &*state {
+            RefsCache::Live => return,
+            RefsCache::File(p) if p.is_file() => return,
+            RefsCache::File(_) | RefsCache::Untried => {}
+        }
+        let was_file = matches!(*state, RefsCache::File(_));
+        *state = match self.try_cache_refs() {
+            Ok(p) => RefsCache::File(p),
+            Err(_) => {
+                // The view may read the vanished file: it resolves again.
+                if was_file && let Ok(conn) = self.conn() {
+                    let _ = conn.execute_batch(&format!(
+                        "CREATE OR REPLACE VIEW refs AS {}",
+                        crate::resolve::resolved_refs_sql("stored_refs", "symbols", "deps")
+                    ));
+                }
+                RefsCache::Live
+            }
+        };
     }
 
     /// Keeps the `refs` view resolving over the connection's own views for this bundle's life
     /// (`trove sql` with several statements: one of them may redefine what it resolves over).
     pub fn keep_refs_live(&self) {
-        let _ = self.refs_cached.set(());
+        let mut state = self.refs_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if matches!(*state, RefsCache::Untried) {
+            *state = RefsCache::Live;
+        }
     }
 
-    fn try_cache_refs(&self) -> Result<()> {
-        let Some(dir) = crate::util::cache_dir() else {
-            return Ok(());
-        };
+    /// Writes (or finds) the cached resolution and points the view at it: its path.
+    fn try_cache_refs(&self) -> Result<std::path::PathBuf> {
+        let dir =
+            crate::util::cache_dir().ok_or_else(|| Error::Other("no cache directory".into()))?;
         // The views' own text (the live rows and the resolution rules, by this build) and the
         // tables' sha256s.
         let mut key = format!(
@@ -556,7 +589,7 @@ impl Bundle {
         // read (damaged on disk) is written again.
         if path.is_file() {
             if view(&path).is_ok() {
-                return Ok(());
+                return Ok(path);
             }
             let _ = std::fs::remove_file(&path);
         }
@@ -584,7 +617,8 @@ impl Bundle {
             let _ = std::fs::remove_file(&tmp);
         }
         written?;
-        Ok(view(&path)?)
+        view(&path)?;
+        Ok(path)
     }
 
     /// The DuckDB connection, with one view per table (opened on first use).
