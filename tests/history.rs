@@ -169,6 +169,17 @@ fn change(root: &Path, step: usize) {
     }
 }
 
+/// `trove index ROOT -o OUT EXTRA --json`, asserting success: the summary's `incremental` (what
+/// the run reused, or why it rebuilt in full).
+fn indexed(root: &Path, out: &Path, extra: &[&str]) -> String {
+    let o = crate::util::index_cmd(root, out, extra)
+        .arg("--json")
+        .assert()
+        .success();
+    let summary: serde_json::Value = serde_json::from_slice(&o.get_output().stdout).unwrap();
+    summary["incremental"].to_string()
+}
+
 /// Everything a user asks of the history's bundles.
 fn asked(bundle: &Path) -> Vec<(String, serde_json::Value)> {
     crate::util::answers(
@@ -201,14 +212,21 @@ fn thirty_commits_since_auto_answer_as_a_full_build_after_each() {
         change(root, step);
         commit(root, &format!("step {step}"));
         let since = [&["--since", "auto"][..], &CAP[..]].concat();
-        index(root, &incr, &[&since[..], &["--no-compact"]].concat());
-        index(root, &auto, &since);
+        // The summaries say why a run rebuilt in full, should one (the assertion's message).
+        let why = [
+            indexed(root, &incr, &[&since[..], &["--no-compact"]].concat()),
+            indexed(root, &auto, &since),
+        ];
         if full.exists() {
             std::fs::remove_dir_all(&full).unwrap();
         }
         index(root, &full, &CAP);
         let m = manifest(&incr);
-        assert_eq!(m["base"]["mode"], "git-diff", "step {step}: {}", m["base"]);
+        assert_eq!(
+            m["base"]["mode"], "git-diff",
+            "step {step}: {} ({why:?})",
+            m["base"]
+        );
         let segments = |b: &Path| manifest(b)["segments"].as_array().unwrap().len();
         assert_eq!(segments(&incr), step + 2, "step {step}: a segment per run");
         let m = manifest(&auto);
