@@ -16,6 +16,18 @@ pub(crate) fn cache_dir() -> Option<PathBuf> {
     var("HOME").map(|h| PathBuf::from(h).join(".cache/trove"))
 }
 
+/// Sets the mtime of the file `path` to now when it is a day old or more: a cache file's mtime
+/// says when it was last used, and unused ones are removed (`query::cache::prune_unused`).
+pub(crate) fn touch(path: &std::path::Path) {
+    let day = std::time::Duration::from_secs(86_400);
+    let stale = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age >= day));
+    if stale && let Ok(f) = std::fs::OpenOptions::new().write(true).open(path) {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
+}
+
 /// `s` safe to print on a terminal: control characters other than tab (ESC, a lone CR,
 /// backspace, the C1 set) written as `\x1b`-style escapes, so a file's or a name's bytes cannot
 /// move the cursor, retitle the window or hide text. Text output of `query` and `show` goes

@@ -816,3 +816,82 @@ fn a_definition_leads_across_bundles() {
     assert_eq!(hits[0]["path"], "lib/pay.ts", "{hits:#?}");
     assert_eq!(hits[0]["symbol"], "settleInvoice", "{hits:#?}");
 }
+
+#[test]
+fn cache_files_nobody_used_for_a_month_are_removed_and_used_ones_kept() {
+    let (_r, o, b) = bundle();
+    let cache = o.path().join("cache");
+    let days_ago = |p: &Path, days: u64| {
+        let f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
+        f.set_modified(
+            std::time::SystemTime::now() - std::time::Duration::from_secs(days * 86_400),
+        )
+        .unwrap();
+    };
+    let age_days = |p: &Path| {
+        p.metadata()
+            .unwrap()
+            .modified()
+            .unwrap()
+            .elapsed()
+            .unwrap()
+            .as_secs()
+            / 86_400
+    };
+    // What earlier versions of bundles left: old query-cache files, a temporary one of a killed
+    // run and an old sha256 memo go; a recent one, and what is not the query cache's, stay.
+    let plant = |rel: &str, days: u64| {
+        let p = cache.join(rel);
+        write(&cache, rel, b"x");
+        days_ago(&p, days);
+        p
+    };
+    let gone = [
+        plant("vectors-0123456789abcdef", 40),
+        plant("refs-v1-0123456789abcdef.tmp-1-0", 31),
+        plant("verified/stat-0123456789abcdef", 45),
+    ];
+    let kept = [
+        plant("inverted-0123456789abcdef", 20),
+        plant("notes.txt", 400),
+        plant("embeddings/0123456789abcdef", 400),
+    ];
+    let run = || {
+        trove()
+            .env("TROVE_CACHE_DIR", &cache)
+            .arg("query")
+            .arg(&b)
+            .args(["payment total", "--format", "jsonl", "--vector-weight", "1"])
+            .assert()
+            .success();
+    };
+    // The first query writes its cache files, and prunes before.
+    run();
+    for p in &gone {
+        assert!(!p.exists(), "{} is still there", p.display());
+    }
+    for p in &kept {
+        assert!(p.exists(), "{} was removed", p.display());
+    }
+    let made: Vec<std::path::PathBuf> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            p.is_file()
+                && ["vectors-", "rows-", "inverted-"]
+                    .iter()
+                    .any(|k| n.starts_with(k))
+                && !kept.contains(p)
+        })
+        .collect();
+    assert!(made.len() >= 3, "{made:?}");
+    // A month later, the same query uses them again: they are marked used.
+    for p in &made {
+        days_ago(p, 35);
+    }
+    run();
+    for p in &made {
+        assert_eq!(age_days(p), 0, "{} was not marked used", p.display());
+    }
+}

@@ -7,6 +7,11 @@
 //! them between processes. They are written to a temporary name and renamed, so a mapping never sees
 //! a file shrink under it; a file that fails its check is rebuilt; a cache that cannot be written only
 //! costs speed (the data is then kept in memory for this process).
+//!
+//! Every new version of a bundle gets new cache files, so the old ones are removed: a file used is
+//! touched (its mtime, at most once a day), and when a process writes a cache file it first removes
+//! the query-cache files (and sha256 memos) nobody has used for [`UNUSED_DAYS`] days. A mapping of
+//! a removed file stays valid; the `refs` view of a running server writes its file again.
 use std::path::Path;
 
 use crate::util::cache_dir;
@@ -55,12 +60,17 @@ pub fn load(
     build: impl FnOnce() -> Result<Vec<u8>>,
 ) -> Result<Bytes> {
     let path = cache_dir().map(|d| d.join(name));
-    if let Some(m) = path.as_deref().and_then(map)
+    if let Some(p) = path.as_deref()
+        && let Some(m) = map(p)
         && check(&m)
     {
+        touch(p);
         return Ok(Bytes::Mapped(m));
     }
     let bytes = build()?;
+    if let Some(d) = cache_dir() {
+        prune_unused(&d);
+    }
     if let Some(p) = &path
         && store(p, &bytes).is_ok()
         && let Some(m) = map(p)
@@ -69,6 +79,47 @@ pub fn load(
         return Ok(Bytes::Mapped(m));
     }
     Ok(Bytes::Owned(bytes))
+}
+
+/// Query-cache files unused for this many days are removed (see the module docs).
+pub const UNUSED_DAYS: u64 = 30;
+
+/// Names of the query-cache files this module may remove: those [`load`] and the `refs` view
+/// write (and their temporary names, which a killed process may leave).
+const PRUNED: [&str; 5] = ["dead-v", "inverted", "rows", "vectors", "refs-v"];
+
+/// Marks the cache file `path` as used now (see [`crate::util::touch`]), so [`prune_unused`]
+/// keeps it.
+pub(crate) fn touch(path: &Path) {
+    crate::util::touch(path);
+}
+
+/// Removes, once per process, the query-cache files and sha256 memos in `dir` unused for
+/// [`UNUSED_DAYS`] days. Other files there (the embedding cache, model paths, unpacked bundles)
+/// are left alone.
+pub(crate) fn prune_unused(dir: &Path) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let max = std::time::Duration::from_secs(UNUSED_DAYS * 86_400);
+        let old = |e: &std::fs::DirEntry| {
+            e.metadata().is_ok_and(|m| {
+                m.is_file()
+                    && m.modified()
+                        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > max))
+            })
+        };
+        let remove_old = |d: &Path, keep: &dyn Fn(&str) -> bool| {
+            for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                if !keep(&name) && old(&e) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        };
+        remove_old(dir, &|n| !PRUNED.iter().any(|p| n.starts_with(p)));
+        remove_old(&dir.join("verified"), &|_| false);
+    });
 }
 
 /// The crate's one `unsafe`: mapping a file (as ripgrep does for search).

@@ -589,10 +589,12 @@ impl Bundle {
         // read (damaged on disk) is written again.
         if path.is_file() {
             if view(&path).is_ok() {
+                cache::touch(&path);
                 return Ok(path);
             }
             let _ = std::fs::remove_file(&path);
         }
+        cache::prune_unused(&dir);
         let io = |e: std::io::Error| Error::Other(e.to_string());
         std::fs::create_dir_all(&dir).map_err(io)?;
         // A name of its own for every writer: `trove serve` holds several handles of a bundle,
