@@ -1157,22 +1157,10 @@ fn checkout_settings_outside_the_tree_reread_every_file() {
 fn the_refs_of_several_segments_are_cached_and_answer_as_the_full_build() {
     let t = tempfile::tempdir().unwrap();
     let root = t.path().join("repo");
-    write(
-        &root,
-        "shop/money.py",
-        b"def total(cart):\n    return sum(cart)\n",
-    );
-    write(
-        &root,
-        "shop/checkout.py",
-        b"from shop.money import total\n\ndef checkout(cart):\n    return total(cart) * 2\n",
-    );
-    git(&root, &["init", "-q"]);
-    commit(&root, "start");
     let (incr, full) = (t.path().join("incr"), t.path().join("full"));
-    index(&root, &incr, &[]);
-    // A second segment whose call resolves to a definition of the first, and a third that
-    // renames the caller (tombstones).
+    crate::util::two_segment_shop(&root, &incr);
+    // A third segment whose call resolves to a definition of the first, and a fourth that
+    // renames a caller (tombstones).
     write(
         &root,
         "shop/report.py",
@@ -1184,7 +1172,7 @@ fn the_refs_of_several_segments_are_cached_and_answer_as_the_full_build() {
     commit(&root, "rename");
     index(&root, &incr, &["--since", "auto", "--no-compact"]);
     index(&root, &full, &[]);
-    assert_eq!(manifest(&incr)["segments"].as_array().unwrap().len(), 3);
+    assert_eq!(manifest(&incr)["segments"].as_array().unwrap().len(), 4);
 
     let cache = t.path().join("cache");
     let ask = |b: &Path, args: &[&str]| {
@@ -1197,18 +1185,7 @@ fn the_refs_of_several_segments_are_cached_and_answer_as_the_full_build() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         crate::util::unplaced(serde_json::from_slice(&o.stdout).unwrap())
     };
-    let cached = || -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(&cache)
-            .map(|d| {
-                d.map(|e| e.unwrap().path())
-                    .filter(|p| {
-                        let n = p.file_name().unwrap().to_string_lossy();
-                        n.starts_with("refs-v1-") && n.ends_with(".parquet")
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let cached = || crate::util::refs_cache_files(&cache);
     let callers = ["refs", "total", "--callers"];
     let want = ask(&full, &callers);
     assert_eq!(want.as_array().unwrap().len(), 2, "{want}");

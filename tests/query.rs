@@ -846,15 +846,17 @@ fn cache_files_nobody_used_for_a_month_are_removed_and_used_ones_kept() {
         days_ago(&p, days);
         p
     };
+    let h = "0123456789abcdef".repeat(4);
     let gone = [
-        plant("vectors-0123456789abcdef", 40),
-        plant("refs-v1-0123456789abcdef.tmp-1-0", 31),
-        plant("verified/stat-0123456789abcdef", 45),
+        plant(&format!("vectors-{h}.i8"), 40),
+        plant(&format!("refs-v1-{}.parquet.tmp-1-0", &h[..32]), 31),
+        plant(&format!("verified/stat-{h}"), 45),
     ];
     let kept = [
-        plant("inverted-0123456789abcdef", 20),
+        plant(&format!("inverted-{h}-{h}.bin"), 20),
         plant("notes.txt", 400),
-        plant("embeddings/0123456789abcdef", 400),
+        plant("rows.csv", 400),
+        plant(&format!("embeddings/{h}"), 400),
     ];
     let run = || {
         trove()

@@ -1060,41 +1060,15 @@ fn serve_follows_a_packed_bundle_and_drops_the_old_versions_copy() {
 #[test]
 fn serve_writes_the_refs_cache_again_when_it_is_removed_under_it() {
     let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("repo");
-    write(
-        &root,
-        "shop/money.py",
-        b"def total(cart):\n    return sum(cart)\n",
-    );
-    git(&root, &["init", "-q"]);
-    commit(&root, "start");
     let b = t.path().join("b");
-    index(&root, &b, &[]);
-    write(
-        &root,
-        "shop/checkout.py",
-        b"from shop.money import total\n\ndef checkout(cart):\n    return total(cart) * 2\n",
-    );
-    commit(&root, "checkout");
-    index(&root, &b, &["--since", "auto", "--no-compact"]);
+    two_segment_shop(&t.path().join("repo"), &b);
     let cache = t.path().join("cache");
     // One handle per lane: every request meets the same connection.
     let s = Server::start(
         &[b.to_str().unwrap(), "--workers", "1"],
         &[("TROVE_CACHE_DIR", cache.to_str().unwrap())],
     );
-    let cached = || -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(&cache)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("refs-v1-")
-            })
-            .collect()
-    };
+    let cached = || refs_cache_files(&cache);
     let callers = "/refs?name=total&follow=callers";
     let (st, want) = s.json("GET", callers, None);
     assert_eq!((st, want.as_array().unwrap().len()), (200, 1), "{want}");

@@ -510,3 +510,41 @@ pub fn mcp_stdio(
     child.wait().unwrap();
     answers
 }
+
+/// The cached resolutions of multi-segment bundles' `refs` in the query cache `dir`
+/// (`refs-v1-*.parquet`), sorted; none when `dir` does not exist.
+pub fn refs_cache_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().path())
+                .filter(|p| {
+                    let n = p.file_name().unwrap().to_string_lossy();
+                    n.starts_with("refs-v1-") && n.ends_with(".parquet")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// A git repository with `shop/money.py` (defines `total`) committed, and a bundle of it at `out`;
+/// then `shop/checkout.py` (calls `total` through an import) committed and indexed with
+/// `--since auto --no-compact`: a bundle of two segments whose call crosses them.
+pub fn two_segment_shop(root: &Path, out: &Path) {
+    write(
+        root,
+        "shop/money.py",
+        b"def total(cart):\n    return sum(cart)\n",
+    );
+    git(root, &["init", "-q"]);
+    commit(root, "start");
+    index(root, out, &[]);
+    write(
+        root,
+        "shop/checkout.py",
+        b"from shop.money import total\n\ndef checkout(cart):\n    return total(cart) * 2\n",
+    );
+    commit(root, "checkout");
+    index(root, out, &["--since", "auto", "--no-compact"]);
+}

@@ -371,6 +371,7 @@ fn memo_sha(p: &Path, root: &Path) -> Result<String> {
         && s.len() == 64
         && s.bytes().all(|b| b.is_ascii_hexdigit())
     {
+        crate::util::touch(&memo);
         return Ok(s);
     }
     let (_, sha) = super::table::hash_file(p)?;

@@ -76,6 +76,7 @@ pub fn load(
         && let Some(m) = map(p)
         && check(&m)
     {
+        touch(p);
         return Ok(Bytes::Mapped(m));
     }
     Ok(Bytes::Owned(bytes))
@@ -84,14 +85,59 @@ pub fn load(
 /// Query-cache files unused for this many days are removed (see the module docs).
 pub const UNUSED_DAYS: u64 = 30;
 
-/// Names of the query-cache files this module may remove: those [`load`] and the `refs` view
-/// write (and their temporary names, which a killed process may leave).
-const PRUNED: [&str; 5] = ["dead-v", "inverted", "rows", "vectors", "refs-v"];
+/// The query-cache files this module may remove: those [`load`] and the `refs` view write (and
+/// their temporary names, which a killed process may leave): one of these prefixes, then at least
+/// 32 hex digits. Nothing else in the folder is touched, should `TROVE_CACHE_DIR` be shared.
+fn pruned(name: &str) -> bool {
+    ["vectors-", "rows-", "inverted-", "dead-v1-", "refs-v1-"]
+        .iter()
+        .any(|p| name.strip_prefix(p).is_some_and(|rest| hex_start(rest, 32)))
+}
+
+/// The sha256 memos of `verified/`: `stat-` or `bundle-` and 64 hex digits.
+fn pruned_memo(name: &str) -> bool {
+    ["stat-", "bundle-"].iter().any(|p| {
+        name.strip_prefix(p)
+            .is_some_and(|rest| rest.len() == 64 && hex_start(rest, 64))
+    })
+}
+
+fn hex_start(s: &str, n: usize) -> bool {
+    s.len() >= n
+        && s.bytes()
+            .take(n)
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+}
 
 /// Marks the cache file `path` as used now (see [`crate::util::touch`]), so [`prune_unused`]
-/// keeps it.
+/// keeps it, and remembers it, so [`touch_used`] marks it again while this process runs.
 pub(crate) fn touch(path: &Path) {
     crate::util::touch(path);
+    let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());
+    if !used.1.iter().any(|p| p == path) {
+        used.1.push(path.to_path_buf());
+    }
+}
+
+/// The cache files this process uses, and when it last marked them used.
+static USED: std::sync::Mutex<(Option<std::time::Instant>, Vec<std::path::PathBuf>)> =
+    std::sync::Mutex::new((None, Vec::new()));
+
+/// Marks every cache file this process has used as used now, at most once a day: a server that
+/// mapped its files at start and answers from memory for weeks keeps them (a query calls this).
+pub(crate) fn touch_used() {
+    let day = std::time::Duration::from_secs(86_400);
+    let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());
+    match used.0 {
+        Some(t) if t.elapsed() < day => {}
+        Some(_) => {
+            used.0 = Some(std::time::Instant::now());
+            for p in &used.1 {
+                crate::util::touch(p);
+            }
+        }
+        None => used.0 = Some(std::time::Instant::now()),
+    }
 }
 
 /// Removes, once per process, the query-cache files and sha256 memos in `dir` unused for
@@ -117,8 +163,8 @@ pub(crate) fn prune_unused(dir: &Path) {
                 }
             }
         };
-        remove_old(dir, &|n| !PRUNED.iter().any(|p| n.starts_with(p)));
-        remove_old(&dir.join("verified"), &|_| false);
+        remove_old(dir, &|n| !pruned(n));
+        remove_old(&dir.join("verified"), &|n| !pruned_memo(n));
     });
 }
 
@@ -157,4 +203,36 @@ pub(crate) fn u64_at(b: &[u8], o: usize) -> u64 {
 
 pub(crate) fn i64_at(b: &[u8], o: usize) -> i64 {
     u64_at(b, o) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{pruned, pruned_memo};
+
+    #[test]
+    fn only_the_names_the_query_cache_writes_are_pruned() {
+        let h = "0123456789abcdef".repeat(4);
+        for name in [
+            format!("vectors-{h}.i8"),
+            format!("rows-{h}-{h}-w7200.bin"),
+            format!("inverted-{h}-{h}.bin"),
+            format!("dead-v1-{}", &h[..32]),
+            format!("refs-v1-{}.parquet", &h[..32]),
+            format!("refs-v1-{}.parquet.tmp-12-0", &h[..32]),
+        ] {
+            assert!(pruned(&name), "{name}");
+        }
+        for name in [
+            "rows.csv",
+            "vectors.npy",
+            "inverted_index.json",
+            "vectors-notes.txt",
+            "refs-v1-ABCDEF0123456789ABCDEF0123456789.parquet",
+            "embeddings",
+        ] {
+            assert!(!pruned(name), "{name}");
+        }
+        assert!(pruned_memo(&format!("stat-{h}")) && pruned_memo(&format!("bundle-{h}")));
+        assert!(!pruned_memo("stat-1") && !pruned_memo(&format!("notes-{h}")));
+    }
 }

@@ -521,7 +521,10 @@ impl Bundle {
         let mut state = self.refs_cache.lock().unwrap_or_else(|e| e.into_inner());
         match &*state {
             RefsCache::Live => return,
-            RefsCache::File(p) if p.is_file() => return,
+            RefsCache::File(p) if p.is_file() => {
+                cache::touch_used();
+                return;
+            }
             RefsCache::File(_) | RefsCache::Untried => {}
         }
         let was_file = matches!(*state, RefsCache::File(_));
@@ -588,8 +591,9 @@ impl Bundle {
         // A file another process is renaming into place is whole or absent; one that does not
         // read (damaged on disk) is written again.
         if path.is_file() {
+            // Marked used before the view reads it: a pruning process then leaves it.
+            cache::touch(&path);
             if view(&path).is_ok() {
-                cache::touch(&path);
                 return Ok(path);
             }
             let _ = std::fs::remove_file(&path);
@@ -619,6 +623,7 @@ impl Bundle {
             let _ = std::fs::remove_file(&tmp);
         }
         written?;
+        cache::touch(&path);
         view(&path)?;
         Ok(path)
     }
@@ -939,6 +944,7 @@ impl Bundle {
 
     /// Runs the query against this bundle: up to `o.k` hits, best first (ranks not yet assigned).
     pub fn search(&self, query: &str, o: &QueryOptions) -> Result<Vec<Hit>> {
+        cache::touch_used();
         let terms = query_terms(query, self.manifest.bm25.max_token_len);
         let (wv, mode) = self.effective(o);
         // Refuse a foreign embedder before any work, and build ours once.
