@@ -59,7 +59,8 @@ pub fn load(
     check: impl Fn(&[u8]) -> bool,
     build: impl FnOnce() -> Result<Vec<u8>>,
 ) -> Result<Bytes> {
-    let path = cache_dir().map(|d| d.join(name));
+    let dir = cache_dir();
+    let path = dir.as_ref().map(|d| d.join(name));
     if let Some(p) = path.as_deref()
         && let Some(m) = map(p)
         && check(&m)
@@ -68,8 +69,8 @@ pub fn load(
         return Ok(Bytes::Mapped(m));
     }
     let bytes = build()?;
-    if let Some(d) = cache_dir() {
-        prune_unused(&d);
+    if let Some(d) = &dir {
+        prune_unused(d);
     }
     if let Some(p) = &path
         && store(p, &bytes).is_ok()
@@ -177,11 +178,22 @@ fn map(path: &Path) -> Option<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(&f) }.ok()
 }
 
+/// A temporary name beside the cache file `path`, of its own for every writer: the handles of a
+/// bundle in one process (`trove serve` holds several) may build the same file at once, and two
+/// writers of one name would write into the file the other had already renamed into place.
+pub(crate) fn tmp_path(path: &Path) -> std::path::PathBuf {
+    static WRITER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp-{}-{n}", std::process::id()));
+    path.with_file_name(name)
+}
+
 fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(d) = path.parent() {
         std::fs::create_dir_all(d)?;
     }
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let tmp = tmp_path(path);
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);

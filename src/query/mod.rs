@@ -519,15 +519,15 @@ impl Bundle {
             return;
         }
         let mut state = self.refs_cache.lock().unwrap_or_else(|e| e.into_inner());
-        match &*state {
+        let was_file = match &*state {
             RefsCache::Live => return,
             RefsCache::File(p) if p.is_file() => {
                 cache::touch_used();
                 return;
             }
-            RefsCache::File(_) | RefsCache::Untried => {}
-        }
-        let was_file = matches!(*state, RefsCache::File(_));
+            RefsCache::File(_) => true,
+            RefsCache::Untried => false,
+        };
         *state = match self.try_cache_refs() {
             Ok(p) => RefsCache::File(p),
             Err(_) => {
@@ -601,14 +601,7 @@ impl Bundle {
         cache::prune_unused(&dir);
         let io = |e: std::io::Error| Error::Other(e.to_string());
         std::fs::create_dir_all(&dir).map_err(io)?;
-        // A name of its own for every writer: `trove serve` holds several handles of a bundle,
-        // which may each write it at once.
-        static WRITER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let tmp = path.with_extension(format!(
-            "tmp-{}-{}",
-            std::process::id(),
-            WRITER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
+        let tmp = cache::tmp_path(&path);
         // Resolved on a connection of its own, never on one a user's statements may have changed
         // (`trove sql`, `/sql`): the file serves every later process.
         let fresh = open_duckdb(&self.dir, &self.manifest)?;

@@ -86,6 +86,9 @@ impl Bundle {
     /// [`Bundle::cache_refs`] when `sql` may read the `refs` view (names it, or the macros over
     /// it): only then is its resolution worth writing to the cache.
     pub fn cache_refs_for(&self, sql: &str) {
+        if self.manifest.segments.len() < 2 {
+            return;
+        }
         let sql = sql.to_ascii_lowercase();
         if ["refs", "callers", "callees"]
             .iter()
