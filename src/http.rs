@@ -145,7 +145,44 @@ impl Client {
         out: &mut dyn Sink,
         limit: u64,
     ) -> std::result::Result<u64, Failure> {
-        self.retrying(|| self.get_once(url, &mut *out, limit))
+        self.retrying(|| self.get_once(url, &mut *out, limit, 0).map(|(n, _)| n))
+    }
+
+    /// GETs `url` into `file`, which holds the start of it from an earlier try or run: asks the
+    /// server for the rest (`Range: bytes=LEN-`) and appends it, or starts over where the
+    /// server sends the whole file (a 200: no range support) or cannot send that range (a 416,
+    /// a 206 from elsewhere). Each retry resumes too, so a transfer cut halfway loses nothing.
+    /// `limit` is the file's whole length; a file that has it already is not asked for. Returns
+    /// the bytes of the file's start that were there before and kept (0 when it started over).
+    pub fn get_resuming(
+        &self,
+        url: &str,
+        file: &mut std::fs::File,
+        limit: u64,
+    ) -> std::result::Result<u64, Failure> {
+        use std::io::Seek;
+        let io = |e: std::io::Error| Failure::Refused(format!("{url}: {e}"));
+        let before = file.metadata().map_err(io)?.len();
+        if before > limit {
+            file.reset().map_err(io)?;
+        }
+        let mut sink = Restartable { file, reset: false };
+        self.retrying(|| {
+            let have = sink
+                .file
+                .seek(std::io::SeekFrom::End(0))
+                .map_err(|e| Attempt::Final(io(e)))?;
+            if have == limit {
+                return Ok(());
+            }
+            self.get_once(url, &mut sink, limit - have, have)
+                .map(|_| ())
+        })?;
+        Ok(if sink.reset || before > limit {
+            0
+        } else {
+            before
+        })
     }
 
     /// Runs `once` until it succeeds, fails for good, or the retries run out (exponential backoff
@@ -174,21 +211,39 @@ impl Client {
         }
     }
 
+    /// One GET of `url` into `out`: the whole reply, or with `from` > 0 what follows the
+    /// `from` bytes `out` holds (`limit` counts only those). Returns the bytes received and
+    /// whether the reply continued `out` rather than replacing it.
     fn get_once(
         &self,
         url: &str,
         out: &mut dyn Sink,
         limit: u64,
-    ) -> std::result::Result<u64, Attempt> {
+        from: u64,
+    ) -> std::result::Result<(u64, bool), Attempt> {
         let mut req = self.agent.get(url);
         if let Some(k) = &self.key {
             req = req.header("Authorization", format!("Bearer {k}"));
+        }
+        if from > 0 {
+            req = req.header("Range", format!("bytes={from}-"));
         }
         let mut resp = match req.call() {
             Ok(r) => r,
             Err(e) => return Err(transport_failure(url, e)),
         };
         let status = resp.status().as_u16();
+        let resumed = from > 0 && status == 206 && range_start(&resp) == Some(from);
+        if from > 0 && !resumed && matches!(status, 206 | 416) {
+            // Not the rest of what `out` holds (another range, or none the server can send):
+            // the whole file again.
+            drop(resp);
+            out.reset()
+                .map_err(|e| Attempt::Final(Failure::Refused(format!("{url}: {e}"))))?;
+            return self
+                .get_once(url, out, limit.saturating_add(from), 0)
+                .map(|(n, _)| (n, false));
+        }
         if !(200..=299).contains(&status) {
             // A file server's error page is HTML: the status line says it all.
             let msg = self.mask(&format!(
@@ -200,8 +255,13 @@ impl Client {
                 _ => Attempt::Final(Failure::Refused(msg)),
             });
         }
-        out.reset()
-            .map_err(|e| Attempt::Final(Failure::Refused(format!("{url}: {e}"))))?;
+        let limit = if resumed {
+            limit
+        } else {
+            out.reset()
+                .map_err(|e| Attempt::Final(Failure::Refused(format!("{url}: {e}"))))?;
+            limit.saturating_add(from)
+        };
         // Read one byte past `limit`, to tell a reply that is too long from one that fits.
         let mut body = std::io::Read::take(
             resp.body_mut().with_config().limit(u64::MAX).reader(),
@@ -218,10 +278,11 @@ impl Client {
         })?;
         if n > limit {
             return Err(Attempt::Final(Failure::Refused(format!(
-                "{url}: the reply is longer than the {limit} bytes expected"
+                "{url}: the reply is longer than the {} bytes expected",
+                if resumed { limit + from } else { limit }
             ))));
         }
-        Ok(n)
+        Ok((n, resumed))
     }
 
     fn try_once(
@@ -325,6 +386,37 @@ impl Sink for std::fs::File {
         self.set_len(0)?;
         self.rewind().map(|_| ())
     }
+}
+
+/// The file of [`Client::get_resuming`]: remembers whether it was emptied (the download started
+/// over).
+struct Restartable<'a> {
+    file: &'a mut std::fs::File,
+    reset: bool,
+}
+
+impl std::io::Write for Restartable<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Sink for Restartable<'_> {
+    fn reset(&mut self) -> std::io::Result<()> {
+        self.reset = true;
+        self.file.reset()
+    }
+}
+
+/// The first byte of a 206 reply's `Content-Range: bytes FIRST-LAST/LEN`.
+fn range_start(resp: &ureq::http::Response<ureq::Body>) -> Option<u64> {
+    let v = resp.headers().get("content-range")?.to_str().ok()?.trim();
+    let range = v.strip_prefix("bytes")?.trim_start();
+    range.split('-').next()?.trim().parse().ok()
 }
 
 /// A [`Sink`] that remembers whether a write to it failed.

@@ -163,8 +163,8 @@ fn sync_over_http_fetches_the_new_segment_only_and_refuses_a_damaged_server() {
     assert!(err.contains("is this a trove bundle"), "{err}");
 }
 
-/// A published manifest that names a file outside the bundle, or a segment of another embedder,
-/// is refused before anything is fetched or written.
+/// A published manifest that names a file outside the bundle, a sha256 that is not one, or a
+/// segment of another embedder, is refused before anything is fetched or written.
 #[test]
 fn sync_refuses_a_hostile_or_mixed_manifest() {
     let repo = modules(3);
@@ -177,6 +177,11 @@ fn sync_refuses_a_hostile_or_mixed_manifest() {
         (
             "outside the bundle",
             text.replacen("\"name\": \"segments/", "\"name\": \"../segments/", 1),
+        ),
+        // A sha256 names the download's file beside DEST: nothing but hex digits.
+        (
+            "not 64 lower-case hex digits",
+            text.replacen("\"sha256\": \"", "\"sha256\": \"../../", 1),
         ),
         (
             "another embedder",
@@ -305,4 +310,112 @@ fn sync_never_prints_a_urls_password_and_warns_before_sending_one_in_clear() {
             "{out}"
         );
     }
+}
+
+/// A sync cut off halfway (the link drops mid-file) keeps what it fetched beside DEST, and the
+/// next one resumes: files it had whole are not fetched again, the file cut off is continued
+/// with a range request (or sent whole by a server without ranges), a damaged part is fetched
+/// again from its start. A link that drops every reply partway still gets there within one run
+/// by resuming on each retry.
+#[test]
+fn an_interrupted_sync_resumes_where_it_stopped() {
+    let repo = modules(300);
+    let w = tempfile::tempdir().unwrap();
+    let published = w.path().join("published");
+    index(repo.path(), &published, &[]);
+    let server = serve_dir(&published, Duration::ZERO);
+    // The bundle's files and its manifest (which is fetched again).
+    let total = listed_bytes(&published);
+    let stage = |d: &str| w.path().join(format!(".{d}.sync-partial"));
+    let staged_bytes = |d: &str| -> u64 {
+        std::fs::read_dir(stage(d))
+            .map(|r| r.map(|e| e.unwrap().metadata().unwrap().len()).sum())
+            .unwrap_or(0)
+    };
+    // The link drops after 60% of the bundle: exit 2, DEST not made, what came is kept.
+    let cut_run = |d: &str| {
+        server.budget.store(total * 6 / 10, Relaxed);
+        let (code, err) = sync(&server.url, &w.path().join(d));
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("the next sync resumes"), "{err}");
+        assert!(!w.path().join(d).exists());
+        let held = staged_bytes(d);
+        assert!(held > total / 2 && held < total, "{held} of {total}");
+        server.budget.store(u64::MAX, Relaxed);
+        held
+    };
+
+    let held = cut_run("dest");
+    server.served.store(0, Relaxed);
+    let out = trove()
+        .args(["sync", &server.url])
+        .arg(w.path().join("dest"))
+        .args(["--retries", "0", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Only what the first run lacked travelled, the rest of the file cut off by a range request.
+    let sent = server.served.load(Relaxed);
+    assert_eq!(sent, total - held, "{summary}");
+    assert_eq!(
+        summary["bytes_resumed"].as_u64().unwrap(),
+        held,
+        "{summary}"
+    );
+    assert_eq!(server.ranged.load(Relaxed), 1);
+    assert_eq!(
+        bundle_files(&w.path().join("dest")),
+        bundle_files(&published)
+    );
+    assert!(!stage("dest").exists());
+    trove()
+        .arg("verify")
+        .arg(w.path().join("dest"))
+        .assert()
+        .success();
+
+    // A server without ranges sends the file cut off whole again; the others are still kept.
+    cut_run("d2");
+    server.ranges.store(false, Relaxed);
+    assert_eq!(sync(&server.url, &w.path().join("d2")), (0, String::new()));
+    server.ranges.store(true, Relaxed);
+    assert_eq!(bundle_files(&w.path().join("d2")), bundle_files(&published));
+
+    // A part damaged on disk fails its check once resumed: fetched again from its start.
+    cut_run("d3");
+    let part = std::fs::read_dir(stage("d3"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "part") && p.metadata().unwrap().len() > 0)
+        .expect("a part cut off");
+    let mut bytes = std::fs::read(&part).unwrap();
+    bytes[0] ^= 0xff;
+    std::fs::write(&part, bytes).unwrap();
+    assert_eq!(sync(&server.url, &w.path().join("d3")), (0, String::new()));
+    assert_eq!(bundle_files(&w.path().join("d3")), bundle_files(&published));
+
+    // Every reply dropped after a fifth of the largest file: one run with retries gets there.
+    let largest = manifest(&published)["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["bytes"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    server.cut_each.store(largest / 5 + 1, Relaxed);
+    let o = trove()
+        .args(["sync", &server.url])
+        .arg(w.path().join("d4"))
+        .args(["--retries", "6", "--quiet"])
+        .output()
+        .unwrap();
+    server.cut_each.store(u64::MAX, Relaxed);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(bundle_files(&w.path().join("d4")), bundle_files(&published));
+    assert!(!stage("d4").exists());
 }

@@ -383,34 +383,71 @@ pub fn answers(bundle: &Path, query: &str, symbols: &[&str]) -> Vec<(String, ser
 }
 
 /// A static file server on 127.0.0.1 for `trove sync`: serves the files under a folder (GET
-/// only, a 404 for anything missing), each reply after `delay`, and counts the body bytes it sent.
+/// only, a 404 for anything missing; `Range: bytes=N-` answered with a 206 while `ranges` is
+/// set), each reply after `delay`, and counts the body bytes it sent. It can play a bad link:
+/// once `budget` bytes are sent, or `cut_each` bytes of one reply, the connection is dropped
+/// mid-body.
 pub struct FileServer {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
     /// Body bytes served so far.
     pub served: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Body bytes it will still send in all (`u64::MAX`: no end).
+    pub budget: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Body bytes it sends of any one reply before dropping it (`u64::MAX`: all).
+    pub cut_each: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Whether it answers range requests (else the whole file, a 200).
+    pub ranges: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Range requests answered with a 206.
+    pub ranged: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Starts a [`FileServer`] over `root` (it runs until the test process ends).
 pub fn serve_dir(root: &Path, delay: std::time::Duration) -> FileServer {
     use std::io::{BufRead, Write};
-    use std::sync::atomic::Ordering::Relaxed;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let served = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let (root, count) = (root.to_path_buf(), served.clone());
+    let server = FileServer {
+        url: format!("http://{}", listener.local_addr().unwrap()),
+        served: Arc::new(AtomicU64::new(0)),
+        budget: Arc::new(AtomicU64::new(u64::MAX)),
+        cut_each: Arc::new(AtomicU64::new(u64::MAX)),
+        ranges: Arc::new(AtomicBool::new(true)),
+        ranged: Arc::new(AtomicU64::new(0)),
+    };
+    let root = root.to_path_buf();
+    let (count, budget, cut_each, ranges, ranged) = (
+        server.served.clone(),
+        server.budget.clone(),
+        server.cut_each.clone(),
+        server.ranges.clone(),
+        server.ranged.clone(),
+    );
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
-            let (root, count) = (root.clone(), count.clone());
+            let root = root.clone();
+            let (count, budget, cut_each, ranges, ranged) = (
+                count.clone(),
+                budget.clone(),
+                cut_each.clone(),
+                ranges.clone(),
+                ranged.clone(),
+            );
             std::thread::spawn(move || {
                 let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
                 let mut request = String::new();
                 let _ = reader.read_line(&mut request);
+                let mut from = None;
                 loop {
                     let mut line = String::new();
                     if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
                         break;
+                    }
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(r) = lower.strip_prefix("range: bytes=") {
+                        from = r.trim().trim_end_matches('-').parse::<usize>().ok();
                     }
                 }
                 let path = request.split(' ').nth(1).unwrap_or("/");
@@ -419,24 +456,56 @@ pub fn serve_dir(root: &Path, delay: std::time::Duration) -> FileServer {
                     .then(|| std::fs::read(root.join(rel)).ok())
                     .flatten();
                 std::thread::sleep(delay);
-                let _ = match body {
-                    Some(b) => {
-                        count.fetch_add(b.len() as u64, Relaxed);
-                        write!(
-                            stream,
+                let from = from.filter(|_| ranges.load(Relaxed));
+                let (head, body) = match (body, from) {
+                    (Some(b), Some(n)) if n >= b.len() => (
+                        format!(
+                            "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                            b.len()
+                        ),
+                        Vec::new(),
+                    ),
+                    (Some(b), Some(n)) => {
+                        ranged.fetch_add(1, Relaxed);
+                        (
+                            format!(
+                                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {n}-{}/{}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                                b.len() - 1,
+                                b.len(),
+                                b.len() - n
+                            ),
+                            b[n..].to_vec(),
+                        )
+                    }
+                    (Some(b), None) => (
+                        format!(
                             "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                             b.len()
-                        )
-                        .and_then(|()| stream.write_all(&b))
-                    }
-                    None => stream.write_all(
-                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot found",
+                        ),
+                        b,
+                    ),
+                    (None, _) => (
+                        "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\n"
+                            .to_string(),
+                        b"not found".to_vec(),
                     ),
                 };
+                // What this reply may send of its body: a bad link cuts it short.
+                let allowed = cut_each.load(Relaxed).min(body.len() as u64);
+                let allowed = match budget
+                    .fetch_update(Relaxed, Relaxed, |left| Some(left.saturating_sub(allowed)))
+                {
+                    Ok(left) => allowed.min(left) as usize,
+                    Err(_) => 0,
+                };
+                count.fetch_add(allowed as u64, Relaxed);
+                let _ = stream
+                    .write_all(head.as_bytes())
+                    .and_then(|()| stream.write_all(&body[..allowed]));
             });
         }
     });
-    FileServer { url, served }
+    server
 }
 
 /// The rows of `trove sql BUNDLE SQL --format json`.

@@ -11,7 +11,10 @@
 //! records (checked through the stat memo) is reused by a hard link; every other file is fetched
 //! and its size and sha256 checked against SRC's manifest. The new DEST is built beside the old
 //! one and swapped in with SRC's manifest, byte for byte, written last: a damaged or missing file
-//! on the server, or a killed run, leaves DEST as it was.
+//! on the server, or a killed run, leaves DEST as it was. Downloads gather beside DEST (see
+//! [`Staged`]), so a sync that fails halfway (a dropped connection, a killed run) is resumed by
+//! the next one: whole files are not fetched again, a file cut off is continued with an HTTP
+//! range request.
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -37,6 +40,8 @@ pub struct SyncSummary {
     pub bytes_fetched: u64,
     /// Bytes DEST already had and kept.
     pub bytes_reused: u64,
+    /// Bytes an interrupted sync into DEST had fetched, used instead of fetching them again.
+    pub bytes_resumed: u64,
     /// Bytes of the synced bundle (its data files and views).
     pub bundle_bytes: u64,
     /// Wall time in seconds.
@@ -145,10 +150,13 @@ impl Source {
         }
     }
 
-    /// Puts the source file of manifest entry `e` at `dst` (a hard link or copy from a directory,
-    /// a download from a URL). The caller checks its bytes.
-    fn fetch(&self, e: &FileEntry, dst: &Path) -> Result<()> {
-        match self {
+    /// Puts the source file of manifest entry `e` at `dst`, checked against its size and
+    /// sha256: a hard link or copy from a directory, a download from a URL. A download goes
+    /// through `stage` (see [`Staged`]), so what an interrupted run fetched is not fetched again.
+    /// Returns the bytes an earlier run had fetched, kept.
+    fn fetch(&self, e: &FileEntry, dst: &Path, stage: &Staged) -> Result<u64> {
+        let _ = stage;
+        let kept = match self {
             Source::Dir(d) => {
                 // A regular file of the size listed: a link (which a hard link would carry over
                 // as it is) or a FIFO there is no bundle file.
@@ -163,17 +171,23 @@ impl Source {
                         ),
                     ));
                 }
-                super::link_or_copy(&p, dst).map(|_| ())
+                super::link_or_copy(&p, dst)?;
+                check_fetched(e, dst)?;
+                0
             }
             #[cfg(feature = "openai")]
             Source::Http { base, client } => {
-                let mut f = std::fs::File::create(dst).map_err(|err| Error::io(dst, err))?;
-                client
-                    .get_into(&format!("{base}/{}", e.name), &mut f, e.bytes)
-                    .map_err(|err| Error::Other(format!("cannot fetch {}: {err}", e.name)))?;
-                f.sync_all().map_err(|err| Error::io(dst, err))
+                let url = format!("{base}/{}", e.name);
+                let kept = stage.download(e, |f| {
+                    client
+                        .get_resuming(&url, f, e.bytes)
+                        .map_err(|err| Error::Other(format!("cannot fetch {}: {err}", e.name)))
+                })?;
+                super::link_or_copy(&stage.done(e), dst)?;
+                kept
             }
-        }
+        };
+        Ok(kept)
     }
 
     /// Whether its files are downloaded (not linked from this machine).
@@ -188,6 +202,133 @@ impl Source {
             #[cfg(feature = "openai")]
             Source::Http { base, .. } => PathBuf::from(crate::util::hide_userinfo(base).as_ref()),
         }
+    }
+}
+
+/// Refuses the file `e` fetched to `at` unless it has the size and sha256 `e` records.
+fn check_fetched(e: &FileEntry, at: &Path) -> Result<()> {
+    let (bytes, sha) = super::table::hash_file(at)?;
+    if bytes != e.bytes || sha != e.sha256 {
+        return Err(Error::Other(format!(
+            "{} does not match the size and sha256 its manifest records (damaged, or changed \
+             while syncing)",
+            e.name
+        )));
+    }
+    Ok(())
+}
+
+/// Where the downloads of a sync into DEST gather (`<parent>/.<name>.sync-partial/`), each named
+/// by its sha256: `<sha256>.part` while it comes, `<sha256>` once whole and checked. A sync that
+/// fails or is killed leaves it, and the next one (which holds DEST's lock, as this one did)
+/// resumes from it: a whole file is not fetched again, a part is continued where the server
+/// sends ranges. A sync that succeeds removes it.
+struct Staged {
+    dir: PathBuf,
+}
+
+impl Staged {
+    fn beside(dest: &Path) -> Staged {
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "bundle".into());
+        Staged {
+            dir: dest.with_file_name(format!(".{name}.sync-partial")),
+        }
+    }
+
+    /// The checked, whole download of `e`.
+    fn done(&self, e: &FileEntry) -> PathBuf {
+        self.dir.join(&e.sha256)
+    }
+
+    fn part(&self, e: &FileEntry) -> PathBuf {
+        self.dir.join(format!("{}.part", e.sha256))
+    }
+
+    /// Bytes held for the files of `wanted`, after removing whatever else an earlier run left
+    /// (files of a manifest since replaced).
+    fn keep_only(&self, wanted: &[&FileEntry]) -> u64 {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        let mut held = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let sha = name.strip_suffix(".part").unwrap_or(&name);
+            let size = entry.metadata().map_or(0, |m| m.len());
+            match wanted.iter().find(|e| e.sha256 == sha) {
+                Some(e) if size <= e.bytes => held += size,
+                _ => {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+        held
+    }
+
+    /// Bytes held now.
+    fn held(&self) -> u64 {
+        std::fs::read_dir(&self.dir)
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+
+    /// Makes [`Staged::done`] of `e`: continues or starts its part with `get` (which appends
+    /// to the file it is given, returning the bytes of it that were there and kept), checks
+    /// it, and names it done. A resumed part that fails the check is fetched once more from
+    /// its start. Returns the bytes an earlier run had fetched, kept.
+    #[cfg(feature = "openai")]
+    fn download(
+        &self,
+        e: &FileEntry,
+        mut get: impl FnMut(&mut std::fs::File) -> Result<u64>,
+    ) -> Result<u64> {
+        let done = self.done(e);
+        if std::fs::metadata(&done).is_ok_and(|m| m.len() == e.bytes)
+            && check_fetched(e, &done).is_ok()
+        {
+            return Ok(e.bytes);
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|err| Error::io(&self.dir, err))?;
+        let part = self.part(e);
+        let mut fresh = false;
+        loop {
+            let mut f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(fresh)
+                .open(&part)
+                .map_err(|err| Error::io(&part, err))?;
+            let kept = get(&mut f)?;
+            f.sync_all().map_err(|err| Error::io(&part, err))?;
+            drop(f);
+            match check_fetched(e, &part) {
+                Ok(()) => {
+                    std::fs::rename(&part, &done).map_err(|err| Error::io(&part, err))?;
+                    return Ok(kept);
+                }
+                Err(err) => {
+                    let _ = std::fs::remove_file(&part);
+                    if fresh || kept == 0 {
+                        return Err(err);
+                    }
+                    fresh = true;
+                }
+            }
+        }
+    }
+
+    /// Removes it (the sync it served is complete).
+    fn remove(&self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -212,6 +353,17 @@ fn check_published(src: &Path, m: &Manifest) -> Result<()> {
         .map(|s| format!("{}/{}/", super::SEGMENTS, s.id))
         .collect();
     for e in &m.files {
+        if e.sha256.len() != 64
+            || !e
+                .sha256
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        {
+            return Err(bad(format!(
+                "{MANIFEST} records {:?} as the sha256 of {}: not 64 lower-case hex digits",
+                e.sha256, e.name
+            )));
+        }
         if !is_bundle_file(&e.name) || e.name == MANIFEST {
             return Err(bad(format!(
                 "{MANIFEST} names a file outside the bundle: {:?}",
@@ -306,19 +458,28 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
         .map(|e| reusable(&dest, old.as_ref(), e, &memo))
         .collect();
     let same_manifest = std::fs::read_to_string(dest.join(MANIFEST)).is_ok_and(|t| t == text);
+    let stage = Staged::beside(&dest);
     if same_manifest && keep.iter().all(|k| *k) {
+        stage.remove();
         summary.up_to_date = true;
         summary.bytes_reused = summary.bundle_bytes;
         summary.wall_secs = started.elapsed().as_secs_f64();
         return Ok((m, summary));
     }
-    let to_fetch: u64 = m
+    let wanted: Vec<&FileEntry> = m
         .files
         .iter()
         .zip(&keep)
         .filter(|(_, k)| !**k)
-        .map(|(e, _)| e.bytes)
-        .sum();
+        .map(|(e, _)| e)
+        .collect();
+    let to_fetch: u64 = wanted.iter().map(|e| e.bytes).sum();
+    // What an interrupted sync fetched of these is on disk already.
+    let held = if source.downloads() {
+        stage.keep_only(&wanted)
+    } else {
+        0
+    };
     let bar = if opts.progress {
         let b = indicatif::ProgressBar::with_draw_target(
             Some(to_fetch),
@@ -340,11 +501,12 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
         && let Ok(v) = rustix::fs::statvfs(parent)
     {
         let free = v.f_bavail.saturating_mul(v.f_frsize);
-        if to_fetch > free {
+        if to_fetch.saturating_sub(held) > free {
             return Err(Error::Other(format!(
-                "{} needs {to_fetch} bytes fetched from {}, and {} has {free} free: nothing was \
+                "{} needs {} bytes fetched from {}, and {} has {free} free: nothing was \
                  changed",
                 dest.display(),
+                to_fetch.saturating_sub(held),
                 label.display(),
                 parent.display()
             )));
@@ -362,37 +524,37 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
                 summary.bytes_reused += e.bytes;
                 continue;
             }
-            source.fetch(e, &dst).map_err(|err| {
+            let kept = source.fetch(e, &dst, &stage).map_err(|err| {
+                let held = stage.held();
+                let resume = if held > 0 {
+                    format!(
+                        "; the {held} bytes fetched are kept in {} and the next sync resumes \
+                         from them",
+                        stage.dir.display()
+                    )
+                } else {
+                    String::new()
+                };
                 Error::bundle(
                     &label,
-                    format!("{err}: nothing was changed in {}", dest.display()),
+                    format!("{err}: nothing was changed in {}{resume}", dest.display()),
                 )
             })?;
-            let (bytes, sha) = super::table::hash_file(&dst)?;
-            if bytes != e.bytes || sha != e.sha256 {
-                return Err(Error::bundle(
-                    &label,
-                    format!(
-                        "{} does not match the size and sha256 its manifest records (damaged, or \
-                         changed while syncing): nothing was changed in {}",
-                        e.name,
-                        dest.display()
-                    ),
-                ));
-            }
-            super::pack::remember(&dst, &sha, &memo);
+            super::pack::remember(&dst, &e.sha256, &memo);
             summary.files_fetched += 1;
-            summary.bytes_fetched += bytes;
+            summary.bytes_fetched += e.bytes - kept;
+            summary.bytes_resumed += kept;
             if let Some(seg) = e.name.split('/').nth(1)
                 && e.name.starts_with(super::SEGMENTS)
             {
                 fetched_segments.insert(seg.to_string());
             }
-            bar.inc(bytes);
+            bar.inc(e.bytes);
         }
         super::manifest::write_manifest_text(tmp, &text)
     })
     .inspect_err(|_| bar.abandon())?;
+    stage.remove();
     bar.finish_and_clear();
     super::pack::remember_bundle(&dest, &m);
     summary.files_fetched += 1;

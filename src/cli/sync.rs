@@ -12,7 +12,10 @@ use super::human_bytes;
 /// so after a nightly `trove index --since` only the new segment and the manifest travel. Every
 /// fetched file is checked against the sha256 SRC's manifest records; the new DEST is built beside
 /// the old one and swapped in, so a damaged or missing file on the server, a lost connection or a
-/// killed run leaves DEST as it was. A bearer token for the server, if it needs one, is read from
+/// killed run leaves DEST as it was. What such a run fetched is kept beside DEST
+/// (.DEST.sync-partial/) and the next sync resumes from it: files it got whole are not fetched
+/// again, one cut off is continued (HTTP range requests; a server without them sends it again).
+/// A bearer token for the server, if it needs one, is read from
 /// $TROVE_SYNC_TOKEN. Exit codes: 0 synced (or already up to date), 2 refused or failed.
 #[derive(Debug, Args)]
 #[command(
@@ -63,13 +66,22 @@ pub fn run(a: SyncArgs) -> anyhow::Result<()> {
                 human_bytes(s.bundle_bytes)
             );
         } else {
+            let resumed = if s.bytes_resumed > 0 {
+                format!(
+                    ", {} of them fetched by an interrupted sync",
+                    human_bytes(s.bytes_resumed)
+                )
+            } else {
+                String::new()
+            };
             eprintln!(
-                "synced {} from {}: fetched {} files of {} new segments ({}), kept {}, in {:.2}s",
+                "synced {} from {}: fetched {} files of {} new segments ({}{resumed}), kept {}, \
+                 in {:.2}s",
                 a.dest.display(),
                 s.source,
                 s.files_fetched,
                 s.segments_fetched,
-                human_bytes(s.bytes_fetched),
+                human_bytes(s.bytes_fetched + s.bytes_resumed),
                 human_bytes(s.bytes_reused),
                 s.wall_secs
             );
