@@ -103,6 +103,8 @@ impl Client {
             .timeout_recv_response(t)
             .timeout_per_read(t)
             .https_only(https)
+            // Bundle files are compressed already, and a range must count the stored bytes.
+            .accept_encoding("identity")
             .redirect_auth_headers(ureq::config::RedirectAuthHeaders::SameHost)
             .http_status_as_error(false)
             .build()
@@ -161,7 +163,7 @@ impl Client {
         limit: u64,
     ) -> std::result::Result<u64, Failure> {
         use std::io::Seek;
-        let io = |e: std::io::Error| Failure::Refused(format!("{url}: {e}"));
+        let io = |e: std::io::Error| Failure::Refused(self.mask(&format!("{url}: {e}")));
         let before = file.metadata().map_err(io)?.len();
         if before > limit {
             file.reset().map_err(io)?;
@@ -175,8 +177,20 @@ impl Client {
             if have == limit {
                 return Ok(());
             }
-            self.get_once(url, &mut sink, limit - have, have)
-                .map(|_| ())
+            self.get_once(url, &mut sink, limit - have, have)?;
+            // A reply that ended cleanly but short (a range that stops early, a body without a
+            // length) is continued as a broken one is.
+            let now = sink
+                .file
+                .seek(std::io::SeekFrom::End(0))
+                .map_err(|e| Attempt::Final(io(e)))?;
+            if now < limit {
+                return Err(Attempt::Again(
+                    format!("{url}: the reply ended after {now} of {limit} bytes"),
+                    None,
+                ));
+            }
+            Ok(())
         })?;
         Ok(if sink.reset || before > limit {
             0
@@ -233,7 +247,13 @@ impl Client {
             Err(e) => return Err(transport_failure(url, e)),
         };
         let status = resp.status().as_u16();
-        let resumed = from > 0 && status == 206 && range_start(&resp) == Some(from);
+        // A range of the bytes as stored: one of a compressed encoding could not be decoded
+        // from its middle.
+        let encoded = resp
+            .headers()
+            .get("content-encoding")
+            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+        let resumed = from > 0 && status == 206 && !encoded && range_start(&resp) == Some(from);
         if from > 0 && !resumed && matches!(status, 206 | 416) {
             // Not the rest of what `out` holds (another range, or none the server can send):
             // the whole file again.

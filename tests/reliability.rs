@@ -271,7 +271,7 @@ fn assert_no_leftovers(dir: &Path) {
     let mut left: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".b.tmp-"))
+        .filter(|n| n.starts_with(".b.tmp-") || n == ".b.sync-partial")
         .collect();
     left.sort();
     assert!(left.is_empty(), "{left:?}");

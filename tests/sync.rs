@@ -316,7 +316,7 @@ fn sync_never_prints_a_urls_password_and_warns_before_sending_one_in_clear() {
 /// next one resumes: files it had whole are not fetched again, the file cut off is continued
 /// with a range request (or sent whole by a server without ranges), a damaged part is fetched
 /// again from its start. A link that drops every reply partway still gets there within one run
-/// by resuming on each retry.
+/// by resuming on each retry. A staging folder that is not the user's own is refused.
 #[test]
 fn an_interrupted_sync_resumes_where_it_stopped() {
     let repo = modules(300);
@@ -327,9 +327,14 @@ fn an_interrupted_sync_resumes_where_it_stopped() {
     // The bundle's files and its manifest (which is fetched again).
     let total = listed_bytes(&published);
     let stage = |d: &str| w.path().join(format!(".{d}.sync-partial"));
-    let staged_bytes = |d: &str| -> u64 {
+    let staged_bytes = |d: &str, whole_only: bool| -> u64 {
         std::fs::read_dir(stage(d))
-            .map(|r| r.map(|e| e.unwrap().metadata().unwrap().len()).sum())
+            .map(|r| {
+                r.map(|e| e.unwrap().path())
+                    .filter(|p| !whole_only || p.extension().is_none())
+                    .map(|p| p.metadata().unwrap().len())
+                    .sum()
+            })
             .unwrap_or(0)
     };
     // The link drops after 60% of the bundle: exit 2, DEST not made, what came is kept.
@@ -339,55 +344,52 @@ fn an_interrupted_sync_resumes_where_it_stopped() {
         assert_eq!(code, 2, "{err}");
         assert!(err.contains("the next sync resumes"), "{err}");
         assert!(!w.path().join(d).exists());
-        let held = staged_bytes(d);
+        let held = staged_bytes(d, false);
         assert!(held > total / 2 && held < total, "{held} of {total}");
         server.budget.store(u64::MAX, Relaxed);
         held
     };
+    // `trove sync --json` into `d`, which succeeds: its summary and the bytes served.
+    let synced = |d: &str| -> (serde_json::Value, u64) {
+        server.served.store(0, Relaxed);
+        let out = trove()
+            .args(["sync", &server.url])
+            .arg(w.path().join(d))
+            .args(["--retries", "0", "--json"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert_eq!(bundle_files(&w.path().join(d)), bundle_files(&published));
+        assert!(!stage(d).exists());
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (summary, server.served.load(Relaxed))
+    };
 
+    // Only what the first run lacked travels, the rest of the file cut off by a range request.
     let held = cut_run("dest");
-    server.served.store(0, Relaxed);
-    let out = trove()
-        .args(["sync", &server.url])
-        .arg(w.path().join("dest"))
-        .args(["--retries", "0", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    // Only what the first run lacked travelled, the rest of the file cut off by a range request.
-    let sent = server.served.load(Relaxed);
+    let (summary, sent) = synced("dest");
     assert_eq!(sent, total - held, "{summary}");
-    assert_eq!(
-        summary["bytes_resumed"].as_u64().unwrap(),
-        held,
-        "{summary}"
-    );
+    assert_eq!(summary["bytes_resumed"], held, "{summary}");
     assert_eq!(server.ranged.load(Relaxed), 1);
-    assert_eq!(
-        bundle_files(&w.path().join("dest")),
-        bundle_files(&published)
-    );
-    assert!(!stage("dest").exists());
     trove()
         .arg("verify")
         .arg(w.path().join("dest"))
         .assert()
         .success();
 
-    // A server without ranges sends the file cut off whole again; the others are still kept.
+    // A server without ranges sends the file cut off whole again; the whole ones are kept.
     cut_run("d2");
+    let whole = staged_bytes("d2", true);
     server.ranges.store(false, Relaxed);
-    assert_eq!(sync(&server.url, &w.path().join("d2")), (0, String::new()));
+    let (summary, sent) = synced("d2");
     server.ranges.store(true, Relaxed);
-    assert_eq!(bundle_files(&w.path().join("d2")), bundle_files(&published));
+    assert_eq!(sent, total - whole, "{summary}");
+    assert_eq!(summary["bytes_resumed"], whole, "{summary}");
 
     // A part damaged on disk fails its check once resumed: fetched again from its start.
     cut_run("d3");
+    let whole = staged_bytes("d3", true);
     let part = std::fs::read_dir(stage("d3"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -396,8 +398,10 @@ fn an_interrupted_sync_resumes_where_it_stopped() {
     let mut bytes = std::fs::read(&part).unwrap();
     bytes[0] ^= 0xff;
     std::fs::write(&part, bytes).unwrap();
-    assert_eq!(sync(&server.url, &w.path().join("d3")), (0, String::new()));
-    assert_eq!(bundle_files(&w.path().join("d3")), bundle_files(&published));
+    let ranged = server.ranged.load(Relaxed);
+    let (summary, _) = synced("d3");
+    assert_eq!(server.ranged.load(Relaxed), ranged + 1);
+    assert_eq!(summary["bytes_resumed"], whole, "{summary}");
 
     // Every reply dropped after a fifth of the largest file: one run with retries gets there.
     let largest = manifest(&published)["files"]
@@ -418,4 +422,21 @@ fn an_interrupted_sync_resumes_where_it_stopped() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(bundle_files(&w.path().join("d4")), bundle_files(&published));
     assert!(!stage("d4").exists());
+
+    // A staging folder that is a link (another user's, planted beside DEST) is refused, and
+    // nothing where it points is touched.
+    let elsewhere = w.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("keep.txt"), "mine").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, stage("d5")).unwrap();
+    let (code, err) = sync(&server.url, &w.path().join("d5"));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("refusing") && err.contains(".d5.sync-partial"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("keep.txt")).unwrap(),
+        "mine"
+    );
 }

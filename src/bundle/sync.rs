@@ -11,8 +11,8 @@
 //! records (checked through the stat memo) is reused by a hard link; every other file is fetched
 //! and its size and sha256 checked against SRC's manifest. The new DEST is built beside the old
 //! one and swapped in with SRC's manifest, byte for byte, written last: a damaged or missing file
-//! on the server, or a killed run, leaves DEST as it was. Downloads gather beside DEST (see
-//! [`Staged`]), so a sync that fails halfway (a dropped connection, a killed run) is resumed by
+//! on the server, or a killed run, leaves DEST as it was. Downloads gather beside DEST (in
+//! `.DEST.sync-partial/`), so a sync that fails halfway (a dropped connection, a killed run) is resumed by
 //! the next one: whole files are not fetched again, a file cut off is continued with an HTTP
 //! range request.
 use std::path::{Path, PathBuf};
@@ -153,10 +153,9 @@ impl Source {
     /// Puts the source file of manifest entry `e` at `dst`, checked against its size and
     /// sha256: a hard link or copy from a directory, a download from a URL. A download goes
     /// through `stage` (see [`Staged`]), so what an interrupted run fetched is not fetched again.
-    /// Returns the bytes an earlier run had fetched, kept.
-    fn fetch(&self, e: &FileEntry, dst: &Path, stage: &Staged) -> Result<u64> {
+    fn fetch(&self, e: &FileEntry, dst: &Path, stage: &Staged) -> Result<Got> {
         let _ = stage;
-        let kept = match self {
+        let got = match self {
             Source::Dir(d) => {
                 // A regular file of the size listed: a link (which a hard link would carry over
                 // as it is) or a FIFO there is no bundle file.
@@ -173,21 +172,24 @@ impl Source {
                 }
                 super::link_or_copy(&p, dst)?;
                 check_fetched(e, dst)?;
-                0
+                Got {
+                    fetched: e.bytes,
+                    resumed: 0,
+                }
             }
             #[cfg(feature = "openai")]
             Source::Http { base, client } => {
                 let url = format!("{base}/{}", e.name);
-                let kept = stage.download(e, |f| {
+                let got = stage.download(e, |f| {
                     client
                         .get_resuming(&url, f, e.bytes)
                         .map_err(|err| Error::Other(format!("cannot fetch {}: {err}", e.name)))
                 })?;
                 super::link_or_copy(&stage.done(e), dst)?;
-                kept
+                got
             }
         };
-        Ok(kept)
+        Ok(got)
     }
 
     /// Whether its files are downloaded (not linked from this machine).
@@ -225,41 +227,76 @@ fn check_fetched(e: &FileEntry, at: &Path) -> Result<()> {
 /// sends ranges. A sync that succeeds removes it.
 struct Staged {
     dir: PathBuf,
+    /// Whole files an earlier run left (by sha256), not yet used by this one.
+    earlier: std::cell::RefCell<std::collections::BTreeSet<String>>,
+}
+
+/// Bytes of one file fetched by this run, and fetched by an earlier one and kept.
+struct Got {
+    fetched: u64,
+    resumed: u64,
 }
 
 impl Staged {
-    fn beside(dest: &Path) -> Staged {
+    /// The staging folder of `dest`. One that is there already must be a folder of this user's
+    /// that no one else can write (not a link): its files are reused, linked into DEST, and
+    /// removed, so a folder another user planted beside a DEST in a shared directory is refused.
+    fn beside(dest: &Path) -> Result<Staged> {
         let name = dest
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "bundle".into());
-        Staged {
+        let staged = Staged {
             dir: dest.with_file_name(format!(".{name}.sync-partial")),
+            earlier: Default::default(),
+        };
+        staged.check_owned()?;
+        Ok(staged)
+    }
+
+    /// Refuses the folder when it exists and is not this user's own (see [`Staged::beside`]).
+    fn check_owned(&self) -> Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(m) = std::fs::symlink_metadata(&self.dir) else {
+            return Ok(());
+        };
+        if m.is_dir() && m.uid() == rustix::process::geteuid().as_raw() && m.mode() & 0o022 == 0 {
+            return Ok(());
         }
+        Err(Error::Other(format!(
+            "refusing {}: a sync keeps its downloads there, and it is not a folder of this \
+             user's that only this user can write (remove it)",
+            self.dir.display()
+        )))
     }
 
     /// The checked, whole download of `e`.
+    #[cfg(feature = "openai")]
     fn done(&self, e: &FileEntry) -> PathBuf {
         self.dir.join(&e.sha256)
     }
 
-    fn part(&self, e: &FileEntry) -> PathBuf {
-        self.dir.join(format!("{}.part", e.sha256))
-    }
-
     /// Bytes held for the files of `wanted`, after removing whatever else an earlier run left
-    /// (files of a manifest since replaced).
+    /// (files of a manifest since replaced, anything but a file). Notes the whole files, which
+    /// [`Staged::download`] counts as resumed.
     fn keep_only(&self, wanted: &[&FileEntry]) -> u64 {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return 0;
         };
         let mut held = 0;
+        let mut earlier = self.earlier.borrow_mut();
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let sha = name.strip_suffix(".part").unwrap_or(&name);
             let size = entry.metadata().map_or(0, |m| m.len());
+            let file = entry.file_type().is_ok_and(|t| t.is_file());
             match wanted.iter().find(|e| e.sha256 == sha) {
-                Some(e) if size <= e.bytes => held += size,
+                Some(e) if file && size <= e.bytes => {
+                    held += size;
+                    if sha == name {
+                        earlier.insert(name);
+                    }
+                }
                 _ => {
                     let _ = std::fs::remove_file(entry.path());
                 }
@@ -283,37 +320,55 @@ impl Staged {
     /// Makes [`Staged::done`] of `e`: continues or starts its part with `get` (which appends
     /// to the file it is given, returning the bytes of it that were there and kept), checks
     /// it, and names it done. A resumed part that fails the check is fetched once more from
-    /// its start. Returns the bytes an earlier run had fetched, kept.
+    /// its start. Returns the bytes fetched now and those an earlier run had fetched.
     #[cfg(feature = "openai")]
     fn download(
         &self,
         e: &FileEntry,
         mut get: impl FnMut(&mut std::fs::File) -> Result<u64>,
-    ) -> Result<u64> {
+    ) -> Result<Got> {
         let done = self.done(e);
-        if std::fs::metadata(&done).is_ok_and(|m| m.len() == e.bytes)
+        if std::fs::symlink_metadata(&done).is_ok_and(|m| m.is_file() && m.len() == e.bytes)
             && check_fetched(e, &done).is_ok()
         {
-            return Ok(e.bytes);
+            // Fetched by an earlier run, or by this one for another entry of the same bytes.
+            let earlier = self.earlier.borrow_mut().remove(&e.sha256);
+            return Ok(Got {
+                fetched: 0,
+                resumed: if earlier { e.bytes } else { 0 },
+            });
         }
-        std::fs::create_dir_all(&self.dir).map_err(|err| Error::io(&self.dir, err))?;
-        let part = self.part(e);
+        match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+            .create(&self.dir)
+        {
+            Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => {
+                return Err(Error::io(&self.dir, err));
+            }
+            _ => self.check_owned()?,
+        }
+        let part = self.dir.join(format!("{}.part", e.sha256));
         let mut fresh = false;
         loop {
-            let mut f = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(fresh)
-                .open(&part)
-                .map_err(|err| Error::io(&part, err))?;
+            let mut flags = rustix::fs::OFlags::RDWR
+                | rustix::fs::OFlags::CREATE
+                | rustix::fs::OFlags::NOFOLLOW
+                | rustix::fs::OFlags::CLOEXEC;
+            if fresh {
+                flags |= rustix::fs::OFlags::TRUNC;
+            }
+            let fd = rustix::fs::open(&part, flags, rustix::fs::Mode::from_raw_mode(0o600))
+                .map_err(|err| Error::io(&part, err.into()))?;
+            let mut f = std::fs::File::from(fd);
             let kept = get(&mut f)?;
             f.sync_all().map_err(|err| Error::io(&part, err))?;
             drop(f);
             match check_fetched(e, &part) {
                 Ok(()) => {
                     std::fs::rename(&part, &done).map_err(|err| Error::io(&part, err))?;
-                    return Ok(kept);
+                    return Ok(Got {
+                        fetched: e.bytes - kept,
+                        resumed: kept,
+                    });
                 }
                 Err(err) => {
                     let _ = std::fs::remove_file(&part);
@@ -353,6 +408,12 @@ fn check_published(src: &Path, m: &Manifest) -> Result<()> {
         .map(|s| format!("{}/{}/", super::SEGMENTS, s.id))
         .collect();
     for e in &m.files {
+        if !is_bundle_file(&e.name) || e.name == MANIFEST {
+            return Err(bad(format!(
+                "{MANIFEST} names a file outside the bundle: {:?}",
+                e.name
+            )));
+        }
         if e.sha256.len() != 64
             || !e
                 .sha256
@@ -361,12 +422,7 @@ fn check_published(src: &Path, m: &Manifest) -> Result<()> {
         {
             return Err(bad(format!(
                 "{MANIFEST} records {:?} as the sha256 of {}: not 64 lower-case hex digits",
-                e.sha256, e.name
-            )));
-        }
-        if !is_bundle_file(&e.name) || e.name == MANIFEST {
-            return Err(bad(format!(
-                "{MANIFEST} names a file outside the bundle: {:?}",
+                e.sha256.chars().take(80).collect::<String>(),
                 e.name
             )));
         }
@@ -458,7 +514,7 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
         .map(|e| reusable(&dest, old.as_ref(), e, &memo))
         .collect();
     let same_manifest = std::fs::read_to_string(dest.join(MANIFEST)).is_ok_and(|t| t == text);
-    let stage = Staged::beside(&dest);
+    let stage = Staged::beside(&dest)?;
     if same_manifest && keep.iter().all(|k| *k) {
         stage.remove();
         summary.up_to_date = true;
@@ -524,9 +580,9 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
                 summary.bytes_reused += e.bytes;
                 continue;
             }
-            let kept = source.fetch(e, &dst, &stage).map_err(|err| {
+            let got = source.fetch(e, &dst, &stage).map_err(|err| {
                 let held = stage.held();
-                let resume = if held > 0 {
+                let resume = if source.downloads() && held > 0 {
                     format!(
                         "; the {held} bytes fetched are kept in {} and the next sync resumes \
                          from them",
@@ -542,8 +598,8 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
             })?;
             super::pack::remember(&dst, &e.sha256, &memo);
             summary.files_fetched += 1;
-            summary.bytes_fetched += e.bytes - kept;
-            summary.bytes_resumed += kept;
+            summary.bytes_fetched += got.fetched;
+            summary.bytes_resumed += got.resumed;
             if let Some(seg) = e.name.split('/').nth(1)
                 && e.name.starts_with(super::SEGMENTS)
             {
