@@ -368,7 +368,8 @@ fn every_duckdb_type_prints_as_its_value() {
     // An untyped NULL column, decimals, dates, intervals, nested values, NaN and a HUGEINT sum.
     let sql = "SELECT NULL AS nothing, 0.5 AS half, DATE '2024-01-02' AS d, \
                INTERVAL 1 DAY AS iv, {'k': 1} AS st, [1, NULL] AS l, MAP {'a': 2} AS m, \
-               'nan'::DOUBLE AS x, ''::VARCHAR AS e, sum(bytes) AS total FROM files";
+               'nan'::DOUBLE AS x, ''::VARCHAR AS e, sum(bytes) AS total, \
+               TIMESTAMPTZ '2024-01-02 03:04:05+00' AS tz FROM files";
     let (code, out, err) = run(&[sql, "--format", "json"]);
     assert_eq!(code, Some(0), "{err}");
     let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -382,6 +383,7 @@ fn every_duckdb_type_prints_as_its_value() {
     assert_eq!(r["m"], serde_json::json!({"a": 2}), "{r}");
     assert_eq!(r["x"], "NaN", "{r}");
     assert_eq!(r["e"], "", "{r}");
+    assert_eq!(r["tz"], "2024-01-02T03:04:05Z", "{r}");
     assert!(r["total"].as_i64().is_some_and(|n| n > 0), "{r}");
     let (code, out, _) = run(&[sql]);
     assert_eq!(code, Some(0));
@@ -413,10 +415,12 @@ fn every_duckdb_type_prints_as_its_value() {
         serde_json::json!({"path": "a.yaml", "path_1": "b.yaml"})
     );
     // An error is said once, without DuckDB's "Unknown error code" tail.
-    let (code, _, err) = run(&["SELEC 1"]);
-    assert_eq!(code, Some(2));
-    assert_eq!(err.matches("syntax error").count(), 1, "{err}");
-    assert!(!err.contains("Unknown error code"), "{err}");
+    for script in ["SELEC 1", "SELEC 1; SELECT 2"] {
+        let (code, _, err) = run(&[script]);
+        assert_eq!(code, Some(2));
+        assert_eq!(err.matches("syntax error").count(), 1, "{err}");
+        assert!(!err.contains("Unknown error code"), "{err}");
+    }
     // COPY into the bundle is refused, before anything runs; COPY elsewhere works.
     let seg = std::fs::read_dir(b.join("segments"))
         .unwrap()
@@ -470,6 +474,30 @@ fn every_duckdb_type_prints_as_its_value() {
             format!("EXPLAIN ANALYZE COPY (SELECT 1 AS x) TO '{p}' (FORMAT parquet)"),
             "refusing to write",
         ),
+        // DuckDB opens a file: URI's path, and ~ as the home directory.
+        (
+            format!("COPY (SELECT 1 AS x) TO 'file://{p}' (FORMAT parquet)"),
+            "refusing to write",
+        ),
+        (
+            format!("COPY (SELECT 1 AS x) TO 'file:///{p}' (FORMAT parquet)"),
+            "refusing to write",
+        ),
+        (
+            format!("COPY (SELECT 1 AS x) TO 'file://localhost{p}' (FORMAT parquet)"),
+            "refusing to write",
+        ),
+        (
+            format!("ATTACH 'file:{}' AS d", seg.join("x.duckdb").display()),
+            "refusing to write",
+        ),
+        (
+            format!(
+                "EXPORT DATABASE memory TO 'file://{}'",
+                seg.join("x").display()
+            ),
+            "refusing to write",
+        ),
         ("FORCE INSTALL httpfs".to_string(), "refusing INSTALL"),
         ("install httpfs".to_string(), "refusing INSTALL"),
     ] {
@@ -477,6 +505,22 @@ fn every_duckdb_type_prints_as_its_value() {
         assert_eq!(code, Some(2), "{sql}: {err}");
         assert!(err.contains(says), "{sql}: {err}");
     }
+    // `~` is the home directory to DuckDB.
+    let home = t.path().canonicalize().unwrap();
+    let under_home = target.canonicalize().unwrap();
+    let o = trove()
+        .arg("sql")
+        .arg(&b)
+        .arg(format!(
+            "COPY (SELECT 1 AS x) TO '~/{}' (FORMAT parquet)",
+            under_home.strip_prefix(&home).unwrap().display()
+        ))
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("refusing to write"), "{err}");
     assert_eq!(std::fs::read(&target).unwrap(), before);
     assert!(!seg.join("x.duckdb").exists());
     // A table named like the keyword is no computed path; a COPY FROM reads; a database attached

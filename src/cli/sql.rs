@@ -87,7 +87,10 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
         bundle.keep_refs_live();
     }
     for s in before {
-        bundle.conn()?.execute_batch(s)?;
+        bundle
+            .conn()?
+            .execute_batch(s)
+            .map_err(trove::Error::from)?;
     }
     let (names, batches) = bundle.run_sql_arrow(last)?;
     // Each batch's columns made ready to print once, then read row by row.
@@ -284,8 +287,8 @@ fn writes_into(stmt: &str, bundle: &std::path::Path) -> Writes {
     targets
         .into_iter()
         .find_map(|t| {
+            let abs = std::env::current_dir().ok()?.join(local_path(&t));
             let t = PathBuf::from(t);
-            let abs = std::env::current_dir().ok()?.join(&t);
             // The deepest part of the path that exists, resolved; the rest appended as written.
             let mut base = abs.as_path();
             let mut rest = Vec::new();
@@ -300,6 +303,27 @@ fn writes_into(stmt: &str, bundle: &std::path::Path) -> Writes {
             full.starts_with(&root).then_some(Writes::Into(t))
         })
         .unwrap_or(Writes::None)
+}
+
+/// The local path DuckDB's file system opens for the target `t`: a `file:` URI's path
+/// (`file:///p`, `file://localhost/p`, `file:/p`), with a leading `~` for the home directory.
+fn local_path(t: &str) -> PathBuf {
+    let mut path = t;
+    if t.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("file:/")) {
+        path = &t[5..];
+        if let Some(after) = path.strip_prefix("//") {
+            let authority = &after[..after.find('/').unwrap_or(after.len())];
+            if authority.is_empty() || authority.eq_ignore_ascii_case("localhost") {
+                path = &after[authority.len()..];
+            }
+        }
+    }
+    match (path.strip_prefix('~'), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
+            PathBuf::from(home).join(rest.trim_start_matches('/'))
+        }
+        _ => PathBuf::from(path),
+    }
 }
 
 fn csv(s: &str) -> String {

@@ -254,6 +254,10 @@ pub struct Cells<'a> {
     /// Arrow's formatter, for the types that are not strings (built once, `None` if Arrow
     /// cannot format the type).
     format: Option<duckdb::arrow::util::display::ArrayFormatter<'a>>,
+    /// The cells' text where Arrow has no formatter of the type itself: a timestamp with a
+    /// time zone (`TIMESTAMPTZ`, which DuckDB hands over as UTC instants named `UTC`), written
+    /// as the instant with its zone (`2024-01-02T03:04:05Z`).
+    zoned: Option<Vec<String>>,
     /// A struct's fields, as columns of their own.
     fields: Vec<Cells<'a>>,
 }
@@ -267,6 +271,54 @@ impl<'a> Cells<'a> {
             _ => ArrayFormatter::try_new(col, &FormatOptions::default().with_null("NULL")).ok(),
         };
         use duckdb::arrow::array::AsArray;
+        let zoned = match col.data_type() {
+            DataType::Timestamp(unit, Some(tz)) if format.is_none() => {
+                use duckdb::arrow::datatypes::{
+                    TimeUnit as U, TimestampMicrosecondType, TimestampMillisecondType,
+                    TimestampNanosecondType, TimestampSecondType,
+                };
+                // The same instants without the zone (a cast would convert them to the zone's
+                // local time, which needs a time-zone database Arrow is built without).
+                let none = None::<String>;
+                let plain: ArrayRef = match unit {
+                    U::Second => Arc::new(
+                        col.as_primitive::<TimestampSecondType>()
+                            .clone()
+                            .with_timezone_opt(none),
+                    ),
+                    U::Millisecond => Arc::new(
+                        col.as_primitive::<TimestampMillisecondType>()
+                            .clone()
+                            .with_timezone_opt(none),
+                    ),
+                    U::Microsecond => Arc::new(
+                        col.as_primitive::<TimestampMicrosecondType>()
+                            .clone()
+                            .with_timezone_opt(none),
+                    ),
+                    U::Nanosecond => Arc::new(
+                        col.as_primitive::<TimestampNanosecondType>()
+                            .clone()
+                            .with_timezone_opt(none),
+                    ),
+                };
+                let plain = Some(plain);
+                let suffix = if ["UTC", "+00:00", "Z", "Etc/UTC"].contains(&tz.as_ref()) {
+                    "Z".to_string()
+                } else {
+                    format!(" {tz}")
+                };
+                plain.and_then(|p| {
+                    let f = ArrayFormatter::try_new(p.as_ref(), &FormatOptions::default()).ok()?;
+                    Some(
+                        (0..p.len())
+                            .map(|i| format!("{}{suffix}", f.value(i)))
+                            .collect(),
+                    )
+                })
+            }
+            _ => None,
+        };
         let fields = match col.data_type() {
             DataType::Struct(_) => col
                 .as_struct()
@@ -280,6 +332,7 @@ impl<'a> Cells<'a> {
             col,
             nulls: col.logical_nulls(),
             format,
+            zoned,
             fields,
         }
     }
@@ -301,9 +354,10 @@ impl<'a> Cells<'a> {
             DataType::Utf8 => col.as_string::<i32>().value(i).to_string(),
             DataType::LargeUtf8 => col.as_string::<i64>().value(i).to_string(),
             DataType::Utf8View => col.as_string_view().value(i).to_string(),
-            t => match &self.format {
-                Some(f) => f.value(i).to_string(),
-                None => format!("({t} value)"),
+            t => match (&self.format, &self.zoned) {
+                (Some(f), _) => f.value(i).to_string(),
+                (None, Some(z)) => z[i].clone(),
+                (None, None) => format!("({t} value)"),
             },
         }
     }
