@@ -292,8 +292,10 @@ impl PipelineConfig {
     /// Defaults overlaid by the TOML file at `path` (only the keys it sets change).
     pub fn with_overlay_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        Self::from_toml_layers(&[DEFAULT_TOML, &text])
-            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+        Self::from_toml_layers(&[DEFAULT_TOML, &text]).map_err(|e| match e {
+            Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
+            e => e,
+        })
     }
 
     fn from_toml_layers(layers: &[&str]) -> Result<Self> {

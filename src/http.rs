@@ -25,7 +25,7 @@ pub enum Failure {
     TooLong(String),
     /// A 4xx other than 408/429: trying again would not help.
     Refused(String),
-    /// Retries ran out on timeouts, 429/5xx or malformed replies.
+    /// Retries ran out on timeouts, 429/5xx or malformed replies (the message says how many).
     Exhausted(String),
 }
 
@@ -44,7 +44,7 @@ impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failure::TooLong(m) | Failure::Refused(m) => f.write_str(m),
-            Failure::Exhausted(m) => write!(f, "{m} (gave up after retries)"),
+            Failure::Exhausted(m) => f.write_str(m),
         }
     }
 }
@@ -213,7 +213,12 @@ impl Client {
                 Err(Attempt::Again(m, after)) => (m, after),
             };
             if attempt >= self.retries {
-                return Err(Failure::Exhausted(self.mask(&problem)));
+                let tries = match self.retries {
+                    0 => " (no retries asked for)".to_string(),
+                    1 => " (gave up after 1 retry)".to_string(),
+                    n => format!(" (gave up after {n} retries)"),
+                };
+                return Err(Failure::Exhausted(self.mask(&format!("{problem}{tries}"))));
             }
             let backoff = BASE_DELAY.saturating_mul(1 << attempt.min(16));
             let wait = retry_after.unwrap_or(backoff + jitter(backoff / 2));

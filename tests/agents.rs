@@ -623,7 +623,21 @@ fn ask_stops_a_looping_model_and_fails_clearly_when_the_server_does() {
         .code(2);
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(err.contains("chat server") && err.contains("503"), "{err}");
+    assert!(err.contains("gave up after 1 retry"), "{err}");
+    assert_eq!(err.matches(&down.url).count(), 1, "{err}");
     assert_eq!(down.requests().len(), 2);
+    // No server named and no key for the default one: said at once, nothing looked up.
+    let out = trove()
+        .arg("ask")
+        .arg(&b)
+        .arg("anything?")
+        .env_remove("TROVE_ASK_URL")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(err.contains("no chat server to ask"), "{err}");
     // A reply past 8 MiB: refused at once (the same server would send it again), not printed.
     let flood = ChatServer::start(|_, _| (200, answer(&"x".repeat(9 << 20))));
     let out = trove()

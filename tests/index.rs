@@ -548,6 +548,26 @@ fn config_overlay_changes_the_pipeline_and_bad_keys_are_refused() {
     write(out.path(), "bad.toml", b"[chunk]\nwindow_line = 5\n");
     let bad = out.path().join("bad.toml");
     refused(&["--config", &bad.to_string_lossy()], "window_line");
+    // The file is named once, after one "config:".
+    let out2 = trove()
+        .arg("index")
+        .arg(repo.path())
+        .arg("-o")
+        .arg(out.path().join("c"))
+        .args(["--config", &bad.to_string_lossy()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out2.stderr);
+    assert_eq!(err.matches("config:").count(), 1, "{err}");
+    // A root that is not there is said to be missing.
+    trove()
+        .arg("index")
+        .arg(out.path().join("no-such-tree"))
+        .arg("-o")
+        .arg(out.path().join("c"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("no-such-tree does not exist"));
     // A value that parses but makes no sense, in a config file or a flag.
     write(out.path(), "tiny.toml", b"[embed]\nwindow_tokens = 5\n");
     let tiny = out.path().join("tiny.toml");

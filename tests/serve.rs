@@ -335,6 +335,19 @@ fn serve_needs_a_token_off_loopback_and_answers_503_and_504_under_pressure() {
         err.contains("--insecure-no-auth") && err.contains("TROVE_TOKEN"),
         "{err}"
     );
+    // A port in use is refused; a host name (localhost) is resolved, not refused as syntax.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    for listen in [format!("127.0.0.1:{port}"), format!("localhost:{port}")] {
+        let out = trove()
+            .args(["serve", b.to_str().unwrap(), "--listen", &listen])
+            .env_remove("TROVE_TOKEN")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{listen}: {err}");
+        assert!(err.contains("cannot listen on"), "{listen}: {err}");
+    }
 
     // Every request takes 1.5 s (test hook); 2 may be in flight; a request may take 1 s.
     let s = Server::start(

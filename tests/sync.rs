@@ -225,6 +225,13 @@ fn sync_refuses_a_query_string_and_leaves_no_unpacked_copy_of_a_pack() {
     let (code, err) = sync("http://127.0.0.1:9/b?sig=abc", &w.path().join("d0"));
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("query string"), "{err}");
+    // Another scheme is no local path: said so, with the password hidden.
+    let (code, err) = sync("ftp://u:pw-secret@example.com/b", &w.path().join("d0"));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("not ftp://") && !err.contains("pw-secret"),
+        "{err}"
+    );
     let packed = w.path().join("app.trove");
     crate::util::pack(&published, &packed);
     let (cache, dest) = (w.path().join("cache"), w.path().join("dest"));

@@ -638,7 +638,8 @@ pub fn read_manifest(bundle: &Path) -> Result<Manifest> {
     if !bundle.is_dir() {
         return Err(Error::bundle(
             bundle,
-            "not a directory (expected a bundle written by `trove index`)",
+            "is a file but not a packed bundle (expected a bundle directory written by `trove \
+             index`, or a .trove file from `trove pack`)",
         ));
     }
     let text = std::fs::read_to_string(&p).map_err(|e| {

@@ -118,6 +118,19 @@ impl Source {
             }
         }
         let _ = opts;
+        if let Some((scheme, _)) = src.split_once("://")
+            && !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+            && !Path::new(src).exists()
+        {
+            return Err(Error::Other(format!(
+                "{}: trove sync reads http:// and https:// URLs, bundle directories and .trove \
+                 files, not {scheme}:// (copy the bundle here first, or publish it over HTTP)",
+                crate::util::hide_userinfo(src)
+            )));
+        }
         Ok(Source::Dir(super::pack::open_path(Path::new(src))?))
     }
 

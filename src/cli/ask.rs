@@ -169,8 +169,17 @@ impl AskConfig {
             .map(str::to_string)
             .or_else(|| std::env::var("TROVE_ASK_URL").ok())
             .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
-            .filter(|u| !u.trim().is_empty())
-            .unwrap_or_else(|| "https://api.openai.com/v1".into());
+            .filter(|u| !u.trim().is_empty());
+        // No server named and no key for the default one: nothing to ask (not a failed lookup).
+        let keyed = std::env::var(api_key_env).is_ok_and(|k| !k.trim().is_empty());
+        if url.is_none() && !keyed {
+            anyhow::bail!(
+                "no chat server to ask: give --url (any OpenAI-compatible server: llama.cpp, \
+                 vLLM, Ollama's /v1) or $TROVE_ASK_URL, or set ${api_key_env} for \
+                 https://api.openai.com/v1"
+            );
+        }
+        let url = url.unwrap_or_else(|| "https://api.openai.com/v1".into());
         let host = url
             .strip_prefix("http://")
             .or_else(|| url.strip_prefix("https://"))
@@ -365,7 +374,7 @@ fn research_loop(
         *calls += 1;
         let reply = client
             .post(url, &body)
-            .map_err(|e| anyhow::anyhow!("chat server {shown}: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("chat server {e}"))?;
         *tokens += usage_tokens(&reply, &body);
         let msg = reply
             .pointer("/choices/0/message")

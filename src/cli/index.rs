@@ -269,6 +269,12 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
             );
         }
     }
+    if !a.path.exists() {
+        anyhow::bail!(
+            "{} does not exist: give the root of the tree to index",
+            a.path.display()
+        );
+    }
     if !a.path.is_dir() {
         anyhow::bail!(
             "{} is not a directory: give the root of the tree to index",

@@ -47,7 +47,11 @@ pub fn parse_target(s: &str, exists: impl Fn(&str) -> bool) -> anyhow::Result<Ta
     let Some((path, range)) = s.rsplit_once(':') else {
         return Ok(whole);
     };
-    if exists(s) || range.is_empty() || !range.starts_with(|c: char| c.is_ascii_digit()) {
+    // `path:-3`, `path:a-b` of a path the bundle holds are line ranges written wrong.
+    if exists(s)
+        || range.is_empty()
+        || (!range.starts_with(|c: char| c.is_ascii_digit()) && !exists(path))
+    {
         return Ok(whole);
     }
     let num = |t: &str| {
@@ -218,6 +222,12 @@ mod tests {
         assert!(parse_target("a.py:0", |_| false).is_err());
         assert!(parse_target("a.py:9-3", |_| false).is_err());
         assert!(parse_target("a.py:3-x", |_| false).is_err());
+        // A file the bundle holds, with a range written wrong: refused, not taken as a path.
+        for wrong in ["a.py:-3", "a.py:a-b"] {
+            let e = parse_target(wrong, |p| p == "a.py").unwrap_err();
+            assert!(e.to_string().contains("bad line range"), "{e}");
+        }
+        assert_eq!(parse_target("a.py:x", |_| false).unwrap().path, "a.py:x");
     }
 
     #[test]

@@ -58,8 +58,9 @@ pub struct ServeArgs {
     /// file name.
     #[arg(required = true)]
     pub bundles: Vec<PathBuf>,
-    /// Address to listen on (port 0: any free port; the address chosen is printed).
-    #[arg(long, default_value = "127.0.0.1:7878", value_name = "ADDR")]
+    /// Address to listen on, HOST:PORT (an IP address or a name such as localhost; port 0: any
+    /// free port; the address chosen is printed).
+    #[arg(long, default_value = "127.0.0.1:7878", value_name = "ADDR", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// Bearer token every request must carry (`Authorization: Bearer TOKEN`) [env: TROVE_TOKEN].
     #[arg(long, value_name = "TOKEN")]
@@ -138,6 +139,25 @@ pub struct App {
 
 type Shared = Arc<App>;
 
+/// `--listen`: an IP address and port, or a host name and port resolved here (its first IPv4
+/// address, else its first).
+fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = s.parse() {
+        return Ok(a);
+    }
+    if !s.contains(':') {
+        return Err(format!(
+            "{s:?} has no port: write HOST:PORT (e.g. 127.0.0.1:7878)"
+        ));
+    }
+    use std::net::ToSocketAddrs;
+    s.to_socket_addrs()
+        .map_err(|e| format!("{s:?} is not HOST:PORT that resolves here: {e}"))?
+        // An IPv4 address first (localhost: 127.0.0.1, whatever the resolver's order).
+        .min_by_key(|a| a.is_ipv6())
+        .ok_or_else(|| format!("{s:?} resolves to no address"))
+}
+
 /// Runs `trove serve` until Ctrl-C or SIGTERM.
 pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     a.embedder_at.apply();
@@ -165,6 +185,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     if a.max_in_flight == 0 || a.max_body == 0 || a.max_connections == 0 {
         anyhow::bail!("--max-in-flight, --max-connections and --max-body must be at least 1");
     }
+    // Bound before the bundles load: a port in use is said at once, not after minutes of loading.
+    let listener = std::net::TcpListener::bind(a.listen)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", a.listen))?;
     let workers = a
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
@@ -240,14 +264,14 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let result = rt.block_on(serve(a, app.clone()));
+    let result = rt.block_on(serve(a, listener, app.clone()));
     // Blocking work still running (a reload, a slow request past its deadline) gets a moment.
     rt.shutdown_timeout(Duration::from_secs(10));
     app.served.cleanup();
     result.map(|()| 0)
 }
 
-async fn serve(a: ServeArgs, app: Shared) -> anyhow::Result<()> {
+async fn serve(a: ServeArgs, listener: std::net::TcpListener, app: Shared) -> anyhow::Result<()> {
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService,
     };
@@ -306,9 +330,7 @@ async fn serve(a: ServeArgs, app: Shared) -> anyhow::Result<()> {
         .layer(middleware::from_fn_with_state(app.clone(), observe))
         .with_state(app.clone());
 
-    let listener = tokio::net::TcpListener::bind(a.listen)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", a.listen))?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
     let bound = listener.local_addr()?;
     {
         use std::io::Write;
