@@ -348,6 +348,43 @@ fn serve_needs_a_token_off_loopback_and_answers_503_and_504_under_pressure() {
         assert_eq!(out.status.code(), Some(2), "{listen}: {err}");
         assert!(err.contains("cannot listen on"), "{listen}: {err}");
     }
+    // A bundle that fails its check: exit 2 naming the bundle (not the server's snapshot
+    // folder), and no folder of the server's left beside it.
+    let damaged = w.path().join("damaged.bundle");
+    index(r.path(), &damaged, &[]);
+    let seg = std::fs::read_dir(damaged.join("segments"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let chunks = seg.join("chunks.parquet");
+    let mut bytes = std::fs::read(&chunks).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&chunks, bytes).unwrap();
+    let out = trove()
+        .args([
+            "serve",
+            damaged.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .env_remove("TROVE_TOKEN")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("damaged.bundle") && !err.contains(".serve-"),
+        "{err}"
+    );
+    let left: Vec<String> = std::fs::read_dir(w.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".serve-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 
     // Every request takes 1.5 s (test hook); 2 may be in flight; a request may take 1 s.
     let s = Server::start(

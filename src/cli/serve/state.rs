@@ -269,12 +269,23 @@ impl Served {
             roots,
         };
         let mut snaps = Vec::new();
-        for i in 0..served.slots.len() {
-            snaps.push(Arc::new(served.load(i)?));
+        let opened = (0..served.slots.len())
+            .try_for_each(|i| {
+                snaps.push(Arc::new(served.load(i)?));
+                Ok(())
+            })
+            .and_then(|()| served.open_generation(snaps));
+        match opened {
+            Ok(g) => {
+                served.current = RwLock::new(Arc::new(g));
+                Ok(served)
+            }
+            // A server that does not start leaves no folders of its own behind.
+            Err(e) => {
+                served.cleanup();
+                Err(e)
+            }
         }
-        let g = served.open_generation(snaps)?;
-        served.current = RwLock::new(Arc::new(g));
-        Ok(served)
     }
 
     /// The generation serving now.
@@ -320,15 +331,39 @@ impl Served {
                 }
                 None => (trove::bundle::pack::open_path(&slot.path)?, false),
             };
-            let mut snap = Snapshot {
+            Snapshot {
                 dir,
                 owned,
                 fingerprint,
                 version: String::new(),
                 loaded_at: String::new(),
                 load_secs: 0.0,
-            };
-            if owned {
+            }
+        } else {
+            self.link_snapshot(i)?
+        };
+        match Self::make_ready(slot, &mut snap) {
+            Ok(()) => {
+                snap.loaded_at = now_rfc3339();
+                snap.load_secs = started.elapsed().as_secs_f64();
+                Ok(snap)
+            }
+            // Errors name the bundle, not our folder (which goes when `snap` is dropped).
+            Err(e) => {
+                let ours = snap.dir.display().to_string();
+                Err(anyhow::anyhow!(
+                    "{}",
+                    format!("{e:#}").replace(&ours, &slot.path.display().to_string())
+                ))
+            }
+        }
+    }
+
+    /// Fills snapshot `snap` of `slot` (a pack is unpacked into it), checks it and opens it: it
+    /// must verify, open and answer a search before it is switched to.
+    fn make_ready(slot: &Slot, snap: &mut Snapshot) -> anyhow::Result<()> {
+        if slot.packed {
+            if snap.owned {
                 if snap.dir.exists() {
                     std::fs::remove_dir_all(&snap.dir)?;
                 }
@@ -336,23 +371,17 @@ impl Served {
             }
             let bytes = std::fs::read(snap.dir.join(trove::bundle::MANIFEST))?;
             snap.version = trove::util::sha256_hex(&bytes)[..16].to_string();
-            snap
-        } else {
-            self.link_snapshot(i)?
-        };
+        }
         let report = trove::bundle::verify(&snap.dir)
             .map_err(|e| anyhow::anyhow!("verification failed: {e}"))?;
         // Hashed once: the handles' own checks find the sums remembered.
         trove::bundle::pack::remember_bundle(&snap.dir, &report.manifest);
-        // It must open and answer a search before it is switched to.
         let b = Bundle::open(&snap.dir).map_err(|e| anyhow::anyhow!("cannot open: {e}"))?;
         b.conn()
             .map_err(|e| anyhow::anyhow!("cannot open DuckDB: {e}"))?;
         search_all([&b], "main", &QueryOptions::unfiltered(Mode::Bm25, 1))
             .map_err(|e| anyhow::anyhow!("a test search failed: {e}"))?;
-        snap.loaded_at = now_rfc3339();
-        snap.load_secs = started.elapsed().as_secs_f64();
-        Ok(snap)
+        Ok(())
     }
 
     /// Hard-links the files of slot `i`'s manifest, as read through one open handle of its
