@@ -1526,6 +1526,22 @@ pub fn expand_glob(glob: &str) -> Result<Vec<String>> {
                 .into(),
         ));
     }
+    if rel.split('/').any(|part| part == "..") {
+        return Err(g.bad(
+            "paths in a bundle are relative to the repository root and never hold `..` (write \
+             the path from the root: src/*.py)"
+                .into(),
+        ));
+    }
+    // `a//b` and `a/./b` are `a/b`, as a shell has them.
+    let rel: String = rel
+        .split('/')
+        .enumerate()
+        .filter(|(i, part)| *i == 0 || (!part.is_empty() && *part != "."))
+        .map(|(_, part)| part)
+        .collect::<Vec<_>>()
+        .join("/");
+    let rel = rel.as_str();
     // A path with no glob characters is that file or what lies under that folder (`src/http`:
     // not `src/https`, and not nothing), as a user and an agent mean it.
     if !rel.contains(['*', '?', '[', '{', '}', '\\']) {
@@ -1994,6 +2010,16 @@ mod tests {
         assert_eq!(e("./src/http/"), ["src/http", "src/http/*"]);
         assert_eq!(e("."), ["*"]);
         assert!(expand_glob("/src").is_err() && expand_glob("/src/*.py").is_err());
+        // `..` leads out of the tree: refused; doubled slashes and `.` parts are one slash.
+        for up in ["../billing", "src/../x", "src/..", "**/../*.py"] {
+            let err = expand_glob(up).unwrap_err().to_string();
+            assert!(err.contains("never hold `..`"), "{up}: {err}");
+        }
+        assert_eq!(
+            e("billing//billing.py"),
+            ["billing/billing.py", "billing/billing.py/*"]
+        );
+        assert_eq!(e("src/./lib//*.rs"), ["src/lib/*.rs"]);
         assert_eq!(e("**/*.{py,go}"), ["**/*.py", "**/*.go"]);
         assert_eq!(e("{a,b{c,d}}/x"), ["a/x", "bc/x", "bd/x"]);
         assert_eq!(e("{a,}x"), ["ax", "x"]);
