@@ -501,6 +501,13 @@ fn symbols_and_deps_commands() {
     let v: serde_json::Value = serde_json::from_str(j.trim()).unwrap();
     assert_eq!(v["name"], "vitest");
     assert_eq!(v["path"], "web/package.json");
+    // Where imports of a package's own name lead is no dependency: listed when asked for.
+    assert!(!text.contains("module"), "{text}");
+    let modules = stdout(
+        &["deps".as_ref(), bo, "--scope".as_ref(), "module".as_ref()],
+        0,
+    );
+    assert!(modules.contains("module"), "{modules}");
     assert_eq!(
         stdout(
             &[

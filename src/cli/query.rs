@@ -108,7 +108,7 @@ pub(crate) fn check_filters<'a>(
         let known = |l: &str| in_bundles.contains(l) || reg.get(l).is_some();
         if let Some(bad) = o.langs.iter().find(|l| !known(l)) {
             anyhow::bail!(
-                "unknown language {bad:?} for --lang (trove languages lists the ids; in these \
+                "unknown language {bad:?} (trove languages lists the ids; in these \
                  bundles: {})",
                 in_bundles.into_iter().collect::<Vec<_>>().join(", ")
             );
@@ -121,7 +121,7 @@ pub(crate) fn check_filters<'a>(
         }
         if let Some(bad) = o.kinds.iter().find(|k| !kinds.contains(*k)) {
             anyhow::bail!(
-                "no chunk of kind {bad:?} in the bundle(s) for --kind (kinds there: {})",
+                "no chunk of kind {bad:?} in the bundle(s) (kinds there: {})",
                 kinds.into_iter().collect::<Vec<_>>().join(", ")
             );
         }

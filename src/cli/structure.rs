@@ -137,7 +137,7 @@ pub fn check_symbol_kinds<'a>(
     let there = values_in(bundles, "symbols", "kind")?;
     if let Some(bad) = kinds.iter().find(|k| !there.contains(*k)) {
         anyhow::bail!(
-            "no definition of kind {bad:?} in the bundle(s) for --kind (kinds there: {})",
+            "no definition of kind {bad:?} in the bundle(s) (kinds there: {})",
             there.into_iter().collect::<Vec<_>>().join(", ")
         );
     }
@@ -166,7 +166,7 @@ pub fn check_deps_filters<'a>(
         .find(|e| !ECOSYSTEMS.contains(&e.as_str()))
     {
         anyhow::bail!(
-            "unknown ecosystem {bad:?} for --ecosystem (one of {})",
+            "unknown ecosystem {bad:?} (one of {})",
             ECOSYSTEMS.join(", ")
         );
     }
@@ -175,7 +175,7 @@ pub fn check_deps_filters<'a>(
         there.extend(SCOPES.iter().map(|s| s.to_string()));
         if let Some(bad) = scopes.iter().find(|s| !there.contains(*s)) {
             anyhow::bail!(
-                "unknown scope {bad:?} for --scope (one of {})",
+                "unknown scope {bad:?} (one of {})",
                 there.into_iter().collect::<Vec<_>>().join(", ")
             );
         }
@@ -409,7 +409,9 @@ pub struct DepsArgs {
     /// Only this ecosystem (npm, composer, cargo, go, pypi, maven, rubygems); repeatable.
     #[arg(long = "ecosystem", value_name = "E")]
     pub ecosystems: Vec<String>,
-    /// Only this scope (runtime, dev, build, peer, optional, indirect); repeatable.
+    /// Only this scope (runtime, dev, build, peer, optional, indirect); repeatable. `module` lists
+    /// where imports of a package's own name lead (go.mod's module, tsconfig paths, a
+    /// package.json's name), which references resolve through and the default leaves out.
     #[arg(long = "scope", value_name = "S")]
     pub scopes: Vec<String>,
     /// Only packages whose name contains this text.
@@ -433,6 +435,9 @@ pub fn deps_sql(ecosystems: &[String], scopes: &[String], name: Option<&str>) ->
     }
     if !scopes.is_empty() {
         filters.push(any_of("scope", scopes));
+    } else {
+        // Where imports of a package's own name lead: no dependency, asked for by name only.
+        filters.push("scope <> 'module'".to_string());
     }
     if let Some(n) = name {
         filters.push(format!("contains(lower(name), lower({}))", lit(n)));
