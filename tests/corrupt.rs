@@ -56,6 +56,10 @@ fn damages() -> Vec<(&'static str, Damage)> {
             manifest_edit(|m| m["format_version"] = 99.into()),
         ),
         (
+            "no vector dimension",
+            manifest_edit(|m| m["embedder"]["dim"] = 99_999_999_999u64.into()),
+        ),
+        (
             "sha256 mismatch",
             manifest_edit(|m| {
                 let f = file_entry(m, "files.parquet");
@@ -165,7 +169,7 @@ fn every_command_refuses_every_damage_with_one_line_and_exit_2() {
             );
         }
     }
-    assert_eq!(tried, 40);
+    assert_eq!(tried, 45);
 }
 
 /// Rewrites `b`'s manifest.json after `f`.

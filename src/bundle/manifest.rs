@@ -674,9 +674,24 @@ pub fn parse_manifest(bundle: &Path, text: &str) -> Result<Manifest> {
             ),
         ));
     }
-    serde_json::from_value(v)
-        .map_err(|e| Error::bundle(bundle, format!("{MANIFEST} is malformed: {e}")))
+    let m: Manifest = serde_json::from_value(v)
+        .map_err(|e| Error::bundle(bundle, format!("{MANIFEST} is malformed: {e}")))?;
+    // Every embedder trove has writes vectors; a dimension past this is no model's (and would
+    // overflow the Arrow types the tables are checked against).
+    if !(1..=MAX_DIM).contains(&m.embedder.dim) {
+        return Err(Error::bundle(
+            bundle,
+            format!(
+                "{MANIFEST} is malformed: embedder.dim {} is not a vector dimension (1 to {MAX_DIM})",
+                m.embedder.dim
+            ),
+        ));
+    }
+    Ok(m)
 }
+
+/// The largest vector dimension a manifest may record.
+pub const MAX_DIM: usize = 1 << 16;
 
 /// What a run knows of the bundle it writes beyond what the writer counted: where the rows came
 /// from and how they were made. With the writer's [`super::Finished`] it makes the manifest
