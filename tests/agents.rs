@@ -111,6 +111,8 @@ fn show_prints_numbered_ranges_redacted_text_and_follows_incremental_runs() {
         ("big/long.py:9-3", "before the start"),
         ("big/long.py:0", "lines numbered from 1"),
         ("big/long.py:3-", "write START or START-END"),
+        ("big/long.py:-3", "bad line range"),
+        ("big/long.py:a-b", "bad line range"),
     ] {
         let out = trove().arg("show").arg(&b).arg(target).assert().code(2);
         let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();

@@ -363,22 +363,23 @@ fn serve_needs_a_token_off_loopback_and_answers_503_and_504_under_pressure() {
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x55;
     std::fs::write(&chunks, bytes).unwrap();
-    let out = trove()
-        .args([
-            "serve",
-            damaged.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .env_remove("TROVE_TOKEN")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("damaged.bundle") && !err.contains(".serve-"),
-        "{err}"
-    );
+    // And one whose manifest is refused (read from the server's snapshot of it).
+    let future = w.path().join("future.bundle");
+    index(r.path(), &future, &[]);
+    let text = std::fs::read_to_string(future.join("manifest.json")).unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&text).unwrap();
+    m["embedder"]["dim"] = 0.into();
+    std::fs::write(future.join("manifest.json"), m.to_string()).unwrap();
+    for (bad, says) in [(&damaged, "damaged.bundle"), (&future, "future.bundle")] {
+        let out = trove()
+            .args(["serve", bad.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+            .env_remove("TROVE_TOKEN")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(says) && !err.contains(".serve-"), "{err}");
+    }
     let left: Vec<String> = std::fs::read_dir(w.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

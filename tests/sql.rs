@@ -498,6 +498,33 @@ fn every_duckdb_type_prints_as_its_value() {
             ),
             "refusing to write",
         ),
+        // Settings that name a file DuckDB writes; `~` after the script moved home; a `..`
+        // after a folder an earlier statement makes.
+        (format!("SET log_query_path = '{p}'"), "refusing to write"),
+        (
+            format!("SET GLOBAL profiling_output TO 'file://{p}'"),
+            "refusing to write",
+        ),
+        (
+            "SET temp_directory = getvariable('p')".to_string(),
+            "refusing a path setting",
+        ),
+        (
+            format!(
+                "SET home_directory = '{}'; COPY (SELECT 1 AS x) TO '~/manifest.json'",
+                b.display()
+            ),
+            "known only when it runs",
+        ),
+        (
+            format!(
+                "EXPORT DATABASE '{0}/made'; COPY (SELECT 1 AS x) TO '{0}/made/../{1}' \
+                 (FORMAT parquet)",
+                t.path().display(),
+                target.strip_prefix(t.path()).unwrap().display()
+            ),
+            "refusing to write",
+        ),
         ("FORCE INSTALL httpfs".to_string(), "refusing INSTALL"),
         ("install httpfs".to_string(), "refusing INSTALL"),
     ] {

@@ -638,8 +638,12 @@ pub fn read_manifest(bundle: &Path) -> Result<Manifest> {
     if !bundle.is_dir() {
         return Err(Error::bundle(
             bundle,
-            "is a file but not a packed bundle (expected a bundle directory written by `trove \
-             index`, or a .trove file from `trove pack`)",
+            if super::pack::is_packed(bundle) {
+                "is a packed bundle, and this needs a bundle directory (`trove unpack` makes one)"
+            } else {
+                "is a file but not a packed bundle (expected a bundle directory written by `trove \
+                 index`, or a .trove file from `trove pack`)"
+            },
         ));
     }
     let text = std::fs::read_to_string(&p).map_err(|e| {

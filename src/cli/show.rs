@@ -171,7 +171,13 @@ pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
     let b = Bundle::open(&a.bundle)?;
     let target = a.target.trim_start_matches("./");
     let whole = b.file_text(target)?;
-    let t = parse_target(target, |_| whole.is_some())?;
+    let t = parse_target(target, |p| {
+        if p == target {
+            whole.is_some()
+        } else {
+            b.file_text(p).is_ok_and(|t| t.is_some())
+        }
+    })?;
     // Read again only when a line range was split off the path.
     let text = match whole {
         Some(text) => Some(text),

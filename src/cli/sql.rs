@@ -59,8 +59,13 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
     let Some((last, before)) = stmts.split_last() else {
         anyhow::bail!("no SQL given: pass it as an argument or on stdin");
     };
+    // DuckDB reads `~` as its `home_directory` setting where one is set: a script that sets it
+    // makes its `~` paths unknown until they run.
+    let home_set = stmts
+        .iter()
+        .any(|s| setting_of(s).is_some_and(|(name, _)| name == "home_directory"));
     for s in &stmts {
-        match writes_into(s, &bundle.dir) {
+        match writes_into(s, &bundle.dir, home_set) {
             Writes::None => {}
             Writes::Into(target) => anyhow::bail!(
                 "refusing to write {} inside the bundle {}: its files are checked against \
@@ -73,6 +78,11 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
                 "refusing {what} to a path that is not written as a string: trove sql makes sure \
                  nothing is written inside the bundle {}, which it can tell only of a path in \
                  quotes (write the path as a literal)",
+                a.bundle.display()
+            ),
+            Writes::Unknown(what) => anyhow::bail!(
+                "refusing {what}: trove sql makes sure nothing is written inside the bundle {}, \
+                 and where this path leads is known only when it runs (write the whole path)",
                 a.bundle.display()
             ),
             Writes::Install => anyhow::bail!(
@@ -200,8 +210,35 @@ enum Writes {
     /// `COPY … TO`, `EXPORT DATABASE` or `ATTACH` with a path computed at run time
     /// (`TO (getvariable('p'))`), which cannot be checked before it runs.
     Computed(&'static str),
+    /// A literal path whose place is known only at run time: under `~` after the script set
+    /// `home_directory`.
+    Unknown(&'static str),
     /// `INSTALL` (or `FORCE INSTALL`): an extension downloaded.
     Install,
+}
+
+/// DuckDB settings whose value is a file or folder DuckDB writes (a query log, a profile, spill
+/// files, extensions) or that moves `~`.
+const PATH_SETTINGS: &[&str] = &[
+    "log_query_path",
+    "profiling_output",
+    "temp_directory",
+    "extension_directory",
+    "secret_directory",
+    "home_directory",
+];
+
+/// The setting `SET [GLOBAL|SESSION|LOCAL] name = value`, `SET name TO value`, `PRAGMA name =
+/// value` or `PRAGMA name(value)` changes, lower-cased, with the text of its value.
+fn setting_of(stmt: &str) -> Option<(String, &str)> {
+    let stmt = lead(stmt);
+    let re = regex::Regex::new(
+        r"(?is)^(?:set|pragma)\s+(?:(?:global|session|local)\s+)?([\w.]+)\s*(?:=|\bto\b|\()\s*",
+    )
+    .ok()?;
+    let m = re.captures(stmt)?;
+    let name = m.get(1)?.as_str().to_ascii_lowercase();
+    Some((name, &stmt[m.get(0)?.end()..]))
 }
 
 /// The statement after its leading blanks, comments and opening parentheses.
@@ -222,7 +259,27 @@ fn lead(stmt: &str) -> &str {
 /// What `stmt` would write ([`Writes`]): the file a `COPY ... TO 'file'`, `EXPORT DATABASE 'dir'`
 /// or `ATTACH 'file'` statement names, when it is inside `bundle` (relative targets taken from
 /// the working directory, as DuckDB does).
-fn writes_into(stmt: &str, bundle: &std::path::Path) -> Writes {
+fn writes_into(stmt: &str, bundle: &std::path::Path, home_set: bool) -> Writes {
+    // A setting that names a file DuckDB writes: its literal value is a target like COPY's.
+    if let Some((name, value)) = setting_of(stmt)
+        && PATH_SETTINGS.contains(&name.as_str())
+    {
+        if name == "home_directory" {
+            return Writes::None;
+        }
+        let Some(v) = regex::Regex::new(r"^'((?:[^']|'')*)'")
+            .ok()
+            .and_then(|re| re.captures(value))
+        else {
+            return Writes::Computed("a path setting");
+        };
+        return inside(
+            &[v[1].replace("''", "'")],
+            bundle,
+            home_set,
+            "a ~ path setting",
+        );
+    }
     let stmt = lead(stmt);
     let head = stmt.to_ascii_lowercase();
     let word = |w: &str| {
@@ -242,7 +299,7 @@ fn writes_into(stmt: &str, bundle: &std::path::Path) -> Writes {
     .into_iter()
     .find(|(w, _)| word(w));
     if let Some(m) = wrapper.and_then(|(_, re)| regex::Regex::new(re).ok()?.find(stmt)) {
-        return writes_into(&stmt[m.end()..], bundle);
+        return writes_into(&stmt[m.end()..], bundle, home_set);
     }
     // The literal targets, and what follows the keyword when it is not a literal.
     let (what, literal, computed) = if word("copy") {
@@ -281,48 +338,81 @@ fn writes_into(stmt: &str, bundle: &std::path::Path) -> Writes {
             Writes::None
         };
     }
+    inside(&targets, bundle, home_set, what)
+}
+
+/// [`Writes::Into`] for the first of `targets` that lies inside `bundle` (relative targets taken
+/// from the working directory, as DuckDB does; `..` and links followed as the kernel will).
+fn inside(
+    targets: &[String],
+    bundle: &std::path::Path,
+    home_set: bool,
+    what: &'static str,
+) -> Writes {
     let Ok(root) = bundle.canonicalize() else {
         return Writes::None;
     };
-    targets
-        .into_iter()
-        .find_map(|t| {
-            let abs = std::env::current_dir().ok()?.join(local_path(&t));
-            let t = PathBuf::from(t);
-            // The deepest part of the path that exists, resolved; the rest appended as written.
-            let mut base = abs.as_path();
-            let mut rest = Vec::new();
-            let resolved = loop {
-                if let Ok(r) = base.canonicalize() {
-                    break r;
-                }
-                rest.push(base.file_name()?.to_owned());
-                base = base.parent()?;
-            };
-            let full = rest.iter().rev().fold(resolved, |p, part| p.join(part));
-            full.starts_with(&root).then_some(Writes::Into(t))
-        })
-        .unwrap_or(Writes::None)
-}
-
-/// The local path DuckDB's file system opens for the target `t`: a `file:` URI's path
-/// (`file:///p`, `file://localhost/p`, `file:/p`), with a leading `~` for the home directory.
-fn local_path(t: &str) -> PathBuf {
-    let mut path = t;
-    if t.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("file:/")) {
-        path = &t[5..];
-        if let Some(after) = path.strip_prefix("//") {
-            let authority = &after[..after.find('/').unwrap_or(after.len())];
-            if authority.is_empty() || authority.eq_ignore_ascii_case("localhost") {
-                path = &after[authority.len()..];
+    let Ok(cwd) = std::env::current_dir() else {
+        return Writes::None;
+    };
+    for t in targets {
+        let local = local_path(t);
+        if home_set && local.starts_with('~') {
+            return Writes::Unknown(what);
+        }
+        let local = match local.strip_prefix('~') {
+            // DuckDB joins its home and the rest as text: `~x` is `$HOME` + `x`.
+            Some(rest) => {
+                let mut p = std::env::var_os("HOME").unwrap_or_default();
+                p.push(rest);
+                PathBuf::from(p)
             }
+            None => PathBuf::from(local),
+        };
+        if resolve(&cwd.join(local)).starts_with(&root) {
+            return Writes::Into(PathBuf::from(t));
         }
     }
-    match (path.strip_prefix('~'), std::env::var_os("HOME")) {
-        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
-            PathBuf::from(home).join(rest.trim_start_matches('/'))
+    Writes::None
+}
+
+/// Where the absolute path `abs` leads: each part applied in turn, links resolved where what is
+/// reached so far exists (a `..` after a folder that does not exist yet goes back up, as it will
+/// once a statement before has made that folder).
+fn resolve(abs: &std::path::Path) -> PathBuf {
+    use std::path::Component;
+    let mut p = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::ParentDir => {
+                p.pop();
+            }
+            Component::CurDir => {}
+            c => p.push(c),
         }
-        _ => PathBuf::from(path),
+        if let Ok(r) = p.canonicalize() {
+            p = r;
+        }
+    }
+    p
+}
+
+/// The path DuckDB's file system opens for the target `t`: a `file:` URI's path (`file:///p`,
+/// `file://localhost/p`, `file:/p`), else `t` (`~` is left to the caller).
+fn local_path(t: &str) -> &str {
+    let Some(path) = t.strip_prefix("file:").filter(|p| p.starts_with('/')) else {
+        return t;
+    };
+    match path.strip_prefix("//") {
+        Some(after) => {
+            let authority = &after[..after.find('/').unwrap_or(after.len())];
+            match authority {
+                "" | "localhost" => &after[authority.len()..],
+                // DuckDB refuses another host.
+                _ => t,
+            }
+        }
+        None => path,
     }
 }
 

@@ -1526,7 +1526,10 @@ pub fn expand_glob(glob: &str) -> Result<Vec<String>> {
                 .into(),
         ));
     }
-    if rel.split('/').any(|part| part == "..") {
+    // Parts are what lies between slashes only outside `[...]` and escapes: such globs are
+    // taken as written.
+    let plain_parts = !rel.contains(['[', '\\']);
+    if plain_parts && rel.split('/').any(|part| part == "..") {
         return Err(g.bad(
             "paths in a bundle are relative to the repository root and never hold `..` (write \
              the path from the root: src/*.py)"
@@ -1534,13 +1537,16 @@ pub fn expand_glob(glob: &str) -> Result<Vec<String>> {
         ));
     }
     // `a//b` and `a/./b` are `a/b`, as a shell has them.
-    let rel: String = rel
-        .split('/')
-        .enumerate()
-        .filter(|(i, part)| *i == 0 || (!part.is_empty() && *part != "."))
-        .map(|(_, part)| part)
-        .collect::<Vec<_>>()
-        .join("/");
+    let rel: String = if plain_parts {
+        rel.split('/')
+            .enumerate()
+            .filter(|(i, part)| *i == 0 || (!part.is_empty() && *part != "."))
+            .map(|(_, part)| part)
+            .collect::<Vec<_>>()
+            .join("/")
+    } else {
+        rel.to_string()
+    };
     let rel = rel.as_str();
     // A path with no glob characters is that file or what lies under that folder (`src/http`:
     // not `src/https`, and not nothing), as a user and an agent mean it.
@@ -2020,6 +2026,8 @@ mod tests {
             ["billing/billing.py", "billing/billing.py/*"]
         );
         assert_eq!(e("src/./lib//*.rs"), ["src/lib/*.rs"]);
+        // A class may hold `/` and `.`: such a glob is taken as written.
+        assert_eq!(e("src[/./]x"), ["src[/./]x"]);
         assert_eq!(e("**/*.{py,go}"), ["**/*.py", "**/*.go"]);
         assert_eq!(e("{a,b{c,d}}/x"), ["a/x", "bc/x", "bd/x"]);
         assert_eq!(e("{a,}x"), ["ax", "x"]);

@@ -255,8 +255,8 @@ pub struct Cells<'a> {
     /// cannot format the type).
     format: Option<duckdb::arrow::util::display::ArrayFormatter<'a>>,
     /// The cells' text where Arrow has no formatter of the type itself: a timestamp with a
-    /// time zone (`TIMESTAMPTZ`, which DuckDB hands over as UTC instants named `UTC`), written
-    /// as the instant with its zone (`2024-01-02T03:04:05Z`).
+    /// time zone named, not an offset (`TIMESTAMPTZ`, which DuckDB hands over as UTC instants
+    /// labelled `UTC` or the session's zone), written as the UTC instant (`2024-01-02T03:04:05Z`).
     zoned: Option<Vec<String>>,
     /// A struct's fields, as columns of their own.
     fields: Vec<Cells<'a>>,
@@ -272,7 +272,7 @@ impl<'a> Cells<'a> {
         };
         use duckdb::arrow::array::AsArray;
         let zoned = match col.data_type() {
-            DataType::Timestamp(unit, Some(tz)) if format.is_none() => {
+            DataType::Timestamp(unit, Some(_)) if format.is_none() => {
                 use duckdb::arrow::datatypes::{
                     TimeUnit as U, TimestampMicrosecondType, TimestampMillisecondType,
                     TimestampNanosecondType, TimestampSecondType,
@@ -303,11 +303,9 @@ impl<'a> Cells<'a> {
                     ),
                 };
                 let plain = Some(plain);
-                let suffix = if ["UTC", "+00:00", "Z", "Etc/UTC"].contains(&tz.as_ref()) {
-                    "Z".to_string()
-                } else {
-                    format!(" {tz}")
-                };
+                // The instant in UTC, whatever zone the column is labelled with (the label is
+                // only how a reader would show it; Arrow stores the UTC instant).
+                let suffix = "Z";
                 plain.and_then(|p| {
                     let f = ArrayFormatter::try_new(p.as_ref(), &FormatOptions::default()).ok()?;
                     Some(

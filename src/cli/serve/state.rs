@@ -340,7 +340,8 @@ impl Served {
                 load_secs: 0.0,
             }
         } else {
-            self.link_snapshot(i)?
+            self.link_snapshot(i)
+                .map_err(|e| self.in_bundle_terms(i, e))?
         };
         match Self::make_ready(slot, &mut snap) {
             Ok(()) => {
@@ -348,14 +349,28 @@ impl Served {
                 snap.load_secs = started.elapsed().as_secs_f64();
                 Ok(snap)
             }
-            // Errors name the bundle, not our folder (which goes when `snap` is dropped).
-            Err(e) => {
-                let ours = snap.dir.display().to_string();
-                Err(anyhow::anyhow!(
-                    "{}",
-                    format!("{e:#}").replace(&ours, &slot.path.display().to_string())
-                ))
-            }
+            // Our folder goes when `snap` is dropped.
+            Err(e) => Err(self.in_bundle_terms(i, e)),
+        }
+    }
+
+    /// Error `e` of loading slot `i` with its snapshot folders (`<root>/<serial>-…`, ours,
+    /// removed with the failed version) named as the bundle they copy.
+    fn in_bundle_terms(&self, i: usize, e: anyhow::Error) -> anyhow::Error {
+        let text = format!("{e:#}");
+        let Some((root, _)) = &self.roots[i] else {
+            return anyhow::anyhow!("{text}");
+        };
+        let ours = format!("{}/[^/:\\s]+", regex::escape(&root.display().to_string()));
+        match regex::Regex::new(&ours) {
+            Ok(re) => anyhow::anyhow!(
+                "{}",
+                re.replace_all(
+                    &text,
+                    regex::NoExpand(&self.slots[i].path.display().to_string())
+                )
+            ),
+            Err(_) => anyhow::anyhow!("{text}"),
         }
     }
 
