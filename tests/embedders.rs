@@ -251,6 +251,15 @@ fn openai_failures_stop_the_run_with_a_clear_error_and_keep_the_old_bundle() {
         .assert()
         .success();
     assert_eq!(manifest(&b)["embedder"]["backend"], "openai");
+    // A model of more dimensions than a bundle holds: refused at its probe, before any work.
+    let wide = Mock::start((1 << 16) + 1);
+    let cfg = overlay(w.path(), &wide, "retries = 0");
+    let out = index_with(r.path(), &w.path().join("wide"), cache.path(), &cfg, &[])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(err.contains("65537 dimensions"), "{err}");
+    assert_eq!(wide.seen().len(), 1, "only the probe");
 }
 
 #[test]

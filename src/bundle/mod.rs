@@ -16,7 +16,7 @@ mod verify;
 mod writer;
 
 pub use manifest::{
-    Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, LiveTotals, MANIFEST, Manifest,
+    Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, LiveTotals, MANIFEST, MAX_DIM, Manifest,
     Provenance, SegmentInfo, Shard, SourceInfo, TOMBSTONES, Tool, commit_manifest, created_at,
     is_bundle_file, live_sql, manifest_tool, parse_manifest, read_manifest, remove_garbage,
     views_sql, write_manifest,

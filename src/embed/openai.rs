@@ -57,6 +57,15 @@ impl OpenAiEmbedder {
                     crate::util::hide_userinfo(&e.url)
                 )));
             }
+            if e.dim > crate::bundle::MAX_DIM {
+                return Err(Error::Other(format!(
+                    "embedding server {}: the probe call returned a vector of {} dimensions, more \
+                     than a bundle holds ({}): ask for fewer with embed.dimensions",
+                    crate::util::hide_userinfo(&e.url),
+                    e.dim,
+                    crate::bundle::MAX_DIM
+                )));
+            }
             if e.dimensions > 0 && e.dim != e.dimensions {
                 return Err(Error::Other(format!(
                     "embedding server {}: asked for {} dimensions, got {} (does model {} support `dimensions`?)",
