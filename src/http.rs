@@ -147,7 +147,7 @@ impl Client {
         out: &mut dyn Sink,
         limit: u64,
     ) -> std::result::Result<u64, Failure> {
-        self.retrying(|| self.get_once(url, &mut *out, limit, 0).map(|(n, _)| n))
+        self.retrying(|| self.get_once(url, &mut *out, limit, 0))
     }
 
     /// GETs `url` into `file`, which holds the start of it from an earlier try or run: asks the
@@ -165,10 +165,10 @@ impl Client {
         use std::io::Seek;
         let io = |e: std::io::Error| Failure::Refused(self.mask(&format!("{url}: {e}")));
         let before = file.metadata().map_err(io)?.len();
-        if before > limit {
-            file.reset().map_err(io)?;
-        }
         let mut sink = Restartable { file, reset: false };
+        if before > limit {
+            sink.reset().map_err(io)?;
+        }
         self.retrying(|| {
             let have = sink
                 .file
@@ -177,7 +177,7 @@ impl Client {
             if have == limit {
                 return Ok(());
             }
-            self.get_once(url, &mut sink, limit - have, have)?;
+            self.get_once(url, &mut sink, limit, have)?;
             // A reply that ended cleanly but short (a range that stops early, a body without a
             // length) is continued as a broken one is.
             let now = sink
@@ -192,11 +192,7 @@ impl Client {
             }
             Ok(())
         })?;
-        Ok(if sink.reset || before > limit {
-            0
-        } else {
-            before
-        })
+        Ok(if sink.reset { 0 } else { before })
     }
 
     /// Runs `once` until it succeeds, fails for good, or the retries run out (exponential backoff
@@ -230,16 +226,15 @@ impl Client {
         }
     }
 
-    /// One GET of `url` into `out`: the whole reply, or with `from` > 0 what follows the
-    /// `from` bytes `out` holds (`limit` counts only those). Returns the bytes received and
-    /// whether the reply continued `out` rather than replacing it.
+    /// One GET of `url` (at most `limit` bytes in all) into `out`: the whole reply, or with
+    /// `from` > 0 what follows the `from` bytes `out` holds. Returns the bytes received.
     fn get_once(
         &self,
         url: &str,
         out: &mut dyn Sink,
         limit: u64,
         from: u64,
-    ) -> std::result::Result<(u64, bool), Attempt> {
+    ) -> std::result::Result<u64, Attempt> {
         let mut req = self.agent.get(url);
         if let Some(k) = &self.key {
             req = req.header("Authorization", format!("Bearer {k}"));
@@ -259,15 +254,16 @@ impl Client {
             .get("content-encoding")
             .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
         let resumed = from > 0 && status == 206 && !encoded && range_start(&resp) == Some(from);
+        let reset = |out: &mut dyn Sink| {
+            out.reset()
+                .map_err(|e| Attempt::Final(Failure::Refused(format!("{url}: {e}"))))
+        };
         if from > 0 && !resumed && matches!(status, 206 | 416) {
             // Not the rest of what `out` holds (another range, or none the server can send):
             // the whole file again.
             drop(resp);
-            out.reset()
-                .map_err(|e| Attempt::Final(Failure::Refused(format!("{url}: {e}"))))?;
-            return self
-                .get_once(url, out, limit.saturating_add(from), 0)
-                .map(|(n, _)| (n, false));
+            reset(out)?;
+            return self.get_once(url, out, limit, 0);
         }
         if !(200..=299).contains(&status) {
             // A file server's error page is HTML: the status line says it all.
@@ -280,17 +276,17 @@ impl Client {
                 _ => Attempt::Final(Failure::Refused(msg)),
             });
         }
-        let limit = if resumed {
-            limit
+        // What the reply may hold: the rest after `from`, or the whole.
+        let want = if resumed {
+            limit.saturating_sub(from)
         } else {
-            out.reset()
-                .map_err(|e| Attempt::Final(Failure::Refused(format!("{url}: {e}"))))?;
-            limit.saturating_add(from)
+            reset(out)?;
+            limit
         };
-        // Read one byte past `limit`, to tell a reply that is too long from one that fits.
+        // Read one byte past `want`, to tell a reply that is too long from one that fits.
         let mut body = std::io::Read::take(
             resp.body_mut().with_config().limit(u64::MAX).reader(),
-            limit.saturating_add(1),
+            want.saturating_add(1),
         );
         // A failed write (a full disk) is final; only the network is tried again.
         let mut sink = Tracked { out, failed: false };
@@ -301,13 +297,12 @@ impl Client {
                 Attempt::Again(format!("{url}: reading the reply: {e}"), None)
             }
         })?;
-        if n > limit {
+        if n > want {
             return Err(Attempt::Final(Failure::Refused(format!(
-                "{url}: the reply is longer than the {} bytes expected",
-                if resumed { limit + from } else { limit }
+                "{url}: the reply is longer than the {limit} bytes expected"
             ))));
         }
-        Ok((n, resumed))
+        Ok(n)
     }
 
     fn try_once(

@@ -29,13 +29,19 @@ pub fn output_path(out: &Path) -> Result<PathBuf> {
     }
 }
 
-/// `<parent>/.<name>.lock`: the output lock file of `out`.
-pub fn lock_path(out: &Path) -> PathBuf {
+/// `<parent>/.<name>.<what>`: a hidden path of a run's own beside the output `out` (its lock,
+/// its temp directory, a sync's downloads).
+pub fn hidden_beside(out: &Path, what: &str) -> PathBuf {
     let name = out
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "bundle".into());
-    out.with_file_name(format!(".{name}.lock"))
+    out.with_file_name(format!(".{name}.{what}"))
+}
+
+/// `<parent>/.<name>.lock`: the output lock file of `out`.
+pub fn lock_path(out: &Path) -> PathBuf {
+    hidden_beside(out, "lock")
 }
 
 /// Takes the output lock of `out` (creating its parent), or refuses with the pid of the run that
@@ -43,10 +49,6 @@ pub fn lock_path(out: &Path) -> PathBuf {
 pub fn lock_output(out: &Path) -> Result<OutputLock> {
     use rustix::fs::{FlockOperation, flock};
     use std::io::{Read, Seek, Write};
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "bundle".into());
     let parent = out.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     let path = lock_path(out);
@@ -78,7 +80,10 @@ pub fn lock_output(out: &Path) -> Result<OutputLock> {
     // No other run is writing `out`: temp directories beside it are leftovers of killed runs.
     // One killed between the two renames of a swap without exchange left the old bundle aside
     // (`.<name>.tmp-<pid>-old`) and no `out`: the old bundle goes back first.
-    let prefix = format!(".{name}.tmp-");
+    let prefix = hidden_beside(out, "tmp-")
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let leftovers: Vec<PathBuf> = std::fs::read_dir(parent)
         .map(|entries| {
             entries
@@ -108,11 +113,7 @@ const ASIDE: &str = "-old";
 
 /// `<parent>/.<name>.tmp-<pid>`: beside the target, so the final rename stays on one filesystem.
 pub fn temp_beside(out: &Path) -> PathBuf {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "bundle".into());
-    out.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+    hidden_beside(out, &format!("tmp-{}", std::process::id()))
 }
 
 /// Refuses an output path that is a file or a directory other than a trove bundle (an empty one

@@ -255,12 +255,8 @@ impl Staged {
     /// that no one else can write (not a link): its files are reused, linked into DEST, and
     /// removed, so a folder another user planted beside a DEST in a shared directory is refused.
     fn beside(dest: &Path) -> Result<Staged> {
-        let name = dest
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "bundle".into());
         let staged = Staged {
-            dir: dest.with_file_name(format!(".{name}.sync-partial")),
+            dir: super::output::hidden_beside(dest, "sync-partial"),
             earlier: Default::default(),
         };
         staged.check_owned()?;

@@ -273,46 +273,18 @@ impl<'a> Cells<'a> {
         use duckdb::arrow::array::AsArray;
         let zoned = match col.data_type() {
             DataType::Timestamp(unit, Some(_)) if format.is_none() => {
-                use duckdb::arrow::datatypes::{
-                    TimeUnit as U, TimestampMicrosecondType, TimestampMillisecondType,
-                    TimestampNanosecondType, TimestampSecondType,
-                };
-                // The same instants without the zone (a cast would convert them to the zone's
-                // local time, which needs a time-zone database Arrow is built without).
-                let none = None::<String>;
-                let plain: ArrayRef = match unit {
-                    U::Second => Arc::new(
-                        col.as_primitive::<TimestampSecondType>()
-                            .clone()
-                            .with_timezone_opt(none),
-                    ),
-                    U::Millisecond => Arc::new(
-                        col.as_primitive::<TimestampMillisecondType>()
-                            .clone()
-                            .with_timezone_opt(none),
-                    ),
-                    U::Microsecond => Arc::new(
-                        col.as_primitive::<TimestampMicrosecondType>()
-                            .clone()
-                            .with_timezone_opt(none),
-                    ),
-                    U::Nanosecond => Arc::new(
-                        col.as_primitive::<TimestampNanosecondType>()
-                            .clone()
-                            .with_timezone_opt(none),
-                    ),
-                };
-                let plain = Some(plain);
-                // The instant in UTC, whatever zone the column is labelled with (the label is
-                // only how a reader would show it; Arrow stores the UTC instant).
-                let suffix = "Z";
-                plain.and_then(|p| {
+                // The same instants without the zone label (a cast would convert them to the
+                // zone's local time, which needs a time-zone database Arrow is built without),
+                // written as the UTC instant whatever zone labels the column.
+                let plain = col
+                    .to_data()
+                    .into_builder()
+                    .data_type(DataType::Timestamp(*unit, None))
+                    .build()
+                    .map(duckdb::arrow::array::make_array);
+                plain.ok().and_then(|p| {
                     let f = ArrayFormatter::try_new(p.as_ref(), &FormatOptions::default()).ok()?;
-                    Some(
-                        (0..p.len())
-                            .map(|i| format!("{}{suffix}", f.value(i)))
-                            .collect(),
-                    )
+                    Some((0..p.len()).map(|i| format!("{}Z", f.value(i))).collect())
                 })
             }
             _ => None,
