@@ -1153,6 +1153,53 @@ fn checkout_settings_outside_the_tree_reread_every_file() {
     assert_eq!(manifest(&incr)["base"]["mode"], "git-diff");
 }
 
+/// git status calls a file unchanged when only its line endings were edited and a conversion
+/// (a `text` attribute, `core.autocrlf`) would undo the edit as git checks it in: `--since` reads
+/// it again all the same (its size is not the base's), for a file indexed and one past the size
+/// cap alike, with the attribute at the root, above the indexed folder, or in the settings.
+#[test]
+fn line_ending_edits_that_git_normalizes_away_are_read_again() {
+    let cap = ["--max-file-bytes", "300"];
+    for (attributes, autocrlf, folder) in [
+        (true, "false", ""),
+        (true, "false", "app"),
+        (false, "input", ""),
+    ] {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("repo");
+        std::fs::create_dir(&root).unwrap();
+        git(&root, &["init", "-q"]);
+        git(&root, &["config", "core.autocrlf", autocrlf]);
+        if attributes {
+            write(&root, ".gitattributes", b"* text=auto\n");
+        }
+        write(&root, "app/a.py", b"def alpha():\n    return 1\n");
+        write(&root, "app/big.py", "x = 1\n".repeat(60).as_bytes());
+        commit(&root, "one");
+        let target = root.join(folder);
+        let (incr, full) = (t.path().join("incr"), t.path().join("full"));
+        index(&target, &incr, &cap);
+        for f in ["app/a.py", "app/big.py"] {
+            let text = std::fs::read_to_string(root.join(f)).unwrap();
+            write(&root, f, text.replace('\n', "\r\n").as_bytes());
+        }
+        git(&root, &["add", "-A"]);
+        let status = std::process::Command::new("git")
+            .args(["status", "--porcelain"])
+            .current_dir(&root)
+            .output()
+            .unwrap();
+        assert!(status.stdout.is_empty(), "git calls the edits changes");
+        let s = index_json(&target, &incr, &[&cap[..], &["--since", "auto"]].concat());
+        index(&target, &full, &cap);
+        assert_eq!(
+            compacted_tables(&incr),
+            tables(&full),
+            "{attributes} {autocrlf} {folder:?}: {s}"
+        );
+    }
+}
+
 #[test]
 fn the_refs_of_several_segments_are_cached_and_answer_as_the_full_build() {
     let t = tempfile::tempdir().unwrap();

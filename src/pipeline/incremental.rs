@@ -67,6 +67,12 @@ pub(crate) struct Reuse {
     /// Of `skipped`, the rows of files skipped for their content (binary, too large, ...), by
     /// path: a file git vouches for is skipped again without being read.
     pub content_skips: FxHashMap<String, usize>,
+    /// Git mode: the root-relative folders (`""`: all of them) where git may convert a file's
+    /// bytes as it checks it in (line endings under a `text` or `eol` attribute or
+    /// `core.autocrlf`, a filter). There git status calls a file unchanged whose line endings
+    /// alone were edited, so a file it vouches for is carried unread only at the size the base
+    /// read (the walk takes no sizes in a `--since` run: the file is looked at on its own).
+    pub sized: Vec<String>,
 }
 
 impl Reuse {
@@ -77,11 +83,60 @@ impl Reuse {
 
     /// The base's skipped row of the walked file `c` when it was skipped for its content (the
     /// same reason and size a read would give again: git vouches for the content, and the
-    /// pipeline that judged it is this one) and the walk's size, when taken, agrees.
+    /// pipeline that judged it is this one) and its size agrees ([`Reuse::same_size`]).
     pub fn skipped_unread(&self, c: &crate::source::Candidate) -> Option<&crate::source::Skipped> {
         let k = &self.skipped[*self.content_skips.get(&c.rel)?];
-        (self.vouched(&c.rel) && c.bytes.is_none_or(|n| n == k.bytes)).then_some(k)
+        (self.vouched(&c.rel) && self.same_size(c, k.bytes)).then_some(k)
     }
+
+    /// Whether the walked file `c` may be as large as `bytes`, the size the base read: the
+    /// walk's size when it took one; else, under a folder of [`Reuse::sized`], the file's size
+    /// now; else yes (git's word is taken).
+    pub fn same_size(&self, c: &crate::source::Candidate, bytes: u64) -> bool {
+        match c.bytes {
+            Some(n) => n == bytes,
+            None if self.sized.iter().any(|f| under(&c.rel, f)) => {
+                std::fs::symlink_metadata(&c.abs).is_ok_and(|m| m.is_file() && m.len() == bytes)
+            }
+            None => true,
+        }
+    }
+}
+
+/// Whether the root-relative path `p` lies under the folder `f` (`""`: the root).
+fn under(p: &str, f: &str) -> bool {
+    f.is_empty() || p.strip_prefix(f).is_some_and(|r| r.starts_with('/'))
+}
+
+/// The folder of a `.gitattributes` at the root-relative path `p` (`""`: the root's).
+fn attributes_folder(p: &str) -> Option<&str> {
+    match p.rsplit_once('/') {
+        Some((folder, ".gitattributes")) => Some(folder),
+        None if p == ".gitattributes" => Some(""),
+        _ => None,
+    }
+}
+
+/// Whether `commit` holds a `.gitattributes` in a folder above the root `prefix` (their
+/// attributes apply under the root too).
+fn attributes_above(commit: &git2::Commit<'_>, prefix: &str) -> bool {
+    if prefix.is_empty() {
+        return false;
+    }
+    let Ok(tree) = commit.tree() else {
+        // Unreadable: assume the worst.
+        return true;
+    };
+    std::iter::once("")
+        .chain(prefix.match_indices('/').map(|(i, _)| &prefix[..i]))
+        .any(|f| {
+            let p = if f.is_empty() {
+                ".gitattributes".to_string()
+            } else {
+                format!("{f}/.gitattributes")
+            };
+            tree.get_path(Path::new(&p)).is_ok()
+        })
 }
 
 /// Whether a file skipped for `reason` when it was read would be skipped again, for the same
@@ -272,18 +327,19 @@ pub(crate) fn plan(
         .filter(|(_, k)| skipped_for_content(k.reason))
         .map(|(i, k)| (k.path.clone(), i))
         .collect();
-    let reuse = |unchanged| Reuse {
+    let reuse = |unchanged, sized| Reuse {
         dir: out.to_path_buf(),
         manifest: manifest.clone(),
         files,
         skipped,
         unchanged,
         content_skips,
+        sized,
     };
     let Some((repo, given)) = git else {
         base.insert("mode".into(), "content-hash".into());
         return Ok(Plan {
-            reuse: Some(reuse(None)),
+            reuse: Some(reuse(None, Vec::new())),
             note: None,
             base: Some(base),
         });
@@ -299,7 +355,7 @@ pub(crate) fn plan(
             base.insert("since".into(), "auto".into());
             base.insert("mode".into(), "content-hash".into());
             return Ok(Plan {
-                reuse: Some(reuse(None)),
+                reuse: Some(reuse(None, Vec::new())),
                 note: Some(format!(
                     "{shown} records no git commit: unchanged files are found by content hash"
                 )),
@@ -364,7 +420,7 @@ pub(crate) fn plan(
         // Its rows may hold work-tree content that no commit has: trust nothing unread.
         base.insert("mode".into(), "content-hash".into());
         return Ok(Plan {
-            reuse: Some(reuse(None)),
+            reuse: Some(reuse(None, Vec::new())),
             note: Some(format!(
                 "{shown} was built from a dirty work tree: every file is checked by content hash"
             )),
@@ -372,6 +428,18 @@ pub(crate) fn plan(
         });
     }
     base.insert("mode".into(), "git-diff".into());
+    // Where git may convert bytes as it checks them in, what it vouches for is carried at the
+    // base's size only (see `Reuse::sized`).
+    let mut sized: Vec<String> = tracked
+        .iter()
+        .filter_map(|p| attributes_folder(p))
+        .map(str::to_string)
+        .collect();
+    if crate::source::checkout_may_convert(&repo) || attributes_above(&head, &prefix) {
+        sized = vec![String::new()];
+    }
+    sized.sort_unstable();
+    sized.dedup();
     // What git vouches for: tracked at HEAD (an ignored file that the walk still indexes is not
     // tracked, so it is compared by content) and not changed.
     let mut unchanged = tracked;
@@ -398,8 +466,6 @@ pub(crate) fn plan(
     );
     attributes.sort_unstable();
     attributes.dedup();
-    let under =
-        |p: &str, f: &str| f.is_empty() || p.strip_prefix(f).is_some_and(|r| r.starts_with('/'));
     let before = unchanged.len();
     unchanged.retain(|p| !attributes.iter().any(|f| under(p, f)));
     let rehashed = before - unchanged.len();
@@ -432,7 +498,7 @@ pub(crate) fn plan(
         }
     );
     Ok(Plan {
-        reuse: Some(reuse(Some(unchanged))),
+        reuse: Some(reuse(Some(unchanged), sized)),
         note: Some(note),
         base: Some(base),
     })

@@ -815,14 +815,12 @@ fn prior<'r>(reuse: Option<&'r incremental::Reuse>, c: &Candidate) -> Prior<'r> 
 }
 
 /// Whether git vouches that the file `c` is as the base bundle's commit had it (tracked,
-/// untouched since, and the same size when the walk took sizes): its rows are carried without
+/// untouched since, and the same size when the walk took sizes or a checkout conversion may
+/// hide an edit from git: [`incremental::Reuse::same_size`]): its rows are carried without
 /// reading it.
 fn carried_unread(reuse: Option<&incremental::Reuse>, c: &Candidate) -> bool {
     reuse.is_some_and(|r| {
-        r.vouched(&c.rel)
-            && r.files
-                .get(&c.rel)
-                .is_some_and(|b| c.bytes.is_none_or(|n| n == b.bytes))
+        r.vouched(&c.rel) && r.files.get(&c.rel).is_some_and(|b| r.same_size(c, b.bytes))
     })
 }
 

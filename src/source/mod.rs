@@ -294,6 +294,44 @@ fn config_path(repo: &git2::Repository, config: &git2::Config, key: &str) -> Opt
 /// every file git vouches for and compares it by content hash. Files' contents, not their paths,
 /// are hashed: a bundle names nothing of the machine that made it.
 pub fn checkout_settings(repo: &git2::Repository) -> String {
+    let mut text: Vec<u8> = Vec::new();
+    for (name, value) in checkout_parts(repo) {
+        text.extend_from_slice(name.as_bytes());
+        match value {
+            // The length first: no value can pass for another's end and the next name.
+            Some(v) => {
+                text.extend_from_slice(format!("={}:", v.len()).as_bytes());
+                text.extend_from_slice(&v);
+            }
+            None => text.push(b'-'),
+        }
+        text.push(b'\n');
+    }
+    crate::util::sha256_hex(&text)[..16].to_string()
+}
+
+/// Whether the settings outside the tree may make git check a file in as other bytes than the
+/// work tree holds (line endings by `core.autocrlf` true or input, or whatever the attributes of
+/// `$GIT_DIR/info/attributes` or the `core.attributesFile` say): then git status calls a file
+/// unchanged whose bytes differ from its checkout only in what the conversion undoes.
+pub fn checkout_may_convert(repo: &git2::Repository) -> bool {
+    checkout_parts(repo).into_iter().any(|(name, v)| {
+        let v = v.unwrap_or_default();
+        match name {
+            "core.autocrlf" => {
+                let v = String::from_utf8_lossy(&v).trim().to_ascii_lowercase();
+                !(v.is_empty() || ["false", "no", "off", "0"].contains(&v.as_str()))
+            }
+            // core.eol acts only on files an attribute calls text.
+            "core.eol" => false,
+            _ => v.iter().any(|b| !b.is_ascii_whitespace()),
+        }
+    })
+}
+
+/// The settings [`checkout_settings`] fingerprints, by name: each file's bytes (`None` when it
+/// cannot be read) and each key's value.
+fn checkout_parts(repo: &git2::Repository) -> [(&'static str, Option<Vec<u8>>); 4] {
     let config = repo.config().ok();
     let get = |key: &str| {
         config
@@ -312,8 +350,7 @@ pub fn checkout_settings(repo: &git2::Repository) -> String {
             Some(xdg.join("git").join("attributes"))
         });
     let read = |p: Option<PathBuf>| p.and_then(|p| std::fs::read(p).ok());
-    let mut text: Vec<u8> = Vec::new();
-    let parts: [(&str, Option<Vec<u8>>); 4] = [
+    [
         (
             "info/attributes",
             read(Some(repo.commondir().join("info").join("attributes"))),
@@ -321,20 +358,7 @@ pub fn checkout_settings(repo: &git2::Repository) -> String {
         ("core.attributesFile", read(attributes_file)),
         ("core.autocrlf", Some(get("core.autocrlf").into_bytes())),
         ("core.eol", Some(get("core.eol").into_bytes())),
-    ];
-    for (name, value) in parts {
-        text.extend_from_slice(name.as_bytes());
-        match value {
-            // The length first: no value can pass for another's end and the next name.
-            Some(v) => {
-                text.extend_from_slice(format!("={}:", v.len()).as_bytes());
-                text.extend_from_slice(&v);
-            }
-            None => text.push(b'-'),
-        }
-        text.push(b'\n');
-    }
-    crate::util::sha256_hex(&text)[..16].to_string()
+    ]
 }
 
 fn lossy_rel(root: &Path, p: &Path) -> String {
