@@ -535,8 +535,11 @@ fn build_into(
     };
 
     // Files git vouches for never go to a worker: the writer carries them (or their skip) in
-    // their turn.
-    let prior: Vec<Prior<'_>> = walked.files.iter().map(|c| prior(reuse, c)).collect();
+    // their turn. Where a checkout conversion may hide an edit, each is stat'ed: on all cores.
+    let prior: Vec<Prior<'_>> = {
+        use rayon::prelude::*;
+        walked.files.par_iter().map(|c| prior(reuse, c)).collect()
+    };
     std::thread::scope(|s| -> Result<()> {
         let (task_tx, task_rx) = bounded::<(usize, &Candidate)>(threads * 2);
         let (res_tx, res_rx) = bounded::<(usize, FileResult)>(WINDOW_FILES);
