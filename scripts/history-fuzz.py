@@ -395,6 +395,7 @@ def one_seed(trove, seed, steps, keep):
     git(root, "add", "-A")
     git(root, "commit", "-qm", "start")
     incr, full, scratch = tmp / "incr.bundle", tmp / "full.bundle", tmp / "copy.bundle"
+    consumer = tmp / "consumer.bundle"
     common = ["--max-file-bytes", str(CAP), "-q"]
     # Per seed: the whole repository or one folder of it, an exclude glob or none, shards or not.
     target = root
@@ -456,6 +457,15 @@ def one_seed(trove, seed, steps, keep):
         if a != b:
             diff = [f"{k}:\n  incremental {a[k]}\n  full        {b[k]}" for k in a if a[k] != b.get(k)]
             return fail(tmp, seed, i, repo.log, mode, "answers differ\n" + "\n".join(diff)[:4000], keep=True)
+        # A receiving team keeps a copy up to date with `trove sync`, from the directory or a pack.
+        src = incr
+        if rng.random() < 0.3:
+            src = tmp / "incr.trove"
+            run([trove, "pack", incr, "-o", src, "-q"])
+        run([trove, "sync", src, consumer, "-q"])
+        run([trove, "verify", consumer, "-q"])
+        if tables(consumer) != tables(incr):
+            return fail(tmp, seed, i, repo.log, mode, f"a copy synced from {src.name} differs from it", keep=True)
         if scratch.exists():
             shutil.rmtree(scratch)
         shutil.copytree(incr, scratch, symlinks=True)
