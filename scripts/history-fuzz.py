@@ -2,14 +2,19 @@
 """Random git histories, each commit indexed two ways: `trove index --since auto` on the bundle of
 the commit before, and a full build of the same tree into a fresh directory. The two must agree:
 the incremental bundle, compacted, holds byte for byte the full build's tables, and before the
-compaction it answers `query`, `symbols`, `refs`, `deps`, `map` and `show` as the full build does.
+compaction it answers `query`, `symbols`, `refs`, `deps`, `map` and `show` as the full build does
+(built on 1–4 threads: the bytes do not depend on it). A copy kept up to date with `trove sync`, from
+the directory or a pack of it, verifies and equals it; with shards (some seeds), each shard's own
+`--since` bundle, merged, answers as the full build and compacts to its tables.
 
 Each seed makes its own repository from the files under fixtures/ and applies STEPS rounds of
 random changes — adds, edits, deletes, renames (also across languages and in case only), folder
 moves, mode flips, links, binary and empty files, files past the size cap, duplicates, CRLF text,
-ignore files (.gitignore, .ignore, .troveignore, nested too) and .gitattributes — committing most
-rounds and leaving some in the work tree for `--include-uncommitted`. Some rounds compact the
-incremental bundle in place, some re-index it without --since (content-hash reuse).
+ignore files (.gitignore, .ignore, .troveignore, nested too), .gitattributes, generated markers,
+minified files, odd names, vendored folders, nested repositories — committing most rounds and
+leaving some in the work tree for `--include-uncommitted`. Some rounds compact the incremental
+bundle in place, some re-index it without --since (content-hash reuse). Some seeds index a folder
+of the repository, some exclude a glob.
 
 A mismatch prints the seed, the round, what the round did and the difference, keeps the seed's
 directory, and the script exits 1; rerun one seed with `--seed N --steps K`.
