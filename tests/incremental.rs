@@ -1200,6 +1200,33 @@ fn line_ending_edits_that_git_normalizes_away_are_read_again() {
     }
 }
 
+/// One seed of `scripts/history-fuzz.py` (a subfolder indexed, two shards): four rounds of random
+/// changes, each `--since` bundle against a full build — answers, compacted tables, the merged
+/// shards, a synced copy. The script runs many seeds; this keeps it working.
+#[test]
+fn a_random_history_indexed_since_equals_full_builds() {
+    let out = std::process::Command::new("python3")
+        .arg(crate::util::repo().join("scripts/history-fuzz.py"))
+        .args(["--seed", "9", "--steps", "4"])
+        .env("TROVE", assert_cmd::cargo::cargo_bin("trove"))
+        .env(
+            "TROVE_CACHE_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("trove-cache"),
+        )
+        .output()
+        .expect("python3 runs");
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{log}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        log.contains("seed 9 (root repo/src, no exclude, shards 2): 4 rounds agree"),
+        "{log}"
+    );
+}
+
 #[test]
 fn the_refs_of_several_segments_are_cached_and_answer_as_the_full_build() {
     let t = tempfile::tempdir().unwrap();
