@@ -369,7 +369,9 @@ fn every_duckdb_type_prints_as_its_value() {
     let sql = "SELECT NULL AS nothing, 0.5 AS half, DATE '2024-01-02' AS d, \
                INTERVAL 1 DAY AS iv, {'k': 1} AS st, [1, NULL] AS l, MAP {'a': 2} AS m, \
                'nan'::DOUBLE AS x, ''::VARCHAR AS e, sum(bytes) AS total, \
-               TIMESTAMPTZ '2024-01-02 03:04:05+00' AS tz FROM files";
+               TIMESTAMPTZ '2024-01-02 03:04:05+00' AS tz, \
+               [TIMESTAMPTZ '2024-01-02 05:04:05+02', NULL] AS tzl, \
+               {'at': TIMESTAMPTZ '2024-01-02 03:04:05.5+00'} AS tzs FROM files";
     let (code, out, err) = run(&[sql, "--format", "json"]);
     assert_eq!(code, Some(0), "{err}");
     let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -384,6 +386,16 @@ fn every_duckdb_type_prints_as_its_value() {
     assert_eq!(r["x"], "NaN", "{r}");
     assert_eq!(r["e"], "", "{r}");
     assert_eq!(r["tz"], "2024-01-02T03:04:05Z", "{r}");
+    assert_eq!(
+        r["tzl"],
+        serde_json::json!(["2024-01-02T03:04:05Z", null]),
+        "{r}"
+    );
+    assert_eq!(
+        r["tzs"],
+        serde_json::json!({"at": "2024-01-02T03:04:05.500Z"}),
+        "{r}"
+    );
     assert!(r["total"].as_i64().is_some_and(|n| n > 0), "{r}");
     let (code, out, _) = run(&[sql]);
     assert_eq!(code, Some(0));
@@ -396,10 +408,15 @@ fn every_duckdb_type_prints_as_its_value() {
         "{k: 1}",
         "[1, NULL]",
         "NaN",
+        "[2024-01-02T03:04:05Z, NULL]",
+        "{at: 2024-01-02T03:04:05.500Z}",
     ] {
         assert!(row.contains(v), "{v} in {row}");
     }
-    assert!(!out.contains("Decimal") && !out.contains("Date32"), "{out}");
+    assert!(
+        !out.contains("Decimal") && !out.contains("Date32") && !out.contains("value)"),
+        "{out}"
+    );
     // CSV: NULL is an empty field, the empty string a quoted one.
     let (_, out, _) = run(&["SELECT NULL AS a, '' AS b, 'x,y' AS c", "--format", "csv"]);
     assert_eq!(out, "a,b,c\n,\"\",\"x,y\"\n");

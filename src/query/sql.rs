@@ -266,27 +266,23 @@ impl<'a> Cells<'a> {
     /// The cells of `col`.
     pub fn new(col: &'a dyn Array) -> Self {
         use duckdb::arrow::util::display::{ArrayFormatter, FormatOptions};
+        let options = FormatOptions::default().with_null("NULL");
         let format = match col.data_type() {
             DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => None,
-            _ => ArrayFormatter::try_new(col, &FormatOptions::default().with_null("NULL")).ok(),
+            _ => ArrayFormatter::try_new(col, &options).ok(),
         };
         use duckdb::arrow::array::AsArray;
-        let zoned = match col.data_type() {
-            DataType::Timestamp(unit, Some(_)) if format.is_none() => {
-                // The same instants without the zone label (a cast would convert them to the
-                // zone's local time, which needs a time-zone database Arrow is built without),
-                // written as the UTC instant whatever zone labels the column.
-                let plain = col
-                    .to_data()
-                    .into_builder()
-                    .data_type(DataType::Timestamp(*unit, None))
-                    .build()
-                    .map(duckdb::arrow::array::make_array);
-                plain.ok().and_then(|p| {
-                    let f = ArrayFormatter::try_new(p.as_ref(), &FormatOptions::default()).ok()?;
-                    Some((0..p.len()).map(|i| format!("{}Z", f.value(i))).collect())
-                })
-            }
+        // Where a zone label (here or inside a list, struct or map) leaves Arrow without a
+        // formatter, the same instants labelled `+00:00`, an offset it formats by itself (a cast
+        // to the zone's local time would need a time-zone database Arrow is built without): the
+        // UTC instant whatever zone labels the column (`2024-01-02T03:04:05Z`).
+        let zoned = match utc_labelled(col.data_type()) {
+            Some(t) if format.is_none() => retyped(col.to_data(), t)
+                .map(duckdb::arrow::array::make_array)
+                .and_then(|p| {
+                    let f = ArrayFormatter::try_new(p.as_ref(), &options).ok()?;
+                    Some((0..p.len()).map(|i| f.value(i).to_string()).collect())
+                }),
             _ => None,
         };
         let fields = match col.data_type() {
@@ -416,6 +412,66 @@ impl<'a> Cells<'a> {
             _ => json!(self.text(i)),
         }
     }
+}
+
+/// `t` with every time-zone label in it, at any depth, made `+00:00`; `None` when it has none.
+fn utc_labelled(t: &DataType) -> Option<DataType> {
+    use duckdb::arrow::datatypes::Field;
+    use std::sync::Arc;
+    let field = |f: &Arc<Field>| {
+        utc_labelled(f.data_type()).map(|t| Arc::new(f.as_ref().clone().with_data_type(t)))
+    };
+    match t {
+        DataType::Timestamp(unit, Some(_)) => {
+            Some(DataType::Timestamp(*unit, Some("+00:00".into())))
+        }
+        DataType::List(f) => field(f).map(DataType::List),
+        DataType::LargeList(f) => field(f).map(DataType::LargeList),
+        DataType::FixedSizeList(f, n) => field(f).map(|f| DataType::FixedSizeList(f, *n)),
+        DataType::Map(f, sorted) => field(f).map(|f| DataType::Map(f, *sorted)),
+        DataType::Struct(fields) => {
+            let new: Vec<Option<Arc<Field>>> = fields.iter().map(field).collect();
+            new.iter().any(Option::is_some).then(|| {
+                DataType::Struct(
+                    new.into_iter()
+                        .zip(fields.iter())
+                        .map(|(n, f)| n.unwrap_or_else(|| f.clone()))
+                        .collect(),
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+/// `data` as an array of type `t`, which differs from its own only in time-zone labels (its
+/// children retyped alike).
+fn retyped(
+    data: duckdb::arrow::array::ArrayData,
+    t: DataType,
+) -> Option<duckdb::arrow::array::ArrayData> {
+    let kids: Vec<DataType> = match &t {
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => vec![f.data_type().clone()],
+        DataType::Struct(fields) => fields.iter().map(|f| f.data_type().clone()).collect(),
+        _ => Vec::new(),
+    };
+    if kids.len() != data.child_data().len() {
+        return None;
+    }
+    let children = data
+        .child_data()
+        .iter()
+        .zip(kids)
+        .map(|(c, k)| retyped(c.clone(), k))
+        .collect::<Option<Vec<_>>>()?;
+    data.into_builder()
+        .data_type(t)
+        .child_data(children)
+        .build()
+        .ok()
 }
 
 /// Column names made unique for JSON objects: a repeated name gets `_1`, `_2`... (a join's two
