@@ -138,7 +138,7 @@ class Repo:
             (2, self.op_copy), (2, self.op_crlf), (3, self.op_ignore), (1, self.op_attributes),
             (1, self.op_nul_tail), (1, self.op_secret), (1, self.op_generated),
             (1, self.op_minified), (2, self.op_odd_name), (1, self.op_vendored),
-            (1, self.op_nested_repo),
+            (1, self.op_nested_repo), (2, self.op_checkout_again),
         ]
         total = sum(w for w, _ in ops)
         for _ in range(r.randint(1, 4)):
@@ -350,6 +350,17 @@ class Repo:
         run(["git", "-c", "user.email=f@x", "-c", "user.name=f", "-C", str(self.root / d), "add", "-A"])
         run(["git", "-c", "user.email=f@x", "-c", "user.name=f", "-C", str(self.root / d), "commit", "-qm", "n"])
         self.log.append(f"nested repository {d}{'' if fresh else ': a commit in it'}")
+
+
+    def op_checkout_again(self):
+        # Files written anew by git under the attributes of now (line endings may change).
+        tracked = [p for p in git(self.root, "ls-files", "-z").split("\0") if p and (self.root / p).is_file() and not (self.root / p).is_symlink()]
+        if tracked:
+            some = self.rng.sample(tracked, min(len(tracked), self.rng.randint(1, 3)))
+            for p in some:
+                (self.root / p).unlink()
+            git(self.root, "checkout", "--", *some)
+            self.log.append(f"checked out again {some}")
 
 
 def tables(bundle):
