@@ -284,6 +284,14 @@ fn since_refusals_say_why_and_leave_the_bundle() {
     commit(root, "side");
     let err = index_refused(root, &b, &["--since", &c2]);
     assert!(err.contains("not an ancestor"), "{err}");
+    // A REV in HEAD's history, but the bundle's own commit is not: no `--since` is suggested
+    // that would be refused in turn.
+    let err = index_refused(root, &b, &["--since", &c1]);
+    assert!(
+        err.contains("not in HEAD's history") && err.contains("run without --since"),
+        "{err}"
+    );
+    assert!(!err.contains("use --since"), "{err}");
     git(root, &["checkout", "-q", "main"]);
 
     // Another config: a full rebuild, said in the summary.
@@ -1151,6 +1159,38 @@ fn checkout_settings_outside_the_tree_reread_every_file() {
     let s = since_equals_full(root, &incr, scratch.path());
     assert!(s["incremental"].as_str().unwrap().contains(note), "{s}");
     assert_eq!(manifest(&incr)["base"]["mode"], "git-diff");
+}
+
+/// Files git is told not to check (`update-index --assume-unchanged`, `--skip-worktree`) and
+/// then edited: git status says nothing of them, `--since` reads them all the same.
+#[test]
+fn edits_git_is_told_not_to_see_are_read() {
+    let (t, scratch, incr) = lf_repo_indexed(b"def gamma():\n    return 3\n", "other/c.py");
+    let root = t.path();
+    git(root, &["update-index", "--assume-unchanged", "app/a.py"]);
+    git(root, &["update-index", "--skip-worktree", "app/b.py"]);
+    write(root, "app/a.py", b"def alpha_edited():\n    return 10\n");
+    write(root, "app/b.py", b"def beta_edited():\n    return 20\n");
+    let s = since_equals_full(root, &incr, scratch.path());
+    let note = s["incremental"].as_str().unwrap();
+    assert!(note.contains("2 file(s) git is told not to check"), "{s}");
+    assert_eq!(s["files_reused"], 1, "{s}");
+}
+
+/// A folder whose name is not UTF-8, committed: `--since` passes over it as a full build does
+/// (its files are listed as skipped) instead of failing to list HEAD's files.
+#[test]
+fn a_folder_named_in_other_bytes_than_utf8_does_not_stop_since() {
+    use std::os::unix::ffi::OsStrExt;
+    let (t, scratch, incr) = lf_repo_indexed(b"def gamma():\n    return 3\n", "other/c.py");
+    let root = t.path();
+    let odd = root.join(std::ffi::OsStr::from_bytes(b"\xfedir"));
+    std::fs::create_dir(&odd).unwrap();
+    std::fs::write(odd.join("inner.py"), b"def inner():\n    return 2\n").unwrap();
+    write(root, "app/a.py", b"def alpha():\n    return 10\n");
+    commit(root, "odd folder");
+    let s = since_equals_full(root, &incr, scratch.path());
+    assert_eq!(manifest(&incr)["base"]["mode"], "git-diff", "{s}");
 }
 
 /// git status calls a file unchanged when only its line endings were edited and a conversion

@@ -373,12 +373,25 @@ pub(crate) fn plan(
     match &manifest.source.commit {
         Some(c) if *c == rev_commit.id().to_string() => {}
         Some(c) => {
+            // Its commit may have left HEAD's history (an amend, a rebase, a reset): then
+            // `--since` that commit would only be refused in turn.
+            let in_history = resolve(&repo, c)
+                .ok()
+                .is_some_and(|id| check_ancestor(&repo, c, id).is_ok());
             let c = crate::util::short_commit(c);
-            return Err(refuse(format!(
-                "--since {given}: {shown} was built from commit {c}, not {given} ({}): use \
-                 --since {c} (or --since auto)",
-                short(rev_commit.id()),
-            )));
+            return Err(refuse(if in_history {
+                format!(
+                    "--since {given}: {shown} was built from commit {c}, not {given} ({}): use \
+                     --since {c} (or --since auto)",
+                    short(rev_commit.id()),
+                )
+            } else {
+                format!(
+                    "--since {given}: {shown} was built from commit {c}, which is not in HEAD's \
+                     history (rewritten by an amend, a rebase or a reset, or another branch is \
+                     checked out), so no --since can build on it: {REUSE_HINT}"
+                )
+            }));
         }
         None => {
             return Err(refuse(format!(
@@ -392,6 +405,7 @@ pub(crate) fn plan(
         changed: uncommitted,
         tracked,
         diff,
+        unwatched,
     } = worktree?;
     let (mut changed, stats) = match diff {
         Some(d) if d.from == rev_commit.id() && d.to == head.id() => d.paths?,
@@ -444,6 +458,10 @@ pub(crate) fn plan(
     // tracked, so it is compared by content) and not changed.
     let mut unchanged = tracked;
     unchanged.retain(|p| !changed.contains(p));
+    // Files git is told not to look at: their edits are read and compared by content hash.
+    let before = unchanged.len();
+    unchanged.retain(|p| !unwatched.contains(p));
+    let unwatched_read = before - unchanged.len();
     // Where a `.gitattributes` changed (in the diff or uncommitted; one above the root is the
     // root's), the same content may have been checked out as other bytes: the files under it are
     // compared by content hash (read, and reused when their bytes match).
@@ -470,12 +488,20 @@ pub(crate) fn plan(
     unchanged.retain(|p| !attributes.iter().any(|f| under(p, f)));
     let rehashed = before - unchanged.len();
     let note = format!(
-        "incremental since {} ({}): {} path(s) changed{}{}",
+        "incremental since {} ({}): {} path(s) changed{}{}{}",
         short(rev_commit.id()),
         given,
         changed.len(),
         if stats.submodules > 0 {
             format!(", {} submodule change(s) skipped", stats.submodules)
+        } else {
+            String::new()
+        },
+        if unwatched_read > 0 {
+            format!(
+                "; {unwatched_read} file(s) git is told not to check (assume-unchanged, \
+                 skip-worktree) checked by content hash"
+            )
         } else {
             String::new()
         },
@@ -503,6 +529,10 @@ pub(crate) fn plan(
         base: Some(base),
     })
 }
+
+/// What to do when the bundle's commit is not in HEAD's history.
+const REUSE_HINT: &str = "run without --since (the files whose content is unchanged are still \
+     reused, found by content hash)";
 
 const SHALLOW_HINT: &str = " — this clone is shallow: fetch more history (`git fetch --deepen=100`, \
      or `git fetch --unshallow`; in GitHub Actions, actions/checkout with `fetch-depth: 0`)";
@@ -545,7 +575,7 @@ fn check_ancestor(repo: &git2::Repository, given: &str, id: git2::Oid) -> Result
         Ok(true) => Ok(()),
         Ok(false) => Err(refuse(format!(
             "--since {given}: {} is not an ancestor of HEAD ({}): history was rewritten or another \
-             branch is checked out; run without --since for a full build",
+             branch is checked out; {REUSE_HINT}",
             short(id),
             short(head)
         ))),
@@ -677,16 +707,35 @@ fn tracked_paths<'r>(
         tree = sub;
     }
     let mut out = FxHashSet::default();
-    tree.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
-        if e.kind() == Some(git2::ObjectType::Blob)
-            && let Ok(name) = e.name()
-        {
-            out.insert(format!("{dir}{name}"));
-        }
-        git2::TreeWalkResult::Ok
-    })
-    .map_err(git)?;
+    blobs(repo, &tree, "", &mut out).map_err(git)?;
     Ok(out)
+}
+
+/// Adds the path of every file in `tree` (whose path is `dir`, empty or ending in `/`) to `out`.
+/// A name that is not UTF-8 is passed over with what lies under it: trove indexes no such path
+/// (the walk lists it as skipped), and libgit2's own tree walk fails on a folder so named.
+fn blobs(
+    repo: &git2::Repository,
+    tree: &git2::Tree<'_>,
+    dir: &str,
+    out: &mut FxHashSet<String>,
+) -> std::result::Result<(), git2::Error> {
+    for e in tree.iter() {
+        let Ok(name) = std::str::from_utf8(e.name_bytes()) else {
+            continue;
+        };
+        match e.kind() {
+            Some(git2::ObjectType::Blob) => {
+                out.insert(format!("{dir}{name}"));
+            }
+            Some(git2::ObjectType::Tree) => {
+                let sub = e.to_object(repo)?.peel_to_tree()?;
+                blobs(repo, &sub, &format!("{dir}{name}/"), out)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The work tree as git sees it, read once per run (the dirty flag and `--since` planning both
@@ -699,6 +748,9 @@ pub(crate) struct Worktree {
     pub tracked: FxHashSet<String>,
     /// The diff from the base bundle's commit to HEAD, read while the walk ran.
     pub diff: Option<HeadDiff>,
+    /// Root-relative paths git is told not to look at in the work tree (`git update-index
+    /// --assume-unchanged`, `--skip-worktree`): git status says nothing of their edits.
+    pub unwatched: FxHashSet<String>,
 }
 
 /// The paths a diff between two commits touches under the root (both sides of a rename), with
@@ -770,10 +822,15 @@ pub(crate) fn worktree_changes(
             out.push(r);
         }
     }
-    let (tracked, diff) = match head_read.and_then(|h| h.join().ok()).and_then(|r| r.ok()) {
-        Some(HeadRead { tracked, diff }) => (tracked?, diff),
-        None => (head_tracked(repo, prefix)?, None),
-    };
+    let (tracked, diff, unwatched) =
+        match head_read.and_then(|h| h.join().ok()).and_then(|r| r.ok()) {
+            Some(HeadRead {
+                tracked,
+                diff,
+                unwatched,
+            }) => (tracked?, diff, unwatched),
+            None => (head_tracked(repo, prefix)?, None, unwatched(repo, prefix)),
+        };
     let found = walked.files.iter().map(|c| c.rel.as_str()).chain(
         walked
             .skipped
@@ -795,7 +852,27 @@ pub(crate) fn worktree_changes(
         changed: out,
         tracked,
         diff,
+        unwatched,
     })
+}
+
+/// The root-relative paths of the index entries under `prefix` that git does not check in the
+/// work tree: marked assume-unchanged (the entry's "valid" flag) or skip-worktree (sparse
+/// checkouts). None when the index cannot be read.
+fn unwatched(repo: &git2::Repository, prefix: &str) -> FxHashSet<String> {
+    const VALID: u16 = 0x8000;
+    const SKIP_WORKTREE: u16 = 0x4000;
+    let Ok(index) = repo.index() else {
+        return FxHashSet::default();
+    };
+    index
+        .iter()
+        .filter(|e| e.flags & VALID != 0 || e.flags_extended & SKIP_WORKTREE != 0)
+        .filter_map(|e| {
+            let p = std::str::from_utf8(&e.path).ok()?;
+            under_root(Path::new(p), prefix)
+        })
+        .collect()
 }
 
 /// Root-relative paths of the files tracked at HEAD (none when HEAD is unborn).
@@ -811,6 +888,7 @@ fn head_tracked(repo: &git2::Repository, prefix: &str) -> Result<FxHashSet<Strin
 struct HeadRead {
     tracked: Result<FxHashSet<String>>,
     diff: Option<HeadDiff>,
+    unwatched: FxHashSet<String>,
 }
 
 impl HeadRead {
@@ -824,6 +902,7 @@ impl HeadRead {
             return Ok(HeadRead {
                 tracked: Ok(FxHashSet::default()),
                 diff: None,
+                unwatched: FxHashSet::default(),
             });
         };
         let tracked = tracked_paths(&repo, &head, prefix);
@@ -841,7 +920,12 @@ impl HeadRead {
             }),
             None => None,
         };
-        Ok(HeadRead { tracked, diff })
+        let unwatched = unwatched(&repo, prefix);
+        Ok(HeadRead {
+            tracked,
+            diff,
+            unwatched,
+        })
     }
 }
 
