@@ -53,7 +53,8 @@ fn main() {
             std::process::exit(0)
         }
         Err(e) => {
-            eprintln!("trove: error: {e:#}");
+            // Names in a message (paths, revisions, URLs) cannot move the cursor or hide text.
+            eprintln!("trove: error: {}", trove::util::visible(&format!("{e:#}")));
             std::process::exit(2);
         }
     }

@@ -268,6 +268,12 @@ fn since_refusals_say_why_and_leave_the_bundle() {
         before,
         "a refused run leaves the bundle as it was"
     );
+    // A name with a newline or an escape is written with escapes, on one line.
+    write(root, "odd\nname\x1b[31m.py", b"x = 1\n");
+    let err = index_refused(root, &b, &["--since", "auto"]);
+    assert!(err.contains("odd\\x0aname\\x1b[31m.py"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    std::fs::remove_file(root.join("odd\nname\x1b[31m.py")).unwrap();
     let s = index_json(root, &b, &["--since", "auto", "--include-uncommitted"]);
     assert_eq!(s["chunks_embedded"], chunks_of(&b, "billing/wip.py"));
     assert_eq!(manifest(&b)["source"]["dirty"], true);

@@ -418,7 +418,12 @@ pub(crate) fn plan(
     base.insert("diff".into(), serde_json::to_value(&stats)?);
     if !uncommitted.is_empty() {
         if !include_uncommitted {
-            let shown_paths: Vec<&str> = uncommitted.iter().take(5).map(String::as_str).collect();
+            // A name with a newline must not pass for two lines of the message.
+            let shown_paths: Vec<_> = uncommitted
+                .iter()
+                .take(5)
+                .map(|p| crate::util::visible_line(p))
+                .collect();
             return Err(refuse(format!(
                 "--since {given}: the work tree has {} uncommitted change(s) ({}{}): commit them, or \
                  pass --include-uncommitted to index them too (the bundle is then stamped dirty)",
