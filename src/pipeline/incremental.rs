@@ -449,14 +449,16 @@ pub(crate) fn plan(
     base.insert("mode".into(), "git-diff".into());
     // Where git may convert bytes as it checks them in, what it vouches for is carried at the
     // base's size only (see `Reuse::sized`).
-    let mut sized: Vec<String> = tracked
-        .iter()
-        .filter_map(|p| attributes_folder(p))
-        .map(str::to_string)
-        .collect();
-    if crate::source::checkout_may_convert(&repo) || attributes_above(&head, &prefix) {
-        sized = vec![String::new()];
-    }
+    let mut sized: Vec<String> =
+        if crate::source::checkout_may_convert(&repo) || attributes_above(&head, &prefix) {
+            vec![String::new()]
+        } else {
+            tracked
+                .iter()
+                .filter_map(|p| attributes_folder(p))
+                .map(str::to_string)
+                .collect()
+        };
     sized.sort_unstable();
     sized.dedup();
     // What git vouches for: tracked at HEAD (an ignored file that the walk still indexes is not
@@ -484,8 +486,8 @@ pub(crate) fn plan(
     attributes.extend(
         changed
             .iter()
-            .filter(|p| p.rsplit('/').next() == Some(".gitattributes"))
-            .map(|p| p.rsplit_once('/').map_or("", |(f, _)| f).to_string()),
+            .filter_map(|p| attributes_folder(p))
+            .map(str::to_string),
     );
     attributes.sort_unstable();
     attributes.dedup();
