@@ -130,14 +130,7 @@ fn every_command_refuses_every_damage_with_one_line_and_exit_2() {
                 ],
             ),
         ];
-        let listing = |d: &Path| {
-            let mut v: Vec<String> = std::fs::read_dir(d)
-                .unwrap()
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect();
-            v.sort();
-            v
-        };
+        let listing = crate::util::names_in;
         let before: Vec<String> = listing(w.path())
             .into_iter()
             .filter(|n| !n.ends_with(".lock"))

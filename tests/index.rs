@@ -210,11 +210,7 @@ fn a_failed_run_leaves_the_previous_bundle_intact() {
     assert_eq!(parquet_bytes(&b), before);
     assert_eq!(std::fs::read(b.join("manifest.json")).unwrap(), manifest);
     trove().arg("verify").arg(&b).assert().success();
-    let mut leftovers: Vec<String> = std::fs::read_dir(out.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    leftovers.sort();
+    let leftovers = crate::util::names_in(out.path());
     // The output lock file stays (removing it would race a run about to take it).
     assert_eq!(leftovers, [".b.lock", "b"], "temp directories left behind");
     // And a successful run replaces it.

@@ -268,13 +268,13 @@ fn killed_runs_leave_old_or_new(
 
 /// No temp directory of a killed run is left beside the bundle `b` in `dir`.
 fn assert_no_leftovers(dir: &Path) {
-    let mut left: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".b.tmp-") || n == ".b.sync-partial")
-        .collect();
-    left.sort();
-    assert!(left.is_empty(), "{left:?}");
+    let left = crate::util::names_in(dir);
+    assert!(
+        !left
+            .iter()
+            .any(|n| n.starts_with(".b.tmp-") || n == ".b.sync-partial"),
+        "{left:?}"
+    );
 }
 
 /// Where a filesystem cannot exchange two folders, a swap renames the old bundle aside first:
@@ -410,12 +410,8 @@ fn a_write_failure_fails_cleanly_and_keeps_the_old_bundle() {
     assert_eq!(err.matches("File too large").count(), 1, "{err}");
     assert_eq!(parquet_bytes(&b), old);
     trove().arg("verify").arg(&b).assert().success();
-    let left: Vec<String> = std::fs::read_dir(w.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".b.tmp-"))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
+    let left = crate::util::names_in(w.path());
+    assert!(!left.iter().any(|n| n.starts_with(".b.tmp-")), "{left:?}");
 }
 
 #[test]

@@ -380,12 +380,8 @@ fn serve_needs_a_token_off_loopback_and_answers_503_and_504_under_pressure() {
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains(says) && !err.contains(".serve-"), "{err}");
     }
-    let left: Vec<String> = std::fs::read_dir(w.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains(".serve-"))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
+    let left = crate::util::names_in(w.path());
+    assert!(!left.iter().any(|n| n.contains(".serve-")), "{left:?}");
 
     // Every request takes 1.5 s (test hook); 2 may be in flight; a request may take 1 s.
     let s = Server::start(

@@ -249,12 +249,11 @@ fn sync_refuses_a_query_string_and_leaves_no_unpacked_copy_of_a_pack() {
                 .unwrap()
                 .all(|e| !e.unwrap().path().is_dir())
     );
-    let left: Vec<String> = std::fs::read_dir(w.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".dest.tmp-"))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
+    let left = crate::util::names_in(w.path());
+    assert!(
+        !left.iter().any(|n| n.starts_with(".dest.tmp-")),
+        "{left:?}"
+    );
     trove().arg("verify").arg(&dest).assert().success();
 }
 

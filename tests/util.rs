@@ -104,6 +104,16 @@ pub fn git(dir: &Path, args: &[&str]) {
 }
 
 /// Stages everything in `root` and commits it.
+/// The names of the entries of folder `dir`, sorted.
+pub fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
 pub fn commit(root: &Path, msg: &str) {
     git(root, &["add", "-A"]);
     git(root, &["commit", "-q", "-m", msg]);
