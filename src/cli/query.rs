@@ -39,7 +39,9 @@ pub struct QueryArgs {
     /// '**/*.{py,pyi}'; a path without glob characters is that file or that folder (src/http).
     #[arg(long, value_name = "GLOB")]
     pub path: Option<String>,
-    /// Only this chunk kind (function, method, class, struct, section, block ...); repeatable.
+    /// Only this chunk kind (function, method, class, struct, section, block ...); repeatable. A
+    /// chunk's kind, not a definition's: a class small enough to be one chunk is one `class` chunk,
+    /// methods and all (`trove symbols --kind` finds definitions).
     #[arg(long = "kind", value_name = "KIND")]
     pub kinds: Vec<String>,
     /// Weight of the vector arm in hybrid fusion (BM25's is 1) [default: 0 for the hash embedder,

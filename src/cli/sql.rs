@@ -8,7 +8,8 @@ use trove::query::sql::{Cells, split_statements, unique_names};
 
 /// Run SQL over a bundle in an embedded DuckDB.
 ///
-/// Views: chunks, files, embeddings, terms, postings, skipped. Macros: bm25_search(query, k),
+/// Views: chunks, files, embeddings, terms, postings, skipped, symbols, refs, deps, file_text. Table
+/// macros: definitions(name), callers(name), callees(name). Macros: bm25_search(query, k),
 /// vector_search(query, k), similar_chunks(chunk_id, k), trove_tokens(text); function
 /// trove_embed(text) (the query vector of `trove query --mode vector`). Without SQL, statements are read from stdin;
 /// every statement runs, the last one's result is printed.

@@ -835,6 +835,12 @@ mod tests {
     fn path_reasons() {
         let r = rules();
         assert_eq!(r.reason_for_path(".env"), Some(SkipReason::SecretFile));
+        // direnv's file exports the same variables.
+        assert_eq!(
+            r.reason_for_path("app/.envrc"),
+            Some(SkipReason::SecretFile)
+        );
+        assert_eq!(r.reason_for_path("src/envrc.rs"), None);
         assert_eq!(
             r.reason_for_path("deploy/.env.production"),
             Some(SkipReason::SecretFile)

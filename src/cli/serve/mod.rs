@@ -89,8 +89,8 @@ pub struct ServeArgs {
     /// Seconds between checks of the bundles' manifests for a new version (0: only on SIGHUP).
     #[arg(long, default_value_t = 2.0, value_name = "SECS")]
     pub reload_interval: f64,
-    /// Host names /mcp accepts in the Host header, repeatable [default: loopback names, or any
-    /// when a token is required].
+    /// Host names the server accepts in the Host header (every route; others get 403), repeatable
+    /// [default: loopback names, or any when a token is required].
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_hosts: Vec<String>,
     /// No access log lines on stderr.
