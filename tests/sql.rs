@@ -259,6 +259,74 @@ fn query_bm25_ranks_as_the_sql_macro() {
     assert_ne!(segmented, full);
 }
 
+#[test]
+fn bm25_search_tokenizes_and_breaks_ties_as_the_engine() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("repo");
+    // Four files of the same text: their scores tie exactly.
+    for n in ["a", "b", "c", "d"] {
+        write(&root, &format!("{n}.yaml"), b"animal: zebra crossing\n");
+    }
+    // Words the index splits where a regular expression mirror did not: a one-letter part beside
+    // a longer one, a combining mark, a dotted capital I, a circled letter, a word past the cap.
+    let long = "q".repeat(70);
+    write(
+        &root,
+        "e.txt",
+        format!("x_Word xCoordinate x1y2Z İstanbul cafe\u{301} Ⓐbc {long}_tail\n").as_bytes(),
+    );
+    let b = t.path().join("b");
+    index(&root, &b, &[]);
+    let text = format!("x_Word xCoordinate x1y2Z İstanbul cafe\u{301} Ⓐbc {long}_tail");
+    let got = sql_json(&b, &format!("SELECT trove_tokens('{text}') AS t"));
+    let got: Vec<String> = got[0]["t"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect();
+    let mut want = Vec::new();
+    for t in trove::extract::tokens(&text, 64) {
+        if !want.contains(&t) {
+            want.push(t);
+        }
+    }
+    assert_eq!(got, want);
+    assert!(got.contains(&"coordinate".to_string()), "{got:?}");
+    // Every word of the file finds it through the macro, as through the engine.
+    for w in ["word", "coordinate", "x1y2", "İstanbul", "cafe\u{301}"] {
+        let n = sql_json(
+            &b,
+            &format!("SELECT count(*) AS n FROM bm25_search('{w}', 10) WHERE path = 'e.txt'"),
+        );
+        assert_eq!(n[0]["n"], 1, "{w}");
+        let hits = query_jsonl(&[
+            b.as_os_str(),
+            w.as_ref(),
+            "--mode".as_ref(),
+            "bm25".as_ref(),
+        ]);
+        assert_eq!(hits[0]["path"], "e.txt", "{w}");
+    }
+    // Tied scores: the engine's order is the macro's (by chunk id), and the first hit does not
+    // depend on -k.
+    let sql = sql_json(&b, "SELECT path FROM bm25_search('zebra', 10)");
+    let sql: Vec<&str> = sql.iter().map(|r| r["path"].as_str().unwrap()).collect();
+    assert_eq!(sql.len(), 4);
+    for k in ["1", "2", "4"] {
+        let hits = query_jsonl(&[
+            b.as_os_str(),
+            "zebra".as_ref(),
+            "--mode".as_ref(),
+            "bm25".as_ref(),
+            "-k".as_ref(),
+            k.as_ref(),
+        ]);
+        let paths: Vec<&str> = hits.iter().map(|h| h["path"].as_str().unwrap()).collect();
+        assert_eq!(paths, sql[..paths.len()], "-k {k}");
+    }
+}
+
 /// `trove query --mode bm25` hits (rounded score, path, line) of four queries on bundle `b`,
 /// checked equal to the `bm25_search` SQL macro's and to the README's plain SQL run by Python's
 /// duckdb over `views.sql`.

@@ -1925,13 +1925,14 @@ pub fn search_all<'a>(
             hits.push(h);
         }
     }
-    // The definitions of a name the query is come first, as within one bundle.
+    // The definitions of a name the query is come first, as within one bundle; equal scores by
+    // chunk id, the order each bundle cut its list to k in (and `bm25_search`'s), so a hit's rank
+    // does not depend on -k. The sort is stable: the same chunk in two bundles keeps their order.
     hits.sort_by(|a, b| {
         b.defines
             .cmp(&a.defines)
             .then(b.score.total_cmp(&a.score))
-            .then(a.path.cmp(&b.path))
-            .then(a.start_line.cmp(&b.start_line))
+            .then(a.chunk_id.cmp(&b.chunk_id))
     });
     hits.truncate(o.k);
     for (i, h) in hits.iter_mut().enumerate() {

@@ -1,7 +1,8 @@
 //! SQL over a bundle: the views of [`super::Bundle`] plus search macros, and result formatting.
 //!
-//! Macros: `trove_tokens(text)` (the index tokenizer, mirrored in SQL: identifiers whole and split
-//! on `_`/case, lower-cased), `bm25_search(query, k)` (a table: chunk_id, path, start_line,
+//! `trove_tokens(text)` (Rust, registered on the connection: the index tokenizer itself, so
+//! identifiers are whole and split on `_`/case, lower-cased, for any script, each token once),
+//! macros `bm25_search(query, k)` (a table: chunk_id, path, start_line,
 //! end_line, kind, symbol_path, score — BM25 with the manifest's k1, b, avgdl, n_docs) and
 //! `similar_chunks(chunk_id, k)` (cosine over the chunks' first vectors), and
 //! `vector_search(query, k)` (the cosine of the query's vector with each chunk's best window, as
@@ -9,7 +10,9 @@
 //! connection) turns text into that vector exactly as `trove query --mode vector` does.
 use std::sync::Arc;
 
-use duckdb::arrow::array::{Array, ArrayRef, Float32Builder, ListBuilder, StringArray};
+use duckdb::arrow::array::{
+    Array, ArrayRef, Float32Builder, ListBuilder, StringArray, StringBuilder,
+};
 use duckdb::arrow::datatypes::{DataType, Field};
 use duckdb::arrow::record_batch::RecordBatch;
 use duckdb::types::Value;
@@ -66,6 +69,51 @@ impl VArrowScalar for TroveEmbed {
     }
 }
 
+/// `trove_tokens(VARCHAR) -> VARCHAR[]`: the BM25 tokens of a text as the index tokenized each
+/// chunk (the same Rust function, words longer than the bundle's `bm25.max_token_len` dropped),
+/// each token once, in order of first appearance. Registered rather than written in SQL: a
+/// regular expression cannot say which characters Rust's `is_alphanumeric`, `is_lowercase` and
+/// `to_lowercase` take (combining marks, circled letters, `İ`).
+struct TroveTokens;
+
+impl VArrowScalar for TroveTokens {
+    type State = usize;
+
+    fn invoke(
+        max_len: &Self::State,
+        input: RecordBatch,
+    ) -> std::result::Result<ArrayRef, Box<dyn std::error::Error>> {
+        let texts = input
+            .column(0)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or("trove_tokens takes text")?;
+        let mut out = ListBuilder::new(StringBuilder::new());
+        let mut seen = rustc_hash::FxHashSet::default();
+        for i in 0..texts.len() {
+            if texts.is_null(i) {
+                out.append(false);
+                continue;
+            }
+            seen.clear();
+            crate::extract::tokenize(texts.value(i), *max_len, |t| {
+                if seen.insert(t.to_string()) {
+                    out.values().append_value(t);
+                }
+            });
+            out.append(true);
+        }
+        Ok(Arc::new(out.finish()))
+    }
+
+    fn signatures() -> Vec<ArrowFunctionSignature> {
+        vec![ArrowFunctionSignature::exact(
+            vec![DataType::Utf8],
+            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+        )]
+    }
+}
+
 /// Table macros over the structural tables: where a name is defined, who calls it, what it calls.
 const STRUCTURE_MACROS: &str = "
 CREATE MACRO definitions(n) AS TABLE
@@ -109,11 +157,11 @@ impl Bundle {
                 &Some(Arc::new(embedder)),
             )?;
         let b = &self.manifest.bm25;
+        self.conn()?
+            .register_scalar_function_with_state::<TroveTokens>("trove_tokens", &b.max_token_len)?;
         let dim = self.manifest.embedder.dim;
         let sql = format!(
-            "CREATE MACRO trove_split(w) AS list_filter(list_transform(regexp_extract_all(regexp_replace(regexp_replace(w, '([\\p{{Ll}}0-9])(\\p{{Lu}})', '\\1 \\2', 'g'), '(\\p{{Lu}}+)(\\p{{Lu}}\\p{{Ll}})', '\\1 \\2', 'g'), '[\\p{{L}}\\p{{M}}\\p{{N}}]+'), lambda p: lower(p)), lambda p: length(p) >= 2);
-             CREATE MACRO trove_tokens(q) AS list_distinct(flatten(list_transform(regexp_extract_all(q, '[\\p{{L}}\\p{{M}}\\p{{N}}_]+'), lambda w: list_concat([lower(trim(w, '_'))], CASE WHEN len(trove_split(w)) > 1 THEN trove_split(w) ELSE [] END))));
-             CREATE MACRO bm25_search(q, k := 10) AS TABLE
+            "CREATE MACRO bm25_search(q, k := 10) AS TABLE
                WITH qt AS (SELECT unnest(trove_tokens(q)) AS term),
                     t AS (SELECT term, ln(1 + ({n} - df + 0.5) / (df + 0.5)) AS idf FROM terms SEMI JOIN qt USING (term)),
                     s AS (SELECT p.segment, p.chunk_ord, sum(t.idf * p.tf * ({k1} + 1) / (p.tf + {k1} * (1 - {b} + {b} * c.token_len / {avgdl}))) AS score
