@@ -311,3 +311,149 @@ fn damaged_segments_are_refused_with_one_line_and_exit_2() {
         }
     }
 }
+
+/// `file` (a table of bundle `b`, path relative to it) replaced by what `sql` writes with `trove
+/// sql` (the query reads the old file as `t`), and its manifest entry made to match: what a
+/// hostile or buggy publisher ships, which every hash check passes.
+fn republish(b: &Path, file: &str, select: &str, options: &str) {
+    let w = b.with_extension("scratch.parquet");
+    let src = b.join(file);
+    let sql = format!(
+        "COPY (SELECT {select} FROM read_parquet('{}') t) TO '{}' (FORMAT parquet{options})",
+        src.display(),
+        w.display()
+    );
+    trove().arg("sql").arg(b).arg(&sql).assert().success();
+    std::fs::rename(&w, &src).unwrap();
+    let bytes = std::fs::read(&src).unwrap();
+    edit_manifest(b, |m| {
+        let e = m["files"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|f| f["name"] == file)
+            .unwrap();
+        e["bytes"] = bytes.len().into();
+        e["sha256"] = trove::util::sha256_hex(&bytes).into();
+    });
+}
+
+/// Bundles whose hashes all match but whose contents lie — counts that would size an
+/// allocation, ordinals that are not rows, a codec trove does not read — and bundles with a FIFO,
+/// a device or a link where a file should be: refused with exit 2 and a message naming what is
+/// wrong, quickly, never allocating what a count claims, never blocking, never writing through a
+/// link outside the bundle.
+#[test]
+fn lying_bundles_are_refused_without_allocating_blocking_or_writing_outside() {
+    let repo = sample_repo();
+    let w = tempfile::tempdir().unwrap();
+    let good = w.path().join("good");
+    index(repo.path(), &good, &[]);
+    let p = repo.path().join("billing/billing.py");
+    std::fs::write(&p, "def late_fee(days):\n    return days * 5\n").unwrap();
+    index(repo.path(), &good, &["--no-compact"]);
+    let m = manifest(&good);
+    let first = m["segments"][0]["id"].as_str().unwrap().to_string();
+    let seg = |t: &str| format!("segments/{first}/{t}.parquet");
+    let run = |args: &[&std::ffi::OsStr]| {
+        let o = trove()
+            .args(args)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    let fresh = |name: &str| {
+        let b = w.path().join(name);
+        copy_dir(&good, &b);
+        b
+    };
+    // A segment that claims 10^18 chunks: refused from the manifest, before any allocation.
+    let b = fresh("claims");
+    edit_manifest(&b, |m| {
+        m["segments"][1]["chunks"] = 1_000_000_000_000_000_000u64.into()
+    });
+    for cmd in ["query", "verify"] {
+        let mut args = vec![cmd.as_ref(), b.as_os_str()];
+        if cmd == "query" {
+            args.push("invoice".as_ref());
+        }
+        let (code, err) = run(&args);
+        assert_eq!(code, Some(2), "{cmd}: {err}");
+        assert!(
+            err.contains("claims 1000000000000000000 chunks rows"),
+            "{cmd}: {err}"
+        );
+    }
+    // The old segment's files count two billion chunks for a path the new one tombstones.
+    let b = fresh("counts");
+    republish(
+        &b,
+        &seg("files"),
+        "* REPLACE (CASE WHEN path = 'billing/billing.py' THEN 2147483647 ELSE chunks END AS chunks)",
+        ", COMPRESSION zstd",
+    );
+    let (code, err) = run(&["verify".as_ref(), b.as_os_str()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("add up to"), "{err}");
+    let (code, err) = run(&["query".as_ref(), b.as_os_str(), "invoice".as_ref()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("do not add up"), "{err}");
+    // A chunk whose ordinal is not its row.
+    let b = fresh("ordinals");
+    republish(
+        &b,
+        &seg("chunks"),
+        "* REPLACE (CASE WHEN chunk_ord = 1 THEN 2147483647 ELSE chunk_ord END AS chunk_ord)",
+        ", COMPRESSION zstd",
+    );
+    for cmd in ["verify", "compact"] {
+        let (code, err) = run(&[cmd.as_ref(), b.as_os_str()]);
+        assert_eq!(code, Some(2), "{cmd}: {err}");
+        assert!(err.contains("chunk_ord 2147483647"), "{cmd}: {err}");
+    }
+    // A table written with DuckDB's default codec (snappy), which trove's reader lacks: verify
+    // says so, and a command that meets it names the file.
+    let b = fresh("snappy");
+    republish(&b, &seg("files"), "*", "");
+    let (code, err) = run(&["verify".as_ref(), b.as_os_str()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("SNAPPY"), "{err}");
+    let (code, err) = run(&["query".as_ref(), b.as_os_str(), "invoice".as_ref()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("files.parquet"), "{err}");
+    // manifest.json a FIFO or /dev/zero: refused at once, not read for ever.
+    #[cfg(unix)]
+    {
+        let b = fresh("fifo");
+        std::fs::remove_file(b.join("manifest.json")).unwrap();
+        let ok = std::process::Command::new("mkfifo")
+            .arg(b.join("manifest.json"))
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let (code, err) = run(&["query".as_ref(), b.as_os_str(), "invoice".as_ref()]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("not a regular file"), "{err}");
+        let b = fresh("zero");
+        std::fs::remove_file(b.join("manifest.json")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", b.join("manifest.json")).unwrap();
+        let (code, err) = run(&["inspect".as_ref(), b.as_os_str()]);
+        assert_eq!(code, Some(2), "{err}");
+        // The views staged under a link to a file outside: verify writes its views anew inside
+        // the bundle, and the file outside keeps its bytes.
+        let b = fresh("link");
+        let outside = w.path().join("precious.txt");
+        std::fs::write(&outside, "precious\n").unwrap();
+        std::fs::remove_file(b.join("views.sql")).unwrap();
+        std::os::unix::fs::symlink(&outside, b.join(".views.sql.next")).unwrap();
+        let (code, err) = run(&["verify".as_ref(), b.as_os_str()]);
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
+        let meta = std::fs::symlink_metadata(b.join("views.sql")).unwrap();
+        assert!(meta.file_type().is_file());
+    }
+}

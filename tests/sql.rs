@@ -444,6 +444,11 @@ fn every_duckdb_type_prints_as_its_value() {
     assert_eq!(code, Some(0), "{err}");
     let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
     let r = &rows[0];
+    // The table is for a terminal: a value's escape sequence prints as text, not as a command.
+    let (code, out, err) = run(&["SELECT chr(27) || '[2J' || chr(7) AS v"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("\\x1b[2J\\x07"), "{out:?}");
+    assert!(!out.contains('\u{1b}'), "{out:?}");
     assert!(r["nothing"].is_null(), "{r}");
     assert_eq!(r["half"], 0.5, "{r}");
     assert_eq!(r["d"], "2024-01-02", "{r}");

@@ -227,6 +227,28 @@ impl Manifest {
                     ),
                 ));
             }
+            // What a reader sizes its per-chunk state by must be what the segment's tables hold
+            // (a claimed 10^18 chunks would be allocated before any table is read).
+            let entries = self.segment_entries(s);
+            for (table, claimed) in [
+                ("chunks", s.chunks),
+                ("files", s.files),
+                (TOMBSTONES, s.tombstones),
+            ] {
+                let name = format!("{}/{}/{table}.parquet", super::SEGMENTS, s.id);
+                let rows = entries.iter().find(|e| e.name == name).map(|e| e.rows);
+                if rows.is_some_and(|r| r != claimed) || (rows.is_none() && claimed > 0) {
+                    return Err(Error::bundle(
+                        dir,
+                        format!(
+                            "manifest.json: segment {} claims {claimed} {table} rows, and its \
+                             {table}.parquet holds {}",
+                            s.id,
+                            rows.map_or("none (it is not listed)".to_string(), |r| r.to_string())
+                        ),
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -646,12 +668,14 @@ pub fn read_manifest(bundle: &Path) -> Result<Manifest> {
             },
         ));
     }
-    let text = std::fs::read_to_string(&p).map_err(|e| {
-        Error::bundle(
-            bundle,
-            format!("cannot read {MANIFEST}: {e} (is this a trove bundle?)"),
-        )
-    })?;
+    let text = super::read_small(&p, MAX_MANIFEST_BYTES)
+        .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
+        .map_err(|e| {
+            Error::bundle(
+                bundle,
+                format!("cannot read {MANIFEST}: {e} (is this a trove bundle?)"),
+            )
+        })?;
     parse_manifest(bundle, &text)
 }
 

@@ -46,3 +46,26 @@ pub const FORMAT_VERSION: u32 = 9;
 pub const SEGMENTS: &str = "segments";
 /// The DuckDB views over the live rows of every table, with paths relative to the bundle.
 pub const VIEWS: &str = "views.sql";
+
+/// The bytes of a bundle's small file `p` (the manifest, the views) when it is a regular file (a
+/// link is followed) of at most `max` bytes: a FIFO would block the read for ever and a device
+/// such as `/dev/zero` would fill memory, so both are refused, as is anything larger.
+pub(crate) fn read_small(p: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let meta = std::fs::metadata(p)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let too_large = || std::io::Error::other(format!("larger than {max} bytes"));
+    if meta.len() > max {
+        return Err(too_large());
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    std::fs::File::open(p)?
+        .take(max.saturating_add(1))
+        .read_to_end(&mut buf)?;
+    if buf.len() as u64 > max {
+        return Err(too_large());
+    }
+    Ok(buf)
+}

@@ -214,9 +214,11 @@ pub fn link_segment(
 }
 
 /// Puts the immutable bundle file `src` at `dst`: a hard link where both sit on one filesystem,
-/// else a copy, synced. Returns whether it copied.
+/// else a copy, synced. Returns whether it copied. A symbolic link at `src` is copied from what it
+/// points to (a hard link would carry the link itself into the new bundle).
 pub fn link_or_copy(src: &Path, dst: &Path) -> Result<bool> {
-    if std::fs::hard_link(src, dst).is_ok() {
+    let is_link = std::fs::symlink_metadata(src).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link && std::fs::hard_link(src, dst).is_ok() {
         return Ok(false);
     }
     std::fs::copy(src, dst).map_err(|err| Error::io(src, err))?;

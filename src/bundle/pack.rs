@@ -250,6 +250,21 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
         if listed.is_none() {
             let m = super::read_manifest(dir).map_err(|e| damaged(e.to_string()))?;
             m.check_segments(dir).map_err(|e| damaged(e.to_string()))?;
+            // What the manifest lists must fit where it is unpacked (a pack whose zeros
+            // decompress to more than the disk holds would fill it before a sha256 is checked).
+            let need: u64 = m.files.iter().map(|f| f.bytes).sum();
+            if let Ok(v) = rustix::fs::statvfs(dir) {
+                let free = v.f_bavail.saturating_mul(v.f_frsize);
+                if need > free {
+                    return Err(Error::bundle(
+                        file,
+                        format!(
+                            "unpacks to {need} bytes, and {} has {free} free",
+                            dir.display()
+                        ),
+                    ));
+                }
+            }
             listed = Some(m);
         }
         seen.push(name);

@@ -126,7 +126,7 @@ impl FileRows {
 /// per batch, not per row) and handed out a file at a time.
 pub struct RowStream<T> {
     dir: PathBuf,
-    reader: ParquetRecordBatchReader,
+    reader: Table,
     /// The loaded batch's path column and its rows, decoded; `row` indexes both.
     paths: Option<StringArray>,
     rows: std::vec::IntoIter<T>,
@@ -354,12 +354,52 @@ fn dep_rows(b: &RecordBatch, d: &Path) -> Result<Vec<Dep>> {
 }
 
 /// The table `table` of the segment folder `dir`.
-fn open_table(dir: &Path, table: &str) -> Result<ParquetRecordBatchReader> {
-    let p = dir.join(format!("{table}.parquet"));
-    let f = File::open(&p).map_err(|e| Error::io(&p, e))?;
-    Ok(ParquetRecordBatchReaderBuilder::try_new(f)?
-        .with_batch_size(READ_BATCH)
-        .build()?)
+fn open_table(dir: &Path, table: &str) -> Result<Table> {
+    open_parquet(&dir.join(format!("{table}.parquet")))
+}
+
+/// The table file at `p`, read a batch at a time.
+pub(crate) fn open_parquet(p: &Path) -> Result<Table> {
+    let f = File::open(p).map_err(|e| Error::io(p, e))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+        .and_then(|b| b.with_batch_size(READ_BATCH).build())
+        .map_err(|e| unreadable(p, e))?;
+    Ok(Table::new(p, reader))
+}
+
+/// A table file that cannot be decoded (its hash matched, or it was not checked: a bug, or a
+/// publisher's file): named, with the way to check the bundle.
+fn unreadable(p: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Other(format!(
+        "{}: cannot be read as a trove table: {e} (run `trove verify` on the bundle)",
+        p.display()
+    ))
+}
+
+/// A table's record batches, each error naming the file.
+pub(crate) struct Table {
+    path: PathBuf,
+    reader: ParquetRecordBatchReader,
+}
+
+impl Table {
+    /// `reader` over the table file at `path`.
+    pub(crate) fn new(path: &Path, reader: ParquetRecordBatchReader) -> Self {
+        Table {
+            path: path.to_path_buf(),
+            reader,
+        }
+    }
+}
+
+impl Iterator for Table {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        self.reader
+            .next()
+            .map(|b| b.map_err(|e| unreadable(&self.path, e)))
+    }
 }
 
 /// Column `name` of a batch read from `path` (a bundle or one of its files), as the array type
@@ -453,10 +493,12 @@ pub fn read_skipped(dir: &Path) -> Result<Vec<crate::source::Skipped>> {
 pub struct ChunkStream {
     dir: PathBuf,
     dim: usize,
-    chunks: ParquetRecordBatchReader,
-    embeddings: ParquetRecordBatchReader,
+    chunks: Table,
+    embeddings: Table,
     batch: Option<ChunkCols>,
     row: usize,
+    /// Rows of the batches before the current one: `base + row` is the row's number.
+    base: u64,
     source: usize,
     /// Chunks handed out.
     pub taken: u64,
@@ -472,6 +514,7 @@ impl ChunkStream {
             embeddings: open_table(dir, "embeddings")?,
             batch: None,
             row: 0,
+            base: 0,
             source,
             taken: 0,
         })
@@ -498,6 +541,9 @@ impl ChunkStream {
                     &self.dir,
                     "embeddings.parquet is not row for row with chunks.parquet",
                 ));
+            }
+            if let Some(old) = &self.batch {
+                self.base += old.path.len() as u64;
             }
             self.batch = Some(ChunkCols::new(&c, &e, self.dim, &self.dir)?);
             self.row = 0;
@@ -541,9 +587,21 @@ impl ChunkStream {
         }
         let embedding = c.embeddings.vector(i).to_vec();
         let windows = c.embeddings.windows(i).to_vec();
+        // A chunk's ordinal is its row (postings and the next bundle's renumbering rely on it).
         let ord = c.chunk_ord.value(i);
+        let row = self.base + i as u64;
         let ord = u32::try_from(ord)
-            .map_err(|_| Error::bundle(d, format!("chunk_ord {ord} is negative")))?;
+            .ok()
+            .filter(|&o| u64::from(o) == row)
+            .ok_or_else(|| {
+                Error::bundle(
+                    d,
+                    format!(
+                        "chunks.parquet: chunk_ord {ord} in row {row} is not its row number \
+                         (run `trove verify` on the bundle)"
+                    ),
+                )
+            })?;
         Ok(ChunkRecord {
             chunk: Chunk {
                 kind: c.kind.value(i).to_string(),
@@ -703,7 +761,7 @@ impl EmbeddingCols {
 /// ordinals.
 pub struct PostingStream {
     dir: PathBuf,
-    reader: ParquetRecordBatchReader,
+    reader: Table,
     batch: Option<RecordBatch>,
     row: usize,
     renumber: Vec<u32>,

@@ -600,10 +600,32 @@ fn staged_views(bundle: &Path) -> PathBuf {
     bundle.join(format!(".{}.next", super::VIEWS))
 }
 
-/// Writes `sql` where views wait to be moved in ([`install_views`]).
+/// Writes `sql` where views wait to be moved in ([`install_views`]): into a file of its own, made
+/// anew, never through whatever a damaged or hostile bundle left under that name (a link would
+/// write outside the bundle).
 fn stage(bundle: &Path, sql: &str) -> Result<()> {
+    use std::io::Write;
     let p = staged_views(bundle);
-    std::fs::write(&p, sql).map_err(|e| Error::io(&p, e))
+    match std::fs::symlink_metadata(&p) {
+        Ok(m) if m.is_dir() => {
+            return Err(Error::bundle(
+                bundle,
+                format!(
+                    "{} is a folder: remove it (trove stages {} there)",
+                    p.display(),
+                    super::VIEWS
+                ),
+            ));
+        }
+        Ok(_) => std::fs::remove_file(&p).map_err(|e| Error::io(&p, e))?,
+        Err(_) => {}
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&p)
+        .and_then(|mut f| f.write_all(sql.as_bytes()))
+        .map_err(|e| Error::io(&p, e))
 }
 
 /// Writes `views.sql` ([`views_text`]) into `bundle` through a temporary name and a rename, so a
@@ -643,7 +665,9 @@ pub fn settle_views(bundle: &Path, m: &super::Manifest, strict: bool) -> Result<
         return Ok(false);
     };
     let p = bundle.join(super::VIEWS);
-    let now = std::fs::read(&p).ok();
+    // A FIFO or a device there is no views file: read as changed (never blocking on it), and
+    // replaced by the rename below where it may be.
+    let now = super::read_small(&p, super::manifest::MAX_MANIFEST_BYTES).ok();
     if now
         .as_ref()
         .is_some_and(|b| crate::util::sha256_hex(b) == entry.sha256)
@@ -664,7 +688,8 @@ pub fn settle_views(bundle: &Path, m: &super::Manifest, strict: bool) -> Result<
             ),
         ));
     }
-    let killed = std::fs::read(&staged).is_ok_and(|b| b == sql.as_bytes());
+    let killed = super::read_small(&staged, super::manifest::MAX_MANIFEST_BYTES)
+        .is_ok_and(|b| b == sql.as_bytes());
     if strict && now.is_some() && !killed {
         return Err(Error::bundle(
             bundle,

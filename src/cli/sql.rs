@@ -426,7 +426,9 @@ fn csv(s: &str) -> String {
 }
 
 fn cell(s: &str) -> String {
-    let one_line = s.replace('\n', "⏎");
+    // A table is for a terminal: a value's ESC and other control characters print as escapes
+    // (a summary or a file's text must not retitle the window or clear the screen).
+    let one_line = trove::util::visible(&s.replace('\n', "⏎")).into_owned();
     if one_line.chars().count() > MAX_CELL {
         format!(
             "{}…",

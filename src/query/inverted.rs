@@ -334,11 +334,9 @@ impl Layout {
 /// layout.
 fn build(chunks_path: &Path, path: &Path) -> Result<Vec<u8>> {
     let batches = |path: &Path, columns: &[&str]| super::lookup::projected(path, columns, None);
-    let unreadable =
-        |p: &Path, e: arrow::error::ArrowError| Error::bundle(p, format!("unreadable ({e})"));
     let (mut ids, mut lens): (Vec<i64>, Vec<u32>) = (Vec::new(), Vec::new());
     for batch in batches(chunks_path, &["chunk_id", "chunk_ord", "token_len"])? {
-        let batch = batch.map_err(|e| unreadable(chunks_path, e))?;
+        let batch = batch?;
         let id = column::<Int64Array>(&batch, "chunk_id", chunks_path)?;
         let ord = column::<Int32Array>(&batch, "chunk_ord", chunks_path)?;
         let len = column::<Int32Array>(&batch, "token_len", chunks_path)?;
@@ -357,7 +355,7 @@ fn build(chunks_path: &Path, path: &Path) -> Result<Vec<u8>> {
     let (mut ords, mut tfs): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
     let mut last: Option<Vec<u8>> = None;
     for batch in batches(path, &["term", "chunk_ord", "tf"])? {
-        let batch = batch.map_err(|e| unreadable(path, e))?;
+        let batch = batch?;
         let term = column::<StringArray>(&batch, "term", path)?;
         let ord = column::<Int32Array>(&batch, "chunk_ord", path)?;
         let tf = column::<Int32Array>(&batch, "tf", path)?;

@@ -35,7 +35,7 @@ fn reader(
     key_col: &str,
     keys: &[&str],
     columns: &[&str],
-) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+) -> Result<crate::bundle::reader::Table> {
     projected(path, columns, Some((key_col, keys)))
 }
 
@@ -45,7 +45,7 @@ pub(crate) fn projected(
     path: &Path,
     columns: &[&str],
     key: Option<(&str, &[&str])>,
-) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+) -> Result<crate::bundle::reader::Table> {
     let corrupt = |e: parquet::errors::ParquetError| {
         Error::bundle(
             path,
@@ -63,7 +63,8 @@ pub(crate) fn projected(
         builder = builder.with_row_groups(groups);
     }
     let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
-    builder.with_projection(mask).build().map_err(corrupt)
+    let reader = builder.with_projection(mask).build().map_err(corrupt)?;
+    Ok(crate::bundle::reader::Table::new(path, reader))
 }
 
 /// Document frequency of each of `terms` found in `terms.parquet`.

@@ -291,10 +291,31 @@ impl Bundle {
                     let paths = &loaded(&self.dead_paths, || {
                         crate::bundle::reader::dead_paths(&self.dir, &self.manifest)
                     })?[i];
+                    // The files' chunk counts must add up to the segment's chunks (its manifest
+                    // entry, checked against chunks.parquet): a damaged count is refused, never
+                    // allocated.
+                    let wrong = || {
+                        Error::bundle(
+                            &self.dir,
+                            format!(
+                                "segment {}: the chunk counts of its files.parquet do not add up \
+                                 to the {chunks} rows of its chunks.parquet (run `trove verify` \
+                                 on the bundle)",
+                                seg.info.id
+                            ),
+                        )
+                    };
                     let mut dead = Vec::with_capacity(chunks as usize);
                     for f in crate::bundle::reader::read_files(&seg.info.dir(&self.dir))? {
                         let d = u8::from(paths.contains(&f.path));
-                        dead.extend(std::iter::repeat_n(d, f.chunks as usize));
+                        let n = u64::from(f.chunks);
+                        if dead.len() as u64 + n > chunks {
+                            return Err(wrong());
+                        }
+                        dead.extend(std::iter::repeat_n(d, n as usize));
+                    }
+                    if dead.len() as u64 != chunks {
+                        return Err(wrong());
                     }
                     Ok(dead)
                 },

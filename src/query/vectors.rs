@@ -3,7 +3,6 @@
 //! contiguous memory instead of casting Parquet lists in SQL (≈9 s for 1M × 384 in DuckDB).
 //! int8 keeps a 1M × 256 matrix at 256 MB (f32 would be 1 GB) at a cosine error far below the gaps
 //! between ranks that matter.
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::path::Path;
 
 use super::cache::{self, Bytes};
@@ -21,9 +20,7 @@ pub fn for_each_embedding(
     dim: usize,
     mut row: impl FnMut(i64, &[f32], &[f32]),
 ) -> Result<()> {
-    let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(f)?.build()?;
-    for batch in reader {
+    for batch in crate::bundle::reader::open_parquet(path)? {
         let c = EmbeddingCols::new(&batch?, dim, path)?;
         for r in 0..c.len() {
             row(c.id(r), c.vector(r), c.windows(r));
