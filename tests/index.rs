@@ -268,7 +268,7 @@ fn verify_catches_a_changed_file_and_bad_input_is_exit_2() {
     );
     tamper(
         &|m| m["segments"][0]["files"] = 999.into(),
-        "says 999 files",
+        "claims 999 files rows",
     );
     tamper(
         &|m| m["languages"]["python"]["chunks"] = 77.into(),
