@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use super::human_bytes;
 
-/// Check a bundle: every file's size, sha256, row count and schema against manifest.json.
-/// A packed bundle (.trove) is unpacked into a scratch directory and checked entry by entry too.
+/// Check a bundle: every file's size, sha256, row count, schema and codec (zstd) against
+/// manifest.json; each segment's chunk ordinals against their rows and its files' chunk counts
+/// against its chunks; and the live totals against the manifest's counts. A packed bundle (.trove) is unpacked into a scratch directory and checked entry by entry too.
 /// Exits 0 when all match, 2 with the first mismatch otherwise. A views.sql left older than the
 /// manifest by a run killed right after its commit is rewritten from the manifest (it is derived
 /// from the manifest's segments), with a note.
