@@ -609,8 +609,8 @@ impl Bundle {
                 lit(&p.to_string_lossy())
             ))
         };
-        // A file another process is renaming into place is whole or absent; one that does not
-        // read (damaged on disk) is written again.
+        // A file another handle or process puts in place is whole or absent, and once there it is
+        // never replaced (below); one that does not read (damaged on disk) is written again.
         if path.is_file() {
             // Marked used before the view reads it: a pruning process then leaves it.
             cache::touch(&path);
@@ -632,10 +632,21 @@ impl Bundle {
                 lit(&tmp.to_string_lossy())
             ))
             .map_err(Error::from)
-            .and_then(|()| std::fs::rename(&tmp, &path).map_err(io));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
+            .and_then(|()| {
+                // Put in place only where none is: two handles of one server (or two processes)
+                // that resolve the same key at once write different bytes (DuckDB's COPY does not
+                // keep row order), and DuckDB reads a file in several opens within one query —
+                // replacing the file between them read one copy at the other's offsets
+                // ("TProtocolException: Invalid data"). A hard link never replaces; the loser
+                // uses the winner's file. Where links cannot be made, a rename as before.
+                match std::fs::hard_link(&tmp, &path) {
+                    Ok(()) => Ok(()),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                    Err(_) if path.is_file() => Ok(()),
+                    Err(_) => std::fs::rename(&tmp, &path).map_err(io),
+                }
+            });
+        let _ = std::fs::remove_file(&tmp);
         written?;
         cache::touch(&path);
         view(&path)?;
