@@ -229,14 +229,12 @@ impl Manifest {
             }
             // What a reader sizes its per-chunk state by must be what the segment's tables hold
             // (a claimed 10^18 chunks would be allocated before any table is read).
-            let entries = self.segment_entries(s);
             for (table, claimed) in [
                 ("chunks", s.chunks),
                 ("files", s.files),
                 (TOMBSTONES, s.tombstones),
             ] {
-                let name = format!("{}/{}/{table}.parquet", super::SEGMENTS, s.id);
-                let rows = entries.iter().find(|e| e.name == name).map(|e| e.rows);
+                let rows = self.entry(&s.file(table)).map(|e| e.rows);
                 if rows.is_some_and(|r| r != claimed) || (rows.is_none() && claimed > 0) {
                     return Err(Error::bundle(
                         dir,

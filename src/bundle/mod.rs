@@ -16,10 +16,10 @@ mod verify;
 mod writer;
 
 pub use manifest::{
-    Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, LiveTotals, MANIFEST, MAX_DIM, Manifest,
-    Provenance, SegmentInfo, Shard, SourceInfo, TOMBSTONES, Tool, commit_manifest, created_at,
-    is_bundle_file, live_sql, manifest_tool, parse_manifest, read_manifest, remove_garbage,
-    views_sql, write_manifest,
+    Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, LiveTotals, MANIFEST, MAX_DIM,
+    MAX_MANIFEST_BYTES, Manifest, Provenance, SegmentInfo, Shard, SourceInfo, TOMBSTONES, Tool,
+    commit_manifest, created_at, is_bundle_file, live_sql, manifest_tool, parse_manifest,
+    read_manifest, remove_garbage, views_sql, write_manifest,
 };
 pub use output::{
     OutputLock, build_beside, check_replaceable, link_or_copy, link_segment, lock_output,
@@ -51,8 +51,17 @@ pub const VIEWS: &str = "views.sql";
 /// link is followed) of at most `max` bytes: a FIFO would block the read for ever and a device
 /// such as `/dev/zero` would fill memory, so both are refused, as is anything larger.
 pub(crate) fn read_small(p: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> {
+    // Looked at before it is opened: opening a FIFO blocks until a writer comes.
+    if !std::fs::metadata(p)?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    read_small_from(std::fs::File::open(p)?, max)
+}
+
+/// [`read_small`] of a file already open (one opened without blocking, e.g. `O_NONBLOCK`).
+pub fn read_small_from(mut f: std::fs::File, max: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let meta = std::fs::metadata(p)?;
+    let meta = f.metadata()?;
     if !meta.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
@@ -61,11 +70,16 @@ pub(crate) fn read_small(p: &std::path::Path, max: u64) -> std::io::Result<Vec<u
         return Err(too_large());
     }
     let mut buf = Vec::with_capacity(meta.len() as usize);
-    std::fs::File::open(p)?
-        .take(max.saturating_add(1))
-        .read_to_end(&mut buf)?;
+    (&mut f).take(max.saturating_add(1)).read_to_end(&mut buf)?;
     if buf.len() as u64 > max {
         return Err(too_large());
     }
     Ok(buf)
+}
+
+/// The bytes free to this user on the filesystem of `dir`, when it says.
+pub(crate) fn free_bytes(dir: &std::path::Path) -> Option<u64> {
+    rustix::fs::statvfs(dir)
+        .ok()
+        .map(|v| v.f_bavail.saturating_mul(v.f_frsize))
 }

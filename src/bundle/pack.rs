@@ -253,17 +253,16 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
             // What the manifest lists must fit where it is unpacked (a pack whose zeros
             // decompress to more than the disk holds would fill it before a sha256 is checked).
             let need: u64 = m.files.iter().map(|f| f.bytes).sum();
-            if let Ok(v) = rustix::fs::statvfs(dir) {
-                let free = v.f_bavail.saturating_mul(v.f_frsize);
-                if need > free {
-                    return Err(Error::bundle(
-                        file,
-                        format!(
-                            "unpacks to {need} bytes, and {} has {free} free",
-                            dir.display()
-                        ),
-                    ));
-                }
+            if let Some(free) = super::free_bytes(dir)
+                && need > free
+            {
+                return Err(Error::bundle(
+                    file,
+                    format!(
+                        "unpacks to {need} bytes, and {} has {free} free",
+                        dir.display()
+                    ),
+                ));
             }
             listed = Some(m);
         }

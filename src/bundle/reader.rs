@@ -369,7 +369,7 @@ pub(crate) fn open_parquet(p: &Path) -> Result<Table> {
 
 /// A table file that cannot be decoded (its hash matched, or it was not checked: a bug, or a
 /// publisher's file): named, with the way to check the bundle.
-fn unreadable(p: &Path, e: impl std::fmt::Display) -> Error {
+pub(crate) fn unreadable(p: &Path, e: impl std::fmt::Display) -> Error {
     Error::Other(format!(
         "{}: cannot be read as a trove table: {e} (run `trove verify` on the bundle)",
         p.display()

@@ -137,21 +137,14 @@ impl Source {
     /// The bytes of the source file `name`, at most `limit`.
     fn read(&self, name: &str, limit: u64) -> Result<Vec<u8>> {
         match self {
-            Source::Dir(d) => {
-                let bytes = std::fs::read(d.join(name)).map_err(|e| {
-                    Error::bundle(
-                        d,
-                        format!("cannot read {name}: {e} (is this a trove bundle?)"),
-                    )
-                })?;
-                if bytes.len() as u64 > limit {
-                    return Err(Error::bundle(
-                        d,
-                        format!("{name} is larger than {limit} bytes"),
-                    ));
-                }
-                Ok(bytes)
-            }
+            // A regular file only, read no further than the limit (the rule a bundle's own
+            // manifest is read by: a FIFO or a device there is refused, not read).
+            Source::Dir(d) => super::read_small(&d.join(name), limit).map_err(|e| {
+                Error::bundle(
+                    d,
+                    format!("cannot read {name}: {e} (is this a trove bundle?)"),
+                )
+            }),
             #[cfg(feature = "openai")]
             Source::Http { base, client } => {
                 let mut out = Vec::new();
@@ -563,19 +556,16 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
     // disk holds would otherwise fill it before the first sha256 fails).
     let parent = dest.parent().unwrap_or(Path::new("."));
     if source.downloads()
-        && let Ok(v) = rustix::fs::statvfs(parent)
+        && let Some(free) = super::free_bytes(parent)
+        && to_fetch.saturating_sub(held) > free
     {
-        let free = v.f_bavail.saturating_mul(v.f_frsize);
-        if to_fetch.saturating_sub(held) > free {
-            return Err(Error::Other(format!(
-                "{} needs {} bytes fetched from {}, and {} has {free} free: nothing was \
-                 changed",
-                dest.display(),
-                to_fetch.saturating_sub(held),
-                label.display(),
-                parent.display()
-            )));
-        }
+        return Err(Error::Other(format!(
+            "{} needs {} bytes fetched from {}, and {} has {free} free: nothing was changed",
+            dest.display(),
+            to_fetch.saturating_sub(held),
+            label.display(),
+            parent.display()
+        )));
     }
     let mut fetched_segments = std::collections::BTreeSet::new();
     super::build_beside(&dest, |tmp| {

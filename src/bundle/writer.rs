@@ -667,7 +667,7 @@ pub fn settle_views(bundle: &Path, m: &super::Manifest, strict: bool) -> Result<
     let p = bundle.join(super::VIEWS);
     // A FIFO or a device there is no views file: read as changed (never blocking on it), and
     // replaced by the rename below where it may be.
-    let now = super::read_small(&p, super::manifest::MAX_MANIFEST_BYTES).ok();
+    let now = super::read_small(&p, super::MAX_MANIFEST_BYTES).ok();
     if now
         .as_ref()
         .is_some_and(|b| crate::util::sha256_hex(b) == entry.sha256)
@@ -688,8 +688,8 @@ pub fn settle_views(bundle: &Path, m: &super::Manifest, strict: bool) -> Result<
             ),
         ));
     }
-    let killed = super::read_small(&staged, super::manifest::MAX_MANIFEST_BYTES)
-        .is_ok_and(|b| b == sql.as_bytes());
+    let killed =
+        super::read_small(&staged, super::MAX_MANIFEST_BYTES).is_ok_and(|b| b == sql.as_bytes());
     if strict && now.is_some() && !killed {
         return Err(Error::bundle(
             bundle,

@@ -46,12 +46,7 @@ pub(crate) fn projected(
     columns: &[&str],
     key: Option<(&str, &[&str])>,
 ) -> Result<crate::bundle::reader::Table> {
-    let corrupt = |e: parquet::errors::ParquetError| {
-        Error::bundle(
-            path,
-            format!("unreadable ({e}): run `trove verify` on the bundle"),
-        )
-    };
+    let corrupt = |e| crate::bundle::reader::unreadable(path, e);
     let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(corrupt)?;
     if let Some((key_col, keys)) = key {
@@ -75,7 +70,7 @@ pub fn document_frequencies(path: &Path, terms: &[&str]) -> Result<FxHashMap<Str
         return Ok(out);
     }
     for batch in reader(path, "term", terms, &["term", "df"])? {
-        let batch = batch.map_err(|e| Error::bundle(path, format!("unreadable ({e})")))?;
+        let batch = batch?;
         let term = column::<StringArray>(&batch, "term", path)?;
         let df = column::<Int64Array>(&batch, "df", path)?;
         for r in 0..batch.num_rows() {
@@ -100,7 +95,7 @@ pub fn contents(
         return Ok(out);
     }
     for batch in reader(path, "path", paths, &["chunk_id", "content", "lead"])? {
-        let batch = batch.map_err(|e| Error::bundle(path, format!("unreadable ({e})")))?;
+        let batch = batch?;
         let id = column::<Int64Array>(&batch, "chunk_id", path)?;
         let content = column::<StringArray>(&batch, "content", path)?;
         let lead = column::<StringArray>(&batch, "lead", path)?;
@@ -137,7 +132,7 @@ pub fn file_text(chunks: &Path, files: &Path, path: &str) -> Result<Option<Strin
     let keys = [path];
     let mut tail = None;
     for batch in reader(files, "path", &keys, &["path", "tail"])? {
-        let batch = batch.map_err(|e| Error::bundle(files, format!("unreadable ({e})")))?;
+        let batch = batch?;
         let p = column::<StringArray>(&batch, "path", files)?;
         let t = column::<StringArray>(&batch, "tail", files)?;
         if let Some(r) = (0..batch.num_rows()).find(|&r| p.value(r) == path) {
@@ -155,7 +150,7 @@ pub fn file_text(chunks: &Path, files: &Path, path: &str) -> Result<Option<Strin
         &keys,
         &["path", "start_byte", "content", "lead"],
     )? {
-        let batch = batch.map_err(|e| Error::bundle(chunks, format!("unreadable ({e})")))?;
+        let batch = batch?;
         let p = column::<StringArray>(&batch, "path", chunks)?;
         let start = column::<Int64Array>(&batch, "start_byte", chunks)?;
         let content = column::<StringArray>(&batch, "content", chunks)?;

@@ -721,13 +721,16 @@ fn claim_root(slot: &Slot, i: usize) -> Option<(PathBuf, std::fs::File)> {
     Some((root, lock))
 }
 
-/// The whole file `name` in the directory `dir`.
+/// The file `name` in the directory `dir`: a regular file of at most a manifest's bound.
 fn read_at(dir: &rustix::fd::OwnedFd, name: &str) -> std::io::Result<Vec<u8>> {
     use rustix::fs::{Mode as FsMode, OFlags};
-    use std::io::Read;
-    let fd = rustix::fs::openat(dir, name, OFlags::RDONLY | OFlags::CLOEXEC, FsMode::empty())?;
-    let mut f = std::fs::File::from(fd);
-    let mut out = Vec::new();
-    f.read_to_end(&mut out)?;
-    Ok(out)
+    // Opened without blocking (a FIFO there would hold the reload thread), then read by the rule
+    // every bundle manifest is read by: a regular file of bounded size.
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        FsMode::empty(),
+    )?;
+    trove::bundle::read_small_from(std::fs::File::from(fd), trove::bundle::MAX_MANIFEST_BYTES)
 }
