@@ -714,9 +714,13 @@ def check_bad_query():
         ({"query": "invoice", "path": "**/*.{py"}, "path an unclosed {"),
         ({"query": "invoice", "path": "[z-a]*"}, "path a reversed range"),
         ({"query": "invoice", "path": "a\u0000"}, "path with a NUL"),
+        ({"query": "invo\u0000ice"}, "a query with a NUL"),
+        ({"query": "invoice", "kind": ["function", "f\u0000"]}, "a kind with a NUL"),
     ]
     for body, what in cases:
-        expect_error(post("/query", body), f"POST /query {what}", 400)
+        err = expect_error(post("/query", body), f"POST /query {what}", 400)
+        if "NUL" in what and "NUL" not in err["message"]:
+            fail(f"POST /query {what}: the message does not name the NUL: {err['message']!r}")
     expect_error(post("/query", {"query": "invoice", "bundles": ["no-such.bundle"]}),
                  "POST /query an unknown bundle", 404, "unknown_bundle")
     expect_error(post("/query", {"query": "invoice", "bundles": [ARGS.bundle, "no-such.bundle"]}),

@@ -230,8 +230,41 @@ fn parse_body<T: serde::de::DeserializeOwned>(
         };
         ApiError::new(status, code, e.body_text())
     })?;
-    serde_json::from_slice(&body)
-        .map_err(|e| bad(format!("the body is not the JSON expected: {e}")))
+    let v: Value = serde_json::from_slice(&body)
+        .map_err(|e| bad(format!("the body is not the JSON expected: {e}")))?;
+    // No bundle holds a NUL, and DuckDB refuses one in a statement: refused here as the GET
+    // routes' parameters and the MCP tools' arguments are.
+    if let Some(field) = nul_field(&v, "") {
+        return Err(bad(format!("{field} must not contain a NUL character")));
+    }
+    serde_json::from_value(v).map_err(|e| bad(format!("the body is not the JSON expected: {e}")))
+}
+
+/// The first field of `v` (a dotted path from `at`) whose string holds a NUL, if any.
+fn nul_field(v: &Value, at: &str) -> Option<String> {
+    let name = |k: &str| {
+        if at.is_empty() {
+            k.to_string()
+        } else {
+            format!("{at}.{k}")
+        }
+    };
+    match v {
+        Value::String(s) if s.contains('\0') => Some(if at.is_empty() {
+            "the body".into()
+        } else {
+            at.into()
+        }),
+        Value::Array(items) => items.iter().find_map(|x| nul_field(x, at)),
+        Value::Object(m) => m.iter().find_map(|(k, x)| {
+            if k.contains('\0') {
+                Some(format!("the field name {k:?}"))
+            } else {
+                nul_field(x, &name(k))
+            }
+        }),
+        _ => None,
+    }
 }
 
 fn value_enum<T: clap::ValueEnum>(what: &str, s: &str) -> Result<T, ApiError> {
