@@ -532,3 +532,141 @@ fn secrets_are_redacted_everywhere_and_nothing_names_the_machine() {
     let text = all_text(&kept);
     assert!(secrets.iter().all(|s| text.contains(s)));
 }
+
+/// Every file under `dir` (recursively), relative.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A full disk (a small tmpfs; root only, else skipped): read commands whose cache is on it
+/// answer as ever and leave no half-written temporaries; a pack that cannot be unpacked there is
+/// not called damaged; a sync or unpack that cannot fit is refused or fails naming the disk;
+/// and an incremental run that fails at any point of its writing leaves the live bundle exactly
+/// as it was, with nothing of its own beside it.
+#[test]
+fn a_full_disk_is_named_as_one_and_leaves_nothing_behind() {
+    let Some(disk) = SmallDisk::mount(4 << 20) else {
+        eprintln!("skipped: no tmpfs can be mounted here (needs root)");
+        return;
+    };
+    let (r, w) = (sample_repo(), tempfile::tempdir().unwrap());
+    let b = w.path().join("b");
+    index(r.path(), &b, &[]);
+    let packed = w.path().join("b.trove");
+    pack(&b, &packed);
+    let want = query_jsonl_in(
+        Some(&w.path().join("cache")),
+        &[b.as_os_str(), "invoice".as_ref()],
+    );
+
+    // The query cache on a full disk: the same answers, no temporaries left in it.
+    let cache = disk.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    for leave in [0, 8 << 10, 32 << 10] {
+        disk.fill(leave);
+        let got = query_jsonl_in(Some(&cache), &[b.as_os_str(), "invoice".as_ref()]);
+        assert_eq!(got, want, "{leave} bytes free");
+        trove_in(Some(&cache)).arg("map").arg(&b).assert().success();
+        let tmp: Vec<String> = files_under(&cache)
+            .into_iter()
+            .filter(|n| n.contains(".tmp-"))
+            .collect();
+        assert!(tmp.is_empty(), "{leave} bytes free: {tmp:?}");
+        // A pack is unpacked into that cache: the disk is full, the pack is not damaged.
+        let out = trove_in(Some(&cache))
+            .arg("query")
+            .arg(&packed)
+            .arg("invoice")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert!(
+                err.contains("No space left") || err.contains("free"),
+                "{err}"
+            );
+            assert!(!err.contains("damaged"), "{err}");
+        }
+    }
+
+    // A sync from a folder on another disk, and an unpack, that cannot fit.
+    disk.fill(32 << 10);
+    let out = trove()
+        .arg("sync")
+        .arg(&b)
+        .arg(disk.path().join("d"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("needs") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert!(!disk.path().join("d").exists());
+    let out = trove()
+        .arg("unpack")
+        .arg(&packed)
+        .arg("-o")
+        .arg(disk.path().join("u"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("damaged"), "{err}");
+    assert!(err.contains(&disk.path().display().to_string()), "{err}");
+    assert!(!disk.path().join("u").exists());
+
+    // An incremental run into a bundle on the disk, failing at each point of its writing until
+    // the disk holds it: the bundle as it was, nothing beside it, then the run that fits.
+    disk.unfill();
+    let live = disk.path().join("live");
+    trove().arg("sync").arg(&b).arg(&live).assert().success();
+    let before = bundle_files(&live);
+    write(r.path(), "billing/refunds.py", &b"def refund(invoice):\n    \"\"\"Gives the money back.\"\"\"\n    return -invoice.total()\n".repeat(40));
+    commit(r.path(), "refunds");
+    let (mut failures, mut leave) = (0, 0u64);
+    loop {
+        disk.fill(leave);
+        let out = index_cmd(
+            r.path(),
+            &live,
+            &["--since", "auto", "--no-compact", "--quiet"],
+        )
+        .env("TROVE_CACHE_DIR", w.path().join("cache"))
+        .output()
+        .unwrap();
+        disk.unfill();
+        if out.status.success() {
+            break;
+        }
+        failures += 1;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{leave} bytes free: {err}");
+        assert!(err.contains("No space left"), "{leave} bytes free: {err}");
+        assert_eq!(bundle_files(&live), before, "{leave} bytes free: {err}");
+        let mut beside = names_in(&live);
+        beside.retain(|n| n.starts_with('.'));
+        assert!(beside.is_empty(), "{leave} bytes free: {beside:?}");
+        assert_eq!(std::fs::read_dir(live.join("segments")).unwrap().count(), 1);
+        leave += 4 << 10;
+        assert!(leave < 2 << 20, "never fits: {err}");
+    }
+    assert!(failures > 3, "{failures}");
+    assert_eq!(manifest(&live)["segments"].as_array().unwrap().len(), 2);
+    trove().arg("verify").arg(&live).assert().success();
+}

@@ -627,3 +627,60 @@ pub fn two_segment_shop(root: &Path, out: &Path) {
     commit(root, "checkout");
     index(root, out, &["--since", "auto", "--no-compact"]);
 }
+
+/// A small tmpfs mounted at a folder of its own, for full-disk tests; unmounted when dropped.
+pub struct SmallDisk {
+    pub dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    /// A tmpfs of `bytes`, or `None` where one cannot be mounted (mounting needs root).
+    pub fn mount(bytes: u64) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(SmallDisk { dir })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Fills the disk until `leave` bytes are free (a file `.filler` takes the rest).
+    pub fn fill(&self, leave: u64) {
+        self.unfill();
+        let out = std::process::Command::new("stat")
+            .args(["-f", "-c", "%a %S"])
+            .arg(self.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut n = text.split_whitespace().map(|x| x.parse::<u64>().unwrap());
+        let free = n.next().unwrap() * n.next().unwrap();
+        if free > leave {
+            let ok = std::process::Command::new("fallocate")
+                .args(["-l", &(free - leave).to_string()])
+                .arg(self.path().join(".filler"))
+                .status()
+                .unwrap();
+            assert!(ok.success());
+        }
+    }
+
+    pub fn unfill(&self) {
+        let _ = std::fs::remove_file(self.path().join(".filler"));
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}

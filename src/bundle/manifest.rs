@@ -890,11 +890,19 @@ pub fn commit_manifest(dir: &Path, m: &Manifest) -> Result<()> {
     let tmp = dir.join(format!(".{MANIFEST}.tmp"));
     let mut text = serde_json::to_string_pretty(m)?;
     text.push('\n');
-    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
-    let f = std::fs::File::open(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+    // A failure before the rename (a full disk) leaves no half-written temporary behind.
+    let written = std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+        .map_err(|e| Error::io(&tmp, e));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     let p = dir.join(MANIFEST);
-    std::fs::rename(&tmp, &p).map_err(|e| Error::io(&p, e))?;
+    std::fs::rename(&tmp, &p).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(&p, e)
+    })?;
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }

@@ -27,7 +27,9 @@ pub use output::{
 };
 pub use schema::{TABLES, expected_schema};
 pub use verify::{VerifyReport, check_sizes, verify};
-pub use writer::{BundleWriter, Finished, install_views, settle_views, write_views};
+pub use writer::{
+    BundleWriter, Finished, discard_staged_views, install_views, settle_views, write_views,
+};
 
 /// The format name in every manifest.
 pub const FORMAT: &str = "trove-bundle";

@@ -221,7 +221,21 @@ pub fn link_or_copy(src: &Path, dst: &Path) -> Result<bool> {
     if !is_link && std::fs::hard_link(src, dst).is_ok() {
         return Ok(false);
     }
-    std::fs::copy(src, dst).map_err(|err| Error::io(src, err))?;
+    std::fs::copy(src, dst).map_err(|err| {
+        // A full disk is the destination's; anything else may be either side's.
+        if matches!(
+            err.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+        ) {
+            Error::io(dst, err)
+        } else {
+            Error::Other(format!(
+                "copying {} to {}: {err}",
+                src.display(),
+                dst.display()
+            ))
+        }
+    })?;
     std::fs::File::open(dst)
         .and_then(|f| f.sync_all())
         .map_err(|err| Error::io(dst, err))?;

@@ -10,7 +10,7 @@
 //! `trove query`/`sql` read a packed file directly: it is unpacked once into the cache, keyed by
 //! the file's sha256.
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use super::manifest::{MANIFEST, MAX_MANIFEST_BYTES, Manifest};
@@ -245,22 +245,38 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         }
         let mut w = File::create_new(&p).map_err(|e| Error::io(&p, e))?;
-        std::io::copy(&mut e, &mut w).map_err(|e| damaged(format!("{name}: {e}")))?;
+        // A read that fails is the pack's fault; a write that fails (a full disk) is the
+        // destination's, and says so with its path.
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = e
+                .read(&mut buf)
+                .map_err(|e| damaged(format!("{name}: {e}")))?;
+            if n == 0 {
+                break;
+            }
+            w.write_all(&buf[..n]).map_err(|e| Error::io(&p, e))?;
+        }
         w.sync_all().map_err(|e| Error::io(&p, e))?;
         if listed.is_none() {
-            let m = super::read_manifest(dir).map_err(|e| damaged(e.to_string()))?;
-            m.check_segments(dir).map_err(|e| damaged(e.to_string()))?;
+            let m = super::read_manifest(dir).map_err(|e| damaged_unless_full(e, &damaged))?;
+            m.check_segments(dir)
+                .map_err(|e| damaged_unless_full(e, &damaged))?;
             // What the manifest lists must fit where it is unpacked (a pack whose zeros
             // decompress to more than the disk holds would fill it before a sha256 is checked).
             let need: u64 = m.files.iter().map(|f| f.bytes).sum();
             if let Some(free) = super::free_bytes(dir)
                 && need > free
             {
-                return Err(Error::bundle(
-                    file,
-                    format!(
-                        "unpacks to {need} bytes, and {} has {free} free",
-                        dir.display()
+                // A full disk, typed as one: a server then unpacks into the cache instead.
+                return Err(Error::io(
+                    dir,
+                    std::io::Error::new(
+                        std::io::ErrorKind::StorageFull,
+                        format!(
+                            "{} unpacks to {need} bytes, and this folder's disk has {free} free",
+                            file.display()
+                        ),
                     ),
                 ));
             }
@@ -277,8 +293,24 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
     // Every file the manifest lists, sha256 included.
     let m = super::verify(dir)
         .map(|r| r.manifest)
-        .map_err(|e| damaged(e.to_string()))?;
+        .map_err(|e| damaged_unless_full(e, &damaged))?;
     Ok(m)
+}
+
+/// `e` as a damaged pack's error, unless it is a write that found the disk full (the pack is
+/// fine; where it was unpacked is not).
+fn damaged_unless_full(e: Error, damaged: &dyn Fn(String) -> Error) -> Error {
+    match &e {
+        Error::Io { cause, .. }
+            if matches!(
+                cause.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            ) =>
+        {
+            e
+        }
+        _ => damaged(e.to_string()),
+    }
 }
 
 /// Unpacks `file` into the new directory `dir` (entries checked one by one, then the whole

@@ -213,6 +213,15 @@ impl Source {
     }
 }
 
+/// Whether `a` and `b` are on one filesystem (a hard link from one to the other can be made).
+fn same_filesystem(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev(),
+        _ => false,
+    }
+}
+
 /// Refuses the file `e` fetched to `at` unless it has the size and sha256 `e` records.
 fn check_fetched(e: &FileEntry, at: &Path) -> Result<()> {
     let (bytes, sha) = super::table::hash_file(at)?;
@@ -553,16 +562,32 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
         indicatif::ProgressBar::hidden()
     };
     // Refused before a byte is fetched where it cannot fit (a server that declares more than the
-    // disk holds would otherwise fill it before the first sha256 fails).
+    // disk holds would otherwise fill it before the first sha256 fails). Each file takes whole
+    // blocks, the manifest too; a directory on DEST's filesystem is hard-linked, at no cost.
     let parent = dest.parent().unwrap_or(Path::new("."));
-    if source.downloads()
-        && let Some(free) = super::free_bytes(parent)
-        && to_fetch.saturating_sub(held) > free
+    let block = |n: u64| n.div_ceil(4096) * 4096;
+    let copied = match &source {
+        Source::Dir(d) => !same_filesystem(d, parent),
+        #[cfg(feature = "openai")]
+        Source::Http { .. } => true,
+    };
+    let need = if copied {
+        wanted.iter().map(|e| block(e.bytes)).sum::<u64>() + block(text.len() as u64)
+    } else {
+        block(text.len() as u64)
+    }
+    .saturating_sub(held);
+    if let Some(free) = super::free_bytes(parent)
+        && need > free
     {
         return Err(Error::Other(format!(
-            "{} needs {} bytes fetched from {}, and {} has {free} free: nothing was changed",
+            "{} needs {need} bytes {} {}, and {} has {free} free: nothing was changed",
             dest.display(),
-            to_fetch.saturating_sub(held),
+            if source.downloads() {
+                "fetched from"
+            } else {
+                "copied from"
+            },
             label.display(),
             parent.display()
         )));

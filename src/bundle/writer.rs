@@ -556,11 +556,15 @@ impl BundleWriter {
         // A full build's bundle is a temporary folder swapped in whole: its views go in place. A
         // segment added in place commits by its manifest: its views wait beside the old ones
         // until then ([`install_views`]).
-        entries.push(if self.before.is_empty() {
-            write_views(&self.bundle, &all)?
+        let views = if self.before.is_empty() {
+            write_views(&self.bundle, &all)
         } else {
-            stage_views(&self.bundle, &all)?
-        });
+            // Added in place: a failure here leaves the live bundle as it was.
+            stage_views(&self.bundle, &all).inspect_err(|_| {
+                let _ = std::fs::remove_dir_all(&at);
+            })
+        };
+        entries.push(views?);
         Ok(Finished {
             entries,
             segment,
@@ -620,12 +624,21 @@ fn stage(bundle: &Path, sql: &str) -> Result<()> {
         Ok(_) => std::fs::remove_file(&p).map_err(|e| Error::io(&p, e))?,
         Err(_) => {}
     }
-    std::fs::OpenOptions::new()
+    let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&p)
-        .and_then(|mut f| f.write_all(sql.as_bytes()))
-        .map_err(|e| Error::io(&p, e))
+        .map_err(|e| Error::io(&p, e))?;
+    // A write cut short (a full disk) leaves no half file behind.
+    f.write_all(sql.as_bytes()).map_err(|e| {
+        let _ = std::fs::remove_file(&p);
+        Error::io(&p, e)
+    })
+}
+
+/// Removes views staged beside the live ones by a run that did not commit.
+pub fn discard_staged_views(bundle: &Path) {
+    let _ = std::fs::remove_file(staged_views(bundle));
 }
 
 /// Writes `views.sql` ([`views_text`]) into `bundle` through a temporary name and a rename, so a

@@ -781,8 +781,15 @@ fn build_into(
                 .count()
                 + skipped_written.len();
             let live = bundle::LiveTotals::of(live_files, live_skipped as u64);
+            let segment_dir = finished.segment.dir(tmp);
             let m = provenance.manifest_appended(&r.manifest, finished, live);
-            bundle::commit_manifest(tmp, &m)?;
+            if let Err(e) = bundle::commit_manifest(tmp, &m) {
+                // Not committed (a full disk): the segment and views this run wrote go, and the
+                // bundle is as it was.
+                let _ = std::fs::remove_dir_all(&segment_dir);
+                bundle::discard_staged_views(tmp);
+                return Err(e);
+            }
             bundle::install_views(tmp)?;
             m
         }

@@ -142,13 +142,16 @@ pub(crate) fn touch_used() {
 }
 
 /// Removes, once per process, the query-cache files and sha256 memos in `dir` unused for
-/// [`UNUSED_DAYS`] days. Other files there (the embedding cache, model paths, unpacked bundles)
+/// [`UNUSED_DAYS`] days, and their temporary names an hour old (a killed writer's). Other files there (the embedding cache, model paths, unpacked bundles)
 /// are left alone.
 pub(crate) fn prune_unused(dir: &Path) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let max = std::time::Duration::from_secs(UNUSED_DAYS * 86_400);
-        let old = |e: &std::fs::DirEntry| {
+        // A temporary name is written and renamed within one build (seconds to minutes); one
+        // an hour old is what a killed process left.
+        let tmp_max = std::time::Duration::from_secs(3_600);
+        let older = |e: &std::fs::DirEntry, max: std::time::Duration| {
             e.metadata().is_ok_and(|m| {
                 m.is_file()
                     && m.modified()
@@ -159,7 +162,8 @@ pub(crate) fn prune_unused(dir: &Path) {
             for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
                 let name = e.file_name();
                 let name = name.to_string_lossy();
-                if !keep(&name) && old(&e) {
+                let max = if name.contains(".tmp-") { tmp_max } else { max };
+                if !keep(&name) && older(&e, max) {
                     let _ = std::fs::remove_file(e.path());
                 }
             }
@@ -194,10 +198,12 @@ fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         std::fs::create_dir_all(d)?;
     }
     let tmp = tmp_path(path);
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    // A write cut short (a full disk) or a failed rename leaves no partial file behind.
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
 }
 
 /// Little-endian reads at byte offsets (cache files are plain byte layouts, no alignment assumed).
