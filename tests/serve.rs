@@ -1126,3 +1126,101 @@ fn serve_writes_the_refs_cache_again_when_it_is_removed_under_it() {
     assert_eq!(s.json("GET", callers, None), (200, want));
     assert_eq!(cached(), files);
 }
+
+/// A new version met with a full disk where the server snapshots it (a small tmpfs; root only,
+/// else skipped): not switched to, and `/health` names that disk, not the bundle; once space is
+/// freed, SIGHUP takes the version at once (it used to wait out the minute a failed version
+/// waits). A pack whose folder is full is unpacked into the cache's copy instead.
+#[test]
+fn serve_names_a_full_disk_and_takes_the_version_on_sighup_once_freed() {
+    let Some(disk) = SmallDisk::mount(4 << 20) else {
+        eprintln!("skipped: no tmpfs can be mounted here (needs root)");
+        return;
+    };
+    let (w, r) = (tempfile::tempdir().unwrap(), sample_repo());
+    let b = disk.path().join("live.bundle");
+    index(r.path(), &b, &[]);
+    let next = w.path().join("next.bundle");
+    trove().arg("sync").arg(&b).arg(&next).assert().success();
+    write(
+        r.path(),
+        "billing/late.py",
+        b"def late_fee(days):\n    return days * 5\n",
+    );
+    commit(r.path(), "late");
+    index(r.path(), &next, &["--since", "auto"]);
+    let s = Server::start(&[b.to_str().unwrap(), "--reload-interval", "0"], &[]);
+    let hup = || {
+        assert!(
+            Command::new("kill")
+                .args(["-HUP", &s.child.id().to_string()])
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    let health_after = |pred: &dyn Fn(&serde_json::Value) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let (_, h) = s.json("GET", "/health", None);
+            if pred(&h) || Instant::now() > deadline {
+                return h;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    trove().arg("sync").arg(&next).arg(&b).assert().success();
+    disk.fill(0);
+    hup();
+    let h = health_after(&|h| h["status"] != "ok");
+    assert_eq!(h["status"], "degraded", "{h}\n{}", s.log());
+    let msg = h["bundles"][0]["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        msg.contains("is full") && msg.contains(".live.bundle.serve-"),
+        "{msg}"
+    );
+    assert!(!msg.contains("verification failed"), "{msg}");
+    assert_eq!(h["generation"], 1);
+    let (st, v) = s.json("GET", "/symbols?name=late_fee", None);
+    assert_eq!((st, v.as_array().unwrap().len()), (200, 0), "{v}");
+    disk.unfill();
+    hup();
+    let h = health_after(&|h| h["generation"] == 2);
+    assert_eq!(
+        (h["status"].as_str(), h["generation"].as_u64()),
+        (Some("ok"), Some(2)),
+        "{h}\n{}",
+        s.log()
+    );
+    let (st, v) = s.json("GET", "/symbols?name=late_fee", None);
+    assert_eq!((st, v.as_array().unwrap().len()), (200, 1), "{v}");
+    drop(s);
+
+    // A pack in a full folder: its new version comes from the cache's copy.
+    let packed = disk.path().join("app.trove");
+    crate::util::pack(&w.path().join("next.bundle"), &packed);
+    std::fs::remove_dir_all(&b).unwrap();
+    let cache = w.path().join("cache");
+    let s = Server::start(
+        &[packed.to_str().unwrap(), "--reload-interval", "0"],
+        &[("TROVE_CACHE_DIR", cache.to_str().unwrap())],
+    );
+    write(
+        r.path(),
+        "billing/later.py",
+        b"def later_fee(days):\n    return days * 7\n",
+    );
+    let other = w.path().join("other.trove");
+    index(r.path(), &next, &[]);
+    crate::util::pack(&next, &other);
+    std::fs::copy(&other, disk.path().join(".app.trove.new")).unwrap();
+    std::fs::rename(disk.path().join(".app.trove.new"), &packed).unwrap();
+    disk.fill(0);
+    s.reload_by_hup(1);
+    let (st, v) = s.json("GET", "/symbols?name=later_fee", None);
+    assert_eq!((st, v.as_array().unwrap().len()), (200, 1), "{v}");
+    assert!(cache.join("packed").exists());
+}

@@ -346,7 +346,7 @@ async fn serve(a: ServeArgs, listener: std::net::TcpListener, app: Shared) -> an
                 while hup.recv().await.is_some() {
                     eprintln!("trove serve: SIGHUP: checking the bundles for a new version");
                     let app = app.clone();
-                    let _ = tokio::task::spawn_blocking(move || app.served.poll()).await;
+                    let _ = tokio::task::spawn_blocking(move || app.served.poll(true)).await;
                 }
             });
         }
@@ -362,7 +362,7 @@ async fn serve(a: ServeArgs, listener: std::net::TcpListener, app: Shared) -> an
             loop {
                 tick.tick().await;
                 let app = app.clone();
-                let _ = tokio::task::spawn_blocking(move || app.served.poll()).await;
+                let _ = tokio::task::spawn_blocking(move || app.served.poll(false)).await;
             }
         });
     }

@@ -340,18 +340,59 @@ impl Served {
                 load_secs: 0.0,
             }
         } else {
-            self.link_snapshot(i)
-                .map_err(|e| self.in_bundle_terms(i, e))?
+            match self.link_snapshot(i) {
+                Ok(s) => s,
+                Err(e) if disk_full(&e) => return Err(self.out_of_space(i, e)),
+                Err(e) => return Err(self.in_bundle_terms(i, e)),
+            }
         };
-        match Self::make_ready(slot, &mut snap) {
+        let e = match Self::make_ready(slot, &mut snap) {
             Ok(()) => {
                 snap.loaded_at = now_rfc3339();
                 snap.load_secs = started.elapsed().as_secs_f64();
-                Ok(snap)
+                return Ok(snap);
             }
+            Err(e) => e,
+        };
+        if !disk_full(&e) {
             // Our folder goes when `snap` is dropped.
-            Err(e) => Err(self.in_bundle_terms(i, e)),
+            return Err(self.in_bundle_terms(i, e));
         }
+        // The disk beside the bundle is full: a pack is unpacked into the cache's shared copy
+        // instead, as where no snapshot folder can be made.
+        let fingerprint = snap.fingerprint.clone();
+        drop(snap);
+        if slot.packed
+            && let Ok(dir) = trove::bundle::pack::open_path(&slot.path)
+        {
+            let mut shared = Snapshot {
+                dir,
+                owned: false,
+                fingerprint,
+                version: String::new(),
+                loaded_at: String::new(),
+                load_secs: 0.0,
+            };
+            if Self::make_ready(slot, &mut shared).is_ok() {
+                shared.loaded_at = now_rfc3339();
+                shared.load_secs = started.elapsed().as_secs_f64();
+                return Ok(shared);
+            }
+        }
+        Err(self.out_of_space(i, e))
+    }
+
+    /// Error `e`, a full disk while loading slot `i`, named as it is: the server's snapshot
+    /// folder ran out of space, not the bundle.
+    fn out_of_space(&self, i: usize, e: anyhow::Error) -> anyhow::Error {
+        let at = self.roots[i]
+            .as_ref()
+            .map_or_else(|| self.slots[i].path.clone(), |(root, _)| root.clone());
+        anyhow::anyhow!(
+            "the disk of {} is full, where the server copies this version before serving it: \
+             {e:#}; free space there and send SIGHUP (or wait a minute) to try again",
+            at.display()
+        )
     }
 
     /// Error `e` of loading slot `i` with its snapshot folders (`<root>/<serial>-…`, ours,
@@ -387,8 +428,13 @@ impl Served {
             let bytes = std::fs::read(snap.dir.join(trove::bundle::MANIFEST))?;
             snap.version = trove::util::sha256_hex(&bytes)[..16].to_string();
         }
-        let report = trove::bundle::verify(&snap.dir)
-            .map_err(|e| anyhow::anyhow!("verification failed: {e}"))?;
+        let report = trove::bundle::verify(&snap.dir).map_err(|e| {
+            if disk_full_error(&e) {
+                anyhow::Error::new(e)
+            } else {
+                anyhow::anyhow!("verification failed: {e}")
+            }
+        })?;
         // Hashed once: the handles' own checks find the sums remembered.
         trove::bundle::pack::remember_bundle(&snap.dir, &report.manifest);
         let b = Bundle::open(&snap.dir).map_err(|e| anyhow::anyhow!("cannot open: {e}"))?;
@@ -459,7 +505,8 @@ impl Served {
             loaded_at: String::new(),
             load_secs: 0.0,
         };
-        std::fs::write(dir.join(trove::bundle::MANIFEST), &bytes)?;
+        let copy = dir.join(trove::bundle::MANIFEST);
+        std::fs::write(&copy, &bytes).map_err(|e| trove::Error::io(&copy, e))?;
         let manifest = trove::bundle::read_manifest(&dir)?;
         for f in &manifest.files {
             let name = f.name.as_str();
@@ -537,7 +584,7 @@ impl Served {
     /// Looks at every slot's bundle on disk; those that changed (and did not fail before in the
     /// same version) are loaded and verified, and a new generation over them swapped in; failures
     /// are recorded in the slots' status.
-    pub fn poll(&self) {
+    pub fn poll(&self, forced: bool) {
         let _one = self.polling.lock().unwrap_or_else(|e| e.into_inner());
         let current = self.current();
         let mut snaps = current.snapshots.clone();
@@ -564,8 +611,10 @@ impl Served {
                     slot.status().failed = None;
                     break;
                 }
-                let failed_before =
-                    slot.status().failed.as_ref().is_some_and(|f| {
+                // SIGHUP (`forced`) tries a failed version again at once: the operator freed
+                // the disk, or fixed what the error said.
+                let failed_before = !forced
+                    && slot.status().failed.as_ref().is_some_and(|f| {
                         f.fingerprint == fp && std::time::Instant::now() < f.retry_at
                     });
                 if failed_before {
@@ -654,6 +703,33 @@ impl Served {
             let _ = std::fs::remove_dir_all(r);
         }
     }
+}
+
+/// Whether `e` is a write that found the disk (or the user's quota) full.
+fn disk_full(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>().is_some_and(full_kind)
+            || c.downcast_ref::<trove::Error>()
+                .is_some_and(disk_full_error)
+    })
+}
+
+fn disk_full_error(e: &trove::Error) -> bool {
+    match e {
+        trove::Error::Io { cause, .. } => full_kind(cause),
+        // Parquet's and DuckDB's writers carry the OS error as text.
+        other => {
+            let text = other.to_string();
+            text.contains("No space left on device") || text.contains("Disk quota exceeded")
+        }
+    }
+}
+
+fn full_kind(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
 }
 
 /// A packed bundle's size, mtime and inode.
