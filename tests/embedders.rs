@@ -348,6 +348,87 @@ fn embedding_cache_spares_every_unchanged_chunk_across_runs_and_configs() {
         .success(),
     );
     assert_eq!(fourth["chunks_embedded"], n);
+    // Forty more runs' segments (copies: every key again and again). A run keeps each segment
+    // open, so one file per run ever made failed a run under a limit of open files ("Too many
+    // open files" after about a thousand nightly runs at 1024); the next run merges them into
+    // one, each key once, and runs under a limit of 40 with every vector a hit.
+    let dir = std::fs::read_dir(cache.path().join("embeddings"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .next()
+        .unwrap();
+    let keys = |d: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "keys"))
+            .collect();
+        v.sort();
+        v
+    };
+    let first_segment = keys(&dir)[0].clone();
+    for i in 0..40 {
+        let to = dir.join(format!("copy{i:02}"));
+        std::fs::copy(&first_segment, to.with_extension("keys")).unwrap();
+        std::fs::copy(
+            first_segment.with_extension("vecs"),
+            to.with_extension("vecs"),
+        )
+        .unwrap();
+    }
+    // A minute old: segments as young as that may be being created, and are left.
+    for k in keys(&dir) {
+        std::fs::File::options()
+            .write(true)
+            .open(k)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - Duration::from_secs(120))
+            .unwrap();
+    }
+    let distinct: std::collections::BTreeSet<Vec<u8>> = keys(&dir)
+        .iter()
+        .flat_map(|k| {
+            std::fs::read(k)
+                .unwrap()
+                .chunks_exact(16)
+                .map(<[u8]>::to_vec)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -n 40; exec \"$0\" index \"$1\" -o \"$2\" --config \"$3\" --json")
+        .arg(assert_cmd::cargo::cargo_bin("trove"))
+        .arg(r.path())
+        .arg(w.path().join("b5"))
+        .arg(&cfg)
+        .env("TROVE_CACHE_DIR", cache.path())
+        .env("TROVE_TEST_KEY", "sk-test-secret-1234")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{} {:?}",
+        String::from_utf8_lossy(&out.stderr),
+        keys(&dir)
+    );
+    let fifth: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            fifth["embed"]["cache_hits"].as_u64(),
+            fifth["chunks_embedded"].as_u64()
+        ),
+        (Some(n), Some(0)),
+        "{fifth}"
+    );
+    let merged = keys(&dir);
+    assert_eq!(merged.len(), 1, "{merged:?}");
+    assert_eq!(
+        std::fs::metadata(&merged[0]).unwrap().len(),
+        16 * distinct.len() as u64
+    );
 }
 
 #[test]
