@@ -821,13 +821,12 @@ fn a_definition_leads_across_bundles() {
 fn cache_files_nobody_used_for_a_month_are_removed_and_used_ones_kept() {
     let (_r, o, b) = bundle();
     let cache = o.path().join("cache");
-    let days_ago = |p: &Path, days: u64| {
-        let f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
-        f.set_modified(
-            std::time::SystemTime::now() - std::time::Duration::from_secs(days * 86_400),
-        )
-        .unwrap();
+    let hours_ago = |p: &Path, hours: u64| {
+        let f = std::fs::File::open(p).unwrap();
+        f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(hours * 3600))
+            .unwrap();
     };
+    let days_ago = |p: &Path, days: u64| hours_ago(p, days * 24);
     let age_days = |p: &Path| {
         p.metadata()
             .unwrap()
@@ -847,13 +846,34 @@ fn cache_files_nobody_used_for_a_month_are_removed_and_used_ones_kept() {
         p
     };
     let h = "0123456789abcdef".repeat(4);
+    let h2 = "fedcba9876543210".repeat(4);
+    // A temporary name of a killed writer goes after an hour; an unpacked pack whose manifest
+    // nobody touched for a month goes, as does a killed unpacking's folder after an hour.
+    let hours = |p: std::path::PathBuf, n: u64| {
+        hours_ago(&p, n);
+        p
+    };
     let gone = [
         plant(&format!("vectors-{h}.i8"), 40),
         plant(&format!("refs-v1-{}.parquet.tmp-1-0", &h[..32]), 31),
+        hours(plant(&format!("rows-{h}-{h}-w7200.bin.tmp-7-0"), 0), 2),
         plant(&format!("verified/stat-{h}"), 45),
+        plant(&format!("packed/{h}/manifest.json"), 40)
+            .parent()
+            .unwrap()
+            .to_path_buf(),
+        hours(
+            plant(&format!("packed/.{h2}.tmp-7/manifest.json"), 0)
+                .parent()
+                .unwrap()
+                .to_path_buf(),
+            2,
+        ),
     ];
     let kept = [
         plant(&format!("inverted-{h}-{h}.bin"), 20),
+        hours(plant(&format!("dead-v1-{}.tmp-7-1", &h[..32]), 0), 0),
+        plant(&format!("packed/{h2}/manifest.json"), 10),
         plant("notes.txt", 400),
         plant("rows.csv", 400),
         plant(&format!("embeddings/{h}"), 400),
@@ -896,4 +916,18 @@ fn cache_files_nobody_used_for_a_month_are_removed_and_used_ones_kept() {
     for p in &made {
         assert_eq!(age_days(p), 0, "{} was not marked used", p.display());
     }
+    // A run that writes no query-cache file but memos (index, sync, verify) prunes too: the
+    // memos of every bundle ever checked used to stay for good on a machine that never queried.
+    let old_memo = plant(&format!("verified/bundle-{h2}"), 45);
+    let (r2, o2, _) = bundle();
+    trove()
+        .env("TROVE_CACHE_DIR", &cache)
+        .arg("index")
+        .arg(r2.path())
+        .arg("-o")
+        .arg(o2.path().join("again"))
+        .arg("--quiet")
+        .assert()
+        .success();
+    assert!(!old_memo.exists());
 }

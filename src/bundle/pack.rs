@@ -376,6 +376,9 @@ pub fn open_path(p: &Path) -> Result<PathBuf> {
         let whole =
             super::read_manifest(&dir).and_then(|m| super::check_sizes(&dir, &m).map(|()| m));
         if whole.is_ok() {
+            // Used now: kept by the cache's pruning for another 30 days.
+            #[cfg(feature = "engine")]
+            crate::query::cache::touch(&dir.join(MANIFEST));
             return Ok(dir);
         }
         let trash = root.join(format!(".{sha}.damaged-{}", std::process::id()));
@@ -421,7 +424,7 @@ fn memo_sha(p: &Path, root: &Path) -> Result<String> {
         return Ok(s);
     }
     let (_, sha) = super::table::hash_file(p)?;
-    let _ = std::fs::write(&memo, &sha);
+    write_memo(root, &format!("stat-{}", stat_key(p)?), sha.as_bytes());
     Ok(sha)
 }
 
@@ -432,6 +435,16 @@ pub(crate) fn memo_root() -> std::path::PathBuf {
         .join("verified");
     let _ = std::fs::create_dir_all(&d);
     d
+}
+
+/// Writes the memo `name` under `root`: a process that writes memos prunes the cache as one that
+/// writes query-cache files does (index, sync and verify write memos and nothing else there).
+fn write_memo(root: &Path, name: &str, body: &[u8]) {
+    #[cfg(feature = "engine")]
+    if let Some(cache) = root.parent() {
+        crate::query::cache::prune_unused(cache);
+    }
+    let _ = std::fs::write(root.join(name), body);
 }
 
 /// Records that the file `p`, as it is now, has sha256 `sha` (a file this process just wrote and
@@ -445,7 +458,7 @@ pub(crate) fn remember(p: &Path, sha: &str, root: &Path) {
 /// [`remember`] of a canonical path.
 fn remember_at(p: &Path, sha: &str, root: &Path) {
     if let Ok(k) = stat_key(p) {
-        let _ = std::fs::write(root.join(format!("stat-{k}")), sha);
+        write_memo(root, &format!("stat-{k}"), sha.as_bytes());
     }
 }
 
@@ -497,7 +510,9 @@ pub fn check_hashes(dir: &Path, m: &super::Manifest) -> Result<()> {
             ));
         }
     }
-    let _ = std::fs::write(&whole, b"");
+    if let Some(name) = whole.file_name() {
+        write_memo(&root, &name.to_string_lossy(), b"");
+    }
     Ok(())
 }
 

@@ -141,36 +141,68 @@ pub(crate) fn touch_used() {
     }
 }
 
-/// Removes, once per process, the query-cache files and sha256 memos in `dir` unused for
-/// [`UNUSED_DAYS`] days, and their temporary names an hour old (a killed writer's). Other files there (the embedding cache, model paths, unpacked bundles)
-/// are left alone.
+/// Removes the query-cache files and sha256 memos in `dir` unused for [`UNUSED_DAYS`] days, the
+/// unpacked copies of packed bundles (`packed/<sha256>/`, used when their manifest was touched)
+/// unused as long, and temporary names an hour old (a killed writer's). At most once a day per
+/// process: a server that runs for months prunes as a command does. Other files there (the
+/// embedding cache, model paths) are left alone.
 pub(crate) fn prune_unused(dir: &Path) {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let max = std::time::Duration::from_secs(UNUSED_DAYS * 86_400);
-        // A temporary name is written and renamed within one build (seconds to minutes); one
-        // an hour old is what a killed process left.
-        let tmp_max = std::time::Duration::from_secs(3_600);
-        let older = |e: &std::fs::DirEntry, max: std::time::Duration| {
-            e.metadata().is_ok_and(|m| {
-                m.is_file()
-                    && m.modified()
-                        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > max))
-            })
-        };
-        let remove_old = |d: &Path, keep: &dyn Fn(&str) -> bool| {
-            for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
-                let name = e.file_name();
-                let name = name.to_string_lossy();
-                let max = if name.contains(".tmp-") { tmp_max } else { max };
-                if !keep(&name) && older(&e, max) {
-                    let _ = std::fs::remove_file(e.path());
-                }
+    static LAST: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+    {
+        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(86_400)) {
+            return;
+        }
+        *last = Some(std::time::Instant::now());
+    }
+    let max = std::time::Duration::from_secs(UNUSED_DAYS * 86_400);
+    // A temporary name is written and renamed within one build (seconds to minutes); one an
+    // hour old is what a killed process left.
+    let tmp_max = std::time::Duration::from_secs(3_600);
+    let older = |m: &std::fs::Metadata, max: std::time::Duration| {
+        m.modified()
+            .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > max))
+    };
+    let remove_old = |d: &Path, keep: &dyn Fn(&str) -> bool| {
+        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            let max = if name.contains(".tmp-") { tmp_max } else { max };
+            if !keep(&name) && e.metadata().is_ok_and(|m| m.is_file() && older(&m, max)) {
+                let _ = std::fs::remove_file(e.path());
             }
+        }
+    };
+    remove_old(dir, &|n| !pruned(n));
+    remove_old(&dir.join("verified"), &|n| !pruned_memo(n));
+    let packed = dir.join("packed");
+    remove_old(&packed, &|n| !pruned_memo(n));
+    for e in std::fs::read_dir(&packed).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let Ok(m) = e.metadata() else { continue };
+        if !m.is_dir() {
+            continue;
+        }
+        let unused = if name.len() == 64 && hex_start(&name, 64) {
+            // Its manifest's mtime says when it was last used (`bundle::pack::open_path`).
+            std::fs::metadata(e.path().join(crate::bundle::MANIFEST))
+                .map_or(older(&m, max), |mm| older(&mm, max))
+        } else {
+            // An unpacking cut short, or a damaged copy set aside.
+            name.starts_with('.')
+                && (name.contains(".tmp-") || name.contains(".damaged-"))
+                && older(&m, tmp_max)
         };
-        remove_old(dir, &|n| !pruned(n));
-        remove_old(&dir.join("verified"), &|n| !pruned_memo(n));
-    });
+        if unused {
+            // Out of the way at once (a reader opening it meanwhile finds none and unpacks
+            // again), then removed.
+            let trash = packed.join(format!(".{name}.damaged-{}", std::process::id()));
+            if std::fs::rename(e.path(), &trash).is_ok() {
+                let _ = std::fs::remove_dir_all(&trash);
+            }
+        }
+    }
 }
 
 /// The crate's one `unsafe`: mapping a file (as ripgrep does for search).
