@@ -41,7 +41,20 @@ fn use_mimalloc_for_tree_sitter() {
 fn main() {
     use_mimalloc_for_tree_sitter();
     let cli = cli::Cli::parse();
-    match cli::run(cli) {
+    let reader = cli.reads_only();
+    let mut result = cli::run(cli);
+    // A reader whose bundle was replaced under it (files of the version it began on removed)
+    // reads the new version: twice at most, then the error stands.
+    for _ in 0..2 {
+        match &result {
+            Err(e) if reader && cli::vanished_under(e) => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                result = cli::run(cli::Cli::parse());
+            }
+            _ => break,
+        }
+    }
+    match result {
         Ok(code) => std::process::exit(code),
         // A closed pipe (`trove languages | head`) is the reader's choice, not a failure.
         Err(e)

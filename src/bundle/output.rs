@@ -44,6 +44,30 @@ pub fn lock_path(out: &Path) -> PathBuf {
     hidden_beside(out, "lock")
 }
 
+/// When a trove run holds the output lock of `out` (it is writing it): the pid it wrote there
+/// (empty when not written yet). `None` when no run does, or there is no lock file to ask.
+pub fn writer_active(out: &Path) -> Option<String> {
+    use rustix::fs::{FlockOperation, flock};
+    use std::io::Read;
+    let out = output_path(out).unwrap_or_else(|_| out.to_path_buf());
+    let mut f = std::fs::File::open(lock_path(&out)).ok()?;
+    if flock(&f, FlockOperation::NonBlockingLockShared).is_ok() {
+        return None;
+    }
+    let mut pid = String::new();
+    let _ = f.read_to_string(&mut pid);
+    Some(pid.trim().to_string())
+}
+
+/// Waits until no trove run holds the output lock of `out`.
+pub fn wait_for_writer(out: &Path) {
+    use rustix::fs::{FlockOperation, flock};
+    let out = output_path(out).unwrap_or_else(|_| out.to_path_buf());
+    if let Ok(f) = std::fs::File::open(lock_path(&out)) {
+        let _ = flock(&f, FlockOperation::LockShared);
+    }
+}
+
 /// Takes the output lock of `out` (creating its parent), or refuses with the pid of the run that
 /// holds it. Holding it, removes what killed runs left beside `out` (`.<name>.tmp-<pid>`).
 pub fn lock_output(out: &Path) -> Result<OutputLock> {
@@ -101,8 +125,15 @@ pub fn lock_output(out: &Path) -> Result<OutputLock> {
         std::fs::rename(aside, out).map_err(|e| Error::io(aside, e))?;
     }
     for p in leftovers {
-        if p.exists() {
-            let _ = std::fs::remove_dir_all(p);
+        // A folder (a build's, a sync's) or a file (a pack's `.X.trove.tmp-PID`).
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => {
+                let _ = std::fs::remove_dir_all(&p);
+            }
+            Ok(_) => {
+                let _ = std::fs::remove_file(&p);
+            }
+            Err(_) => {}
         }
     }
     Ok(OutputLock { _file: file })

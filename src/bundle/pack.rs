@@ -91,6 +91,8 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
     }
     let mut names = vec![MANIFEST.to_string()];
     names.extend(report.manifest.files.iter().map(|f| f.name.clone()));
+    // One pack into `out` at a time; holding the lock, what a killed pack left beside it goes.
+    let _lock = super::lock_output(out)?;
     let tmp = super::temp_beside(out);
     let written = (|| -> Result<u64> {
         let io = |e| Error::io(&tmp, e);

@@ -714,6 +714,21 @@ pub fn settle_views(bundle: &Path, m: &super::Manifest, strict: bool) -> Result<
             ),
         ));
     }
+    // `trove verify` rewrites views only when no run is writing the bundle: a run between its
+    // commit and its views' rename has them staged, and they are not to be replaced under it.
+    if strict && let Some(pid) = super::writer_active(bundle) {
+        return Err(Error::bundle(
+            bundle,
+            format!(
+                "a trove run{} is writing it: verify it when that run has finished",
+                if pid.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (pid {pid})")
+                }
+            ),
+        ));
+    }
     stage(bundle, &sql)?;
     install_views(bundle)?;
     Ok(true)

@@ -25,7 +25,7 @@ use super::human_bytes;
 /// A BUNDLE made with another config or embedder is rebuilt in full (the summary says why).
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  trove index . -o /tmp/repo.bundle\n  trove index ~/src/app -o app.bundle --exclude 'docs/**' --threads 4\n  trove index . -o b --chunker lines   # fixed line windows, the A/B baseline\n  trove index . -o app.bundle --since auto     # nightly: only what changed since the bundle's commit\n  trove index . -o shard2.bundle --shard 2/3   # one CI matrix job; then: trove merge app.bundle shard*.bundle\n  trove index . -o b --embedder local --model-dir ~/models/all-MiniLM-L6-v2\n  OPENAI_API_KEY=... trove index . -o b --embedder openai --embed-url https://api.openai.com/v1 --embed-model text-embedding-3-small\n\nExit codes: 0 done, 2 refused or failed (the bundle is left as it was), 3 done but a file hit an internal error (--strict only)."
+    after_help = "Examples:\n  trove index . -o /tmp/repo.bundle\n  trove index ~/src/app -o app.bundle --exclude 'docs/**' --threads 4\n  trove index . -o b --chunker lines   # fixed line windows, the A/B baseline\n  trove index . -o app.bundle --since auto     # nightly: only what changed since the bundle's commit\n  trove index . -o shard2.bundle --shard 2/3   # one CI matrix job; then: trove merge app.bundle shard*.bundle\n  trove index . -o b --embedder local --model-dir ~/models/all-MiniLM-L6-v2\n  OPENAI_API_KEY=... trove index . -o b --embedder openai --embed-url https://api.openai.com/v1 --embed-model text-embedding-3-small\n\nExit codes: 0 done, 2 refused or failed (the bundle is left as it was), 3 done but a file hit an internal error (--strict only), 4 done but the compaction --compact asked for failed (the run's segment is committed; the bundle keeps its segments)."
 )]
 pub struct IndexArgs {
     /// Directory to index.
@@ -364,6 +364,18 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
             return Ok(3);
         }
     }
+    // Said whatever the output mode (a quiet nightly job must learn it); asked for with
+    // --compact, it is the run's exit code too.
+    if let Some(e) = &summary.compact_error {
+        eprintln!(
+            "warning: {e}; the run's segment is committed and the bundle keeps {} segments{}",
+            summary.segments,
+            if a.compact { ": exit code 4" } else { "" }
+        );
+        if a.compact {
+            return Ok(4);
+        }
+    }
     Ok(0)
 }
 
@@ -509,9 +521,6 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
                 );
             }
         }
-    }
-    if let Some(e) = &s.compact_error {
-        eprintln!("warning: {e}; the bundle keeps {} segments", s.segments);
     }
     if let Some(c) = &s.compacted {
         eprintln!(

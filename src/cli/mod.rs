@@ -88,6 +88,36 @@ pub enum Format {
 }
 
 /// Runs the parsed command line; returns the exit code (0 ok, 1 no results from a query).
+impl Cli {
+    /// Whether the command only reads bundles (it may be run again as it is: see
+    /// [`vanished_under`]).
+    pub fn reads_only(&self) -> bool {
+        matches!(
+            self.command,
+            Command::Inspect(_)
+                | Command::Verify(_)
+                | Command::Query(_)
+                | Command::Sql(_)
+                | Command::Map(_)
+                | Command::Show(_)
+                | Command::Symbols(_)
+                | Command::Refs(_)
+                | Command::Deps(_)
+        )
+    }
+}
+
+/// Whether `e` is a bundle file gone from under a reader: a writer (`compact`, a full `index`,
+/// `sync`, `unpack`, `merge`) swapped a new version in and removed the old one's files between
+/// the reader's reading of the manifest and of the files. Run again, the command reads the new
+/// version whole.
+pub fn vanished_under(e: &anyhow::Error) -> bool {
+    let text = format!("{e:#}");
+    text.contains("No such file or directory")
+        || text.contains("No files found that match the pattern")
+        || (text.contains(" is missing") && text.contains("trove verify"))
+}
+
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Index(a) => index::run(*a),

@@ -36,7 +36,27 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let r = trove::bundle::verify(&a.bundle)?;
+    // A run writing the bundle changes it as it is read: verify waits for it, and once more
+    // for one that started meanwhile, so a mismatch it reports is one a finished run left.
+    let wait = || {
+        trove::bundle::writer_active(&a.bundle).map(|pid| {
+            eprintln!(
+                "trove verify: waiting for the trove run{} writing {} to finish",
+                if pid.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (pid {pid})")
+                },
+                a.bundle.display()
+            );
+            trove::bundle::wait_for_writer(&a.bundle);
+        })
+    };
+    wait();
+    let r = match trove::bundle::verify(&a.bundle) {
+        Err(_) if wait().is_some() => trove::bundle::verify(&a.bundle)?,
+        r => r?,
+    };
     if r.views_rewritten {
         eprintln!(
             "note: {} was missing, or older than {} (a run was killed right after its commit): \
