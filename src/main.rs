@@ -42,14 +42,21 @@ fn main() {
     use_mimalloc_for_tree_sitter();
     let cli = cli::Cli::parse();
     let reader = cli.reads_only();
+    let mut versions = if reader { cli.versions() } else { Vec::new() };
     let mut result = cli::run(cli);
     // A reader whose bundle was replaced under it (files of the version it began on removed)
-    // reads the new version: twice at most, then the error stands.
+    // reads the new version: twice at most, and only when a bundle's version changed meanwhile
+    // (a file missing from a bundle nobody is writing is an error at once).
     for _ in 0..2 {
         match &result {
             Err(e) if reader && cli::vanished_under(e) => {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                result = cli::run(cli::Cli::parse());
+                let again = cli::Cli::parse();
+                let now = again.versions();
+                if now == versions {
+                    break;
+                }
+                versions = now;
+                result = cli::run(again);
             }
             _ => break,
         }

@@ -21,6 +21,7 @@ pub mod tools;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
+use std::path::PathBuf;
 
 /// `trove --version`: the version, the commit it was built from and the cargo features compiled in,
 /// e.g. `0.1.0 (commit 1c6fc33a…, features: engine local onnx openai)`.
@@ -107,10 +108,48 @@ impl Cli {
     }
 }
 
+impl Cli {
+    /// What identifies the versions of the bundles a read-only command names (each one's
+    /// manifest, or packed file: inode, size, mtime), to tell whether a writer replaced one while
+    /// it ran. The query's own words are among `query`'s arguments: they name no file.
+    pub fn versions(&self) -> Vec<Option<(u64, u64, i128)>> {
+        use std::os::unix::fs::MetadataExt;
+        let paths: Vec<PathBuf> = match &self.command {
+            Command::Inspect(a) => vec![a.bundle.clone()],
+            Command::Verify(a) => vec![a.bundle.clone()],
+            Command::Query(a) => a.args.iter().map(PathBuf::from).collect(),
+            Command::Sql(a) => vec![a.bundle.clone()],
+            Command::Map(a) => vec![a.bundle.clone()],
+            Command::Show(a) => vec![a.bundle.clone()],
+            Command::Symbols(a) => vec![a.bundle.clone()],
+            Command::Refs(a) => vec![a.bundle.clone()],
+            Command::Deps(a) => vec![a.bundle.clone()],
+            _ => Vec::new(),
+        };
+        paths
+            .iter()
+            .map(|p| {
+                let m = if p.is_dir() {
+                    std::fs::metadata(p.join(trove::bundle::MANIFEST))
+                } else {
+                    std::fs::metadata(p)
+                };
+                m.ok().map(|m| {
+                    (
+                        m.ino(),
+                        m.len(),
+                        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
 /// Whether `e` is a bundle file gone from under a reader: a writer (`compact`, a full `index`,
 /// `sync`, `unpack`, `merge`) swapped a new version in and removed the old one's files between
-/// the reader's reading of the manifest and of the files. Run again, the command reads the new
-/// version whole.
+/// the reader's reading of the manifest and of the files (the caller checks that a bundle's
+/// version changed meanwhile). Run again, the command reads the new version whole.
 pub fn vanished_under(e: &anyhow::Error) -> bool {
     let text = format!("{e:#}");
     text.contains("No such file or directory")
