@@ -65,6 +65,14 @@ impl Error {
     }
 }
 
+/// Whether `e` is a write that found the disk (or the user's quota) full.
+pub fn disk_full(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
+}
+
 /// `From` for the wrapped errors, without making them a `source()` (see the variants).
 macro_rules! wraps {
     ($($variant:ident($t:ty)),* $(,)?) => {$(

@@ -41,15 +41,14 @@ fn use_mimalloc_for_tree_sitter() {
 fn main() {
     use_mimalloc_for_tree_sitter();
     let cli = cli::Cli::parse();
-    let reader = cli.reads_only();
-    let mut versions = if reader { cli.versions() } else { Vec::new() };
+    let mut versions = cli.versions();
     let mut result = cli::run(cli);
     // A reader whose bundle was replaced under it (files of the version it began on removed)
     // reads the new version: twice at most, and only when a bundle's version changed meanwhile
     // (a file missing from a bundle nobody is writing is an error at once).
     for _ in 0..2 {
         match &result {
-            Err(e) if reader && cli::vanished_under(e) => {
+            Err(e) if versions.is_some() && cli::vanished_under(e) => {
                 let again = cli::Cli::parse();
                 let now = again.versions();
                 if now == versions {

@@ -23,7 +23,7 @@ pub use manifest::{
 };
 pub use output::{
     OutputLock, build_beside, check_replaceable, link_or_copy, link_segment, lock_output,
-    lock_path, output_path, swap_into_place, temp_beside, wait_for_writer, writer_active,
+    lock_path, output_path, pid_note, swap_into_place, temp_beside, wait_for_writer, writer_active,
 };
 pub use schema::{TABLES, expected_schema};
 pub use verify::{VerifyReport, check_sizes, verify};

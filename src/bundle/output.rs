@@ -44,6 +44,16 @@ pub fn lock_path(out: &Path) -> PathBuf {
     hidden_beside(out, "lock")
 }
 
+/// ` (pid N)` for the pid a lock holds, nothing when it holds none yet: how a message names the
+/// run holding an output lock.
+pub fn pid_note(pid: &str) -> String {
+    if pid.is_empty() {
+        String::new()
+    } else {
+        format!(" (pid {pid})")
+    }
+}
+
 /// When a trove run holds the output lock of `out` (it is writing it): the pid it wrote there
 /// (empty when not written yet). `None` when no run does, or there is no lock file to ask.
 pub fn writer_active(out: &Path) -> Option<String> {
@@ -89,11 +99,7 @@ pub fn lock_output(out: &Path) -> Result<OutputLock> {
         let pid = pid.trim();
         return Err(Error::Other(format!(
             "another trove run{} is writing {}: wait for it to finish (lock {})",
-            if pid.is_empty() {
-                String::new()
-            } else {
-                format!(" (pid {pid})")
-            },
+            pid_note(pid),
             out.display(),
             path.display()
         )));
@@ -254,10 +260,7 @@ pub fn link_or_copy(src: &Path, dst: &Path) -> Result<bool> {
     }
     std::fs::copy(src, dst).map_err(|err| {
         // A full disk is the destination's; anything else may be either side's.
-        if matches!(
-            err.kind(),
-            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-        ) {
+        if crate::error::disk_full(&err) {
             Error::io(dst, err)
         } else {
             Error::Other(format!(

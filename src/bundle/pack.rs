@@ -303,14 +303,7 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
 /// fine; where it was unpacked is not).
 fn damaged_unless_full(e: Error, damaged: &dyn Fn(String) -> Error) -> Error {
     match &e {
-        Error::Io { cause, .. }
-            if matches!(
-                cause.kind(),
-                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-            ) =>
-        {
-            e
-        }
+        Error::Io { cause, .. } if crate::error::disk_full(cause) => e,
         _ => damaged(e.to_string()),
     }
 }

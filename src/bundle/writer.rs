@@ -721,11 +721,7 @@ pub fn settle_views(bundle: &Path, m: &super::Manifest, strict: bool) -> Result<
             bundle,
             format!(
                 "a trove run{} is writing it: verify it when that run has finished",
-                if pid.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (pid {pid})")
-                }
+                super::pid_note(&pid)
             ),
         ));
     }

@@ -88,33 +88,12 @@ pub enum Format {
     Json,
 }
 
-/// Runs the parsed command line; returns the exit code (0 ok, 1 no results from a query).
 impl Cli {
-    /// Whether the command only reads bundles (it may be run again as it is: see
+    /// The bundles a read-only command names (`query`'s arguments hold its words too: they name
+    /// no file); `None` for a command that writes. A reader may be run again as it is (see
     /// [`vanished_under`]).
-    pub fn reads_only(&self) -> bool {
-        matches!(
-            self.command,
-            Command::Inspect(_)
-                | Command::Verify(_)
-                | Command::Query(_)
-                | Command::Sql(_)
-                | Command::Map(_)
-                | Command::Show(_)
-                | Command::Symbols(_)
-                | Command::Refs(_)
-                | Command::Deps(_)
-        )
-    }
-}
-
-impl Cli {
-    /// What identifies the versions of the bundles a read-only command names (each one's
-    /// manifest, or packed file: inode, size, mtime), to tell whether a writer replaced one while
-    /// it ran. The query's own words are among `query`'s arguments: they name no file.
-    pub fn versions(&self) -> Vec<Option<(u64, u64, i128)>> {
-        use std::os::unix::fs::MetadataExt;
-        let paths: Vec<PathBuf> = match &self.command {
+    fn read_bundles(&self) -> Option<Vec<PathBuf>> {
+        Some(match &self.command {
             Command::Inspect(a) => vec![a.bundle.clone()],
             Command::Verify(a) => vec![a.bundle.clone()],
             Command::Query(a) => a.args.iter().map(PathBuf::from).collect(),
@@ -124,25 +103,31 @@ impl Cli {
             Command::Symbols(a) => vec![a.bundle.clone()],
             Command::Refs(a) => vec![a.bundle.clone()],
             Command::Deps(a) => vec![a.bundle.clone()],
-            _ => Vec::new(),
-        };
-        paths
-            .iter()
-            .map(|p| {
-                let m = if p.is_dir() {
-                    std::fs::metadata(p.join(trove::bundle::MANIFEST))
-                } else {
-                    std::fs::metadata(p)
-                };
-                m.ok().map(|m| {
-                    (
-                        m.ino(),
-                        m.len(),
-                        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
-                    )
-                })
+            _ => return None,
+        })
+    }
+
+    /// For a read-only command, what identifies the versions of the bundles it names (each one's
+    /// manifest, or packed file: inode, size, mtime), to tell whether a writer replaced one while
+    /// it ran; `None` for a command that writes.
+    pub fn versions(&self) -> Option<Vec<Option<(u64, u64, i128)>>> {
+        use std::os::unix::fs::MetadataExt;
+        let version = |p: &PathBuf| {
+            let m = if p.is_dir() {
+                std::fs::metadata(p.join(trove::bundle::MANIFEST))
+            } else {
+                std::fs::metadata(p)
+            };
+            m.ok().map(|m| {
+                (
+                    m.ino(),
+                    m.len(),
+                    i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+                )
             })
-            .collect()
+        };
+        self.read_bundles()
+            .map(|paths| paths.iter().map(version).collect())
     }
 }
 
@@ -157,6 +142,7 @@ pub fn vanished_under(e: &anyhow::Error) -> bool {
         || (text.contains(" is missing") && text.contains("trove verify"))
 }
 
+/// Runs the parsed command line; returns the exit code (0 ok, 1 no results from a query).
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Index(a) => index::run(*a),

@@ -42,11 +42,7 @@ pub fn run(a: VerifyArgs) -> anyhow::Result<()> {
         trove::bundle::writer_active(&a.bundle).map(|pid| {
             eprintln!(
                 "trove verify: waiting for the trove run{} writing {} to finish",
-                if pid.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (pid {pid})")
-                },
+                trove::bundle::pid_note(&pid),
                 a.bundle.display()
             );
             trove::bundle::wait_for_writer(&a.bundle);

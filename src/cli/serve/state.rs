@@ -708,7 +708,8 @@ impl Served {
 /// Whether `e` is a write that found the disk (or the user's quota) full.
 fn disk_full(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>().is_some_and(full_kind)
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(trove::error::disk_full)
             || c.downcast_ref::<trove::Error>()
                 .is_some_and(disk_full_error)
     })
@@ -716,20 +717,13 @@ fn disk_full(e: &anyhow::Error) -> bool {
 
 fn disk_full_error(e: &trove::Error) -> bool {
     match e {
-        trove::Error::Io { cause, .. } => full_kind(cause),
+        trove::Error::Io { cause, .. } => trove::error::disk_full(cause),
         // Parquet's and DuckDB's writers carry the OS error as text.
         other => {
             let text = other.to_string();
             text.contains("No space left on device") || text.contains("Disk quota exceeded")
         }
     }
-}
-
-fn full_kind(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-    )
 }
 
 /// A packed bundle's size, mtime and inode.
