@@ -391,10 +391,11 @@ fn a_damaged_or_unwritable_cache_changes_nothing() {
     };
     let first = run(&cache);
     assert!(!first.is_empty());
+    // The cache files (not the prune stamp, `.pruned`).
     let mut files: Vec<_> = std::fs::read_dir(&cache)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file())
+        .filter(|p| p.is_file() && !p.file_name().unwrap().to_string_lossy().starts_with('.'))
         .collect();
     files.sort();
     let names: Vec<String> = files
@@ -918,16 +919,28 @@ fn cache_files_nobody_used_for_a_month_are_removed_and_used_ones_kept() {
     }
     // A run that writes no query-cache file but memos (index, sync, verify) prunes too: the
     // memos of every bundle ever checked used to stay for good on a machine that never queried.
+    // Once a day per cache folder: the first run pruned and dated the stamp, so runs that day
+    // leave what they would remove (listing a busy cache's memos cost every run half a second).
+    let stamp = cache.join(".pruned");
+    assert_eq!(age_days(&stamp), 0);
     let old_memo = plant(&format!("verified/bundle-{h2}"), 45);
     let (r2, o2, _) = bundle();
-    trove()
-        .env("TROVE_CACHE_DIR", &cache)
-        .arg("index")
-        .arg(r2.path())
-        .arg("-o")
-        .arg(o2.path().join("again"))
-        .arg("--quiet")
-        .assert()
-        .success();
+    let index_again = |name: &str| {
+        trove()
+            .env("TROVE_CACHE_DIR", &cache)
+            .arg("index")
+            .arg(r2.path())
+            .arg("-o")
+            .arg(o2.path().join(name))
+            .arg("--quiet")
+            .assert()
+            .success();
+    };
+    index_again("again");
+    assert!(old_memo.exists(), "pruned twice in one day");
+    // A day later, the next run prunes.
+    hours_ago(&stamp, 25);
+    index_again("next-day");
     assert!(!old_memo.exists());
+    assert_eq!(age_days(&stamp), 0);
 }

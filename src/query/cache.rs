@@ -10,8 +10,9 @@
 //!
 //! Every new version of a bundle gets new cache files, so the old ones are removed: a file used is
 //! touched (its mtime, at most once a day), and when a process writes a cache file it first removes
-//! the query-cache files (and sha256 memos) nobody has used for [`UNUSED_DAYS`] days. A mapping of
-//! a removed file stays valid; the `refs` view of a running server writes its file again.
+//! the query-cache files (and sha256 memos) nobody has used for [`UNUSED_DAYS`] days — the first
+//! such process of the day, by the cache folder's [`PRUNED`] stamp. A mapping of a removed file
+//! stays valid; the `refs` view of a running server writes its file again.
 use std::path::Path;
 
 use crate::util::cache_dir;
@@ -144,16 +145,22 @@ pub(crate) fn touch_used() {
 /// Removes the query-cache files and sha256 memos in `dir` unused for [`UNUSED_DAYS`] days, the
 /// unpacked copies of packed bundles (`packed/<sha256>/`, used when their manifest was touched)
 /// unused as long, and temporary names an hour old (a killed writer's). At most once a day per
-/// process: a server that runs for months prunes as a command does. Other files there (the
-/// embedding cache, model paths) are left alone.
+/// cache folder, across processes, by the mtime of its [`PRUNED`] stamp (a busy cache holds
+/// hundreds of thousands of memos, and listing them cost every writing command half a second),
+/// and once a day per process on top: a server that runs for months prunes as commands do. Other
+/// files there (the embedding cache, model paths) are left alone.
 pub(crate) fn prune_unused(dir: &Path) {
     static LAST: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+    let day = std::time::Duration::from_secs(86_400);
     {
         let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-        if last.is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(86_400)) {
+        if last.is_some_and(|t| t.elapsed() < day) {
             return;
         }
         *last = Some(std::time::Instant::now());
+    }
+    if !claim_prune(dir, day) {
+        return;
     }
     let max = std::time::Duration::from_secs(UNUSED_DAYS * 86_400);
     // A temporary name is written and renamed within one build (seconds to minutes); one an
@@ -203,6 +210,33 @@ pub(crate) fn prune_unused(dir: &Path) {
             }
         }
     }
+}
+
+/// The stamp in a cache folder whose mtime says when a process last pruned it.
+const PRUNED: &str = ".pruned";
+
+/// Whether this process should prune `dir` now: its [`PRUNED`] stamp is missing, `every` old or
+/// older, or dated in the future (a clock set back); the stamp is then dated now, before pruning,
+/// so the processes that start meanwhile skip it. Two that claim it at once both prune, which
+/// costs only time. A stamp that cannot be written (a read-only cache) never stops a prune.
+fn claim_prune(dir: &Path, every: std::time::Duration) -> bool {
+    let stamp = dir.join(PRUNED);
+    let fresh = std::fs::metadata(&stamp)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t.elapsed().is_ok_and(|age| age < every));
+    if fresh {
+        return false;
+    }
+    let _ = std::fs::create_dir_all(dir);
+    if let Ok(f) = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&stamp)
+    {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
+    true
 }
 
 /// The crate's one `unsafe`: mapping a file (as ripgrep does for search).
@@ -257,7 +291,36 @@ pub(crate) fn i64_at(b: &[u8], o: usize) -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{pruned, pruned_memo};
+    use super::{PRUNED, claim_prune, pruned, pruned_memo};
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn one_process_a_day_prunes_a_cache_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let day = Duration::from_secs(86_400);
+        let stamp = dir.path().join(PRUNED);
+        let date = |ago: Duration, ahead: Duration| {
+            let f = std::fs::File::options().write(true).open(&stamp).unwrap();
+            f.set_modified(SystemTime::now() - ago + ahead).unwrap();
+        };
+        // No stamp yet: this one prunes, and the next ones that day do not.
+        assert!(claim_prune(dir.path(), day));
+        assert!(stamp.is_file());
+        assert!(!claim_prune(dir.path(), day));
+        date(Duration::from_secs(23 * 3600), Duration::ZERO);
+        assert!(!claim_prune(dir.path(), day));
+        // A day later the next one prunes and dates the stamp again.
+        date(Duration::from_secs(25 * 3600), Duration::ZERO);
+        assert!(claim_prune(dir.path(), day));
+        assert!(!claim_prune(dir.path(), day));
+        // A stamp dated ahead (the clock set back) does not stop pruning for good.
+        date(Duration::ZERO, 30 * day);
+        assert!(claim_prune(dir.path(), day));
+        assert!(!claim_prune(dir.path(), day));
+        // A cache folder not made yet is made with its stamp.
+        let new = dir.path().join("new");
+        assert!(claim_prune(&new, day) && new.join(PRUNED).is_file());
+    }
 
     #[test]
     fn only_the_names_the_query_cache_writes_are_pruned() {
