@@ -58,15 +58,29 @@ pub fn pid_note(pid: &str) -> String {
 /// (empty when not written yet). `None` when no run does, or there is no lock file to ask.
 pub fn writer_active(out: &Path) -> Option<String> {
     use rustix::fs::{FlockOperation, flock};
-    use std::io::Read;
     let out = output_path(out).unwrap_or_else(|_| out.to_path_buf());
     let mut f = std::fs::File::open(lock_path(&out)).ok()?;
     if flock(&f, FlockOperation::NonBlockingLockShared).is_ok() {
         return None;
     }
+    Some(holder_pid(&mut f))
+}
+
+/// The pid a lock holder wrote into its lock file `f`. It writes it just after taking the lock,
+/// so an empty file is read again for up to 100 ms before the pid is given up on (empty).
+fn holder_pid(f: &mut std::fs::File) -> String {
+    use std::io::{Read, Seek};
     let mut pid = String::new();
-    let _ = f.read_to_string(&mut pid);
-    Some(pid.trim().to_string())
+    for _ in 0..20 {
+        pid.clear();
+        let _ = f.rewind();
+        let _ = f.read_to_string(&mut pid);
+        if !pid.trim().is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    pid.trim().to_string()
 }
 
 /// Waits until no trove run holds the output lock of `out`.
@@ -82,7 +96,7 @@ pub fn wait_for_writer(out: &Path) {
 /// holds it. Holding it, removes what killed runs left beside `out` (`.<name>.tmp-<pid>`).
 pub fn lock_output(out: &Path) -> Result<OutputLock> {
     use rustix::fs::{FlockOperation, flock};
-    use std::io::{Read, Seek, Write};
+    use std::io::{Seek, Write};
     let parent = out.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     let path = lock_path(out);
@@ -94,12 +108,10 @@ pub fn lock_output(out: &Path) -> Result<OutputLock> {
         .open(&path)
         .map_err(|e| Error::io(&path, e))?;
     if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
-        let mut pid = String::new();
-        let _ = file.read_to_string(&mut pid);
-        let pid = pid.trim();
+        let pid = holder_pid(&mut file);
         return Err(Error::Other(format!(
             "another trove run{} is writing {}: wait for it to finish (lock {})",
-            pid_note(pid),
+            pid_note(&pid),
             out.display(),
             path.display()
         )));
