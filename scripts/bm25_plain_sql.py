@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Runs the README's plain-SQL BM25 over a trove bundle's views (views.sql) with Python's duckdb
-package — an engine trove does not embed — and prints the top hits as JSON lines (path,
-start_line, score).
+"""Runs the plain-SQL BM25 of docs/bundle-format.md over a trove bundle's views (views.sql) with
+Python's duckdb package — an engine trove does not embed — and prints the top hits as JSON lines
+(path, start_line, score).
 
 usage: bm25_plain_sql.py BUNDLE K TOKEN...
 
 TOKENs are the query's BM25 tokens (lower-cased words, as trove's tokenizer gives them); k1, b,
-avgdl and n_docs come from the bundle's manifest.json, exactly as the README's SQL says. The views
+avgdl and n_docs come from the bundle's manifest.json, exactly as that page's SQL says. The views
 are read as `cd BUNDLE && duckdb -init views.sql` would: relative paths resolve in the bundle.
 """
 import json

@@ -10,7 +10,7 @@
 # skips it), once per runtime in RUNTIMES
 # (default "int8 fp32": ONNX Runtime on model.int8.onnx and model.onnx, which scripts/export-onnx.py
 # writes into the folder; "candle" adds the candle run, ~6x slower), and with all-mpnet-base-v2 on
-# ONNX Runtime when MPNET_DIR names its folder (see README, Embedders; MPNET_RUNTIMES, default "fp32",
+# ONNX Runtime when MPNET_DIR names its folder (see docs/embedders.md; MPNET_RUNTIMES, default "fp32",
 # may add int8). Every mode × embedder is scored with R@1, R@10 and MRR@10 by the shared scorer
 # (../shared/eval/run_eval.py), then compared pairwise on the same questions (hybrid against each
 # arm, AST against lines: questions gained and lost, ΔMRR@10 with a 95% bootstrap interval).

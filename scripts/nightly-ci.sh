@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Nightly CI job for trove: restore yesterday's bundle, index only what changed since its commit,
-# verify, pack, and publish — the job the README's "Nightly CI" section describes.
+# verify, pack, and publish — the job of docs/ci.md ("Nightly CI").
 #
 # Usage: scripts/nightly-ci.sh REPO PUBLISH_DIR
 #   REPO         a git checkout with enough history to reach yesterday's commit

@@ -13,8 +13,9 @@
 #
 # Output: DIR/trove-VERSION-PLATFORM.tar.gz and DIR/trove-VERSION-PLATFORM.tar.gz.sha256
 # (`sha256sum -c` format). VERSION is what the binary itself reports. The tarball holds one folder,
-# trove-VERSION-PLATFORM/, with the binary, README.md, the licences, the nightly script and
-# example/sample-repo. The release workflow (.github/workflows/release.yml) runs this per platform.
+# trove-VERSION-PLATFORM/, with the binary, README.md, CHANGELOG.md, the docs/ pages, the
+# licences, the nightly script and example/sample-repo. The release workflow
+# (.github/workflows/release.yml) runs this per platform.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,7 +64,8 @@ mkdir -p "$dir/example" "$dir/scripts"
 cp "$bin" "$dir/trove"
 # Symbols are most of the binary's size and nothing a user runs needs them.
 if command -v strip >/dev/null; then strip "$dir/trove" 2>/dev/null || true; fi
-cp README.md LICENSE-MIT LICENSE-APACHE "$dir/"
+cp README.md CHANGELOG.md LICENSE-MIT LICENSE-APACHE "$dir/"
+cp -R docs "$dir/docs"
 cp scripts/nightly-ci.sh scripts/install.sh "$dir/scripts/"
 cp -R fixtures/sample-repo "$dir/example/sample-repo"
 chmod 0755 "$dir/trove" "$dir/scripts/"*.sh

@@ -462,7 +462,7 @@ fn symbol_snapshots() {
     }
 }
 
-/// The README's language table, rendered from the registry.
+/// The language table of docs/languages.md, rendered from the registry.
 fn language_table() -> String {
     let reg = Registry::load(&[]).unwrap();
     let mut rows = vec![
@@ -496,7 +496,7 @@ fn language_table() -> String {
 
 #[test]
 fn readme_language_table() {
-    let path = crate::util::repo().join("README.md");
+    let path = crate::util::repo().join("docs/languages.md");
     let readme = std::fs::read_to_string(&path).unwrap();
     let start = readme.find("<!-- languages:start").expect("start marker");
     let start = start + readme[start..].find("-->\n").unwrap() + 4;
@@ -511,7 +511,7 @@ fn readme_language_table() {
             .unwrap();
         } else {
             panic!(
-                "README.md's language table is stale: run `TROVE_UPDATE_README=1 cargo test --release readme_language_table`"
+                "docs/languages.md's language table is stale: run `TROVE_UPDATE_README=1 cargo test --release readme_language_table`"
             );
         }
     }

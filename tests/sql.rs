@@ -210,8 +210,8 @@ fn vector_search_ranks_like_the_vector_arm() {
 /// `trove query --mode bm25` (the cached inverted index) ranks exactly as the `bm25_search` SQL
 /// macro (plain SQL over `terms`/`postings`) on 150 generated config files (no name or doc
 /// signal applies to config chunks), with and without a path filter, ties included; and as the
-/// README's plain BM25 SQL run by Python's duckdb package (`scripts/bm25_plain_sql.py`), an engine
-/// trove does not embed.
+/// plain BM25 SQL of docs/bundle-format.md run by Python's duckdb package
+/// (`scripts/bm25_plain_sql.py`), an engine trove does not embed.
 #[test]
 fn query_bm25_ranks_as_the_sql_macro() {
     let t = tempfile::tempdir().unwrap();
@@ -328,8 +328,8 @@ fn bm25_search_tokenizes_and_breaks_ties_as_the_engine() {
 }
 
 /// `trove query --mode bm25` hits (rounded score, path, line) of four queries on bundle `b`,
-/// checked equal to the `bm25_search` SQL macro's and to the README's plain SQL run by Python's
-/// duckdb over `views.sql`.
+/// checked equal to the `bm25_search` SQL macro's and to docs/bundle-format.md's plain SQL run by
+/// Python's duckdb over `views.sql`.
 fn bm25_three_ways(b: &std::path::Path) -> Vec<Vec<(String, String, i64)>> {
     let rounded = |v: &serde_json::Value| format!("{:.9}", v.as_f64().unwrap());
     let mut out = Vec::new();

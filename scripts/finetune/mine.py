@@ -11,7 +11,7 @@ first 60), headed by its path and name the way trove heads what it embeds. Tests
 benches, vendored and minified code are skipped; pairs are de-duplicated. Each line of OUT:
 {"query": ..., "doc": "ROOT_NAME/rel/path name\ncode"}. Standard library only.
 
-The measurement that used it is in README.md, Retrieval quality (fine-tuning, tried and not kept).
+The measurement that used it is in docs/retrieval-notebook.md (fine-tuning, tried and not kept).
 """
 import ast, json, os, re, sys, hashlib
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fine-tunes all-MiniLM-L6-v2 for code search on (doc comment → code) pairs and exports it for
-# trove's `local` embedder. The recipe of README.md's "Fine-tuning MiniLM" measurement (tried, not
-# kept as a default: it lifts the vector arm on both halves of our questions, the hybrid only at a
-# higher --vector-weight and not on dev — see there).
+# trove's `local` embedder. The recipe of the "Fine-tuning MiniLM" measurement in
+# docs/retrieval-notebook.md (tried, not kept as a default: it lifts the vector arm on both halves
+# of our questions, the hybrid only at a higher --vector-weight and not on dev — see there).
 #
 # usage: scripts/finetune/run.sh OUT_DIR
 # 1. a venv with scripts/finetune/requirements.txt (scripts/venv.sh: made once, remade when the
