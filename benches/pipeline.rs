@@ -5,13 +5,13 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 
-use trove::bundle::BundleWriter;
 use trove::chunk::chunk_file;
 use trove::config::PipelineConfig;
 use trove::embed::HashEmbedder;
 use trove::extract::tokenize;
 use trove::lang::Registry;
 use trove::record::{ChunkRecord, FileRecord};
+use trove::writer::BundleWriter;
 
 #[path = "common/fixtures.rs"]
 mod fixtures;

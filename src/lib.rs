@@ -1,31 +1,18 @@
-//! trove turns a source repository into a portable index bundle: Parquet files plus a manifest,
-//! queryable with trove, DuckDB or any Parquet engine without the checkout.
-//!
-//! The pipeline (see `ARCHITECTURE.md`): [`source`] walks and filters the tree, [`lang`] detects the
-//! language, [`chunk`] cuts files into chunks by syntax scope, [`extract`] tokenizes for BM25,
-//! [`embed`] turns chunks into vectors, [`bundle`] writes and checks the Parquet bundle, and
-//! [`pipeline`] joins the stages with bounded channels; [`query`] searches bundles (BM25 in SQL,
-//! vectors over a cached matrix, fused by RRF).
+//! trove as a library: the crates of the workspace under the module names the binary, the tests
+//! and the benches use. Each layer is its own crate (ARCHITECTURE.md): [`bundle`] is the format
+//! (`trove-bundle`), [`lang`] and [`chunk`] the languages (`trove-lang`), [`embed`] the embedders
+//! (`trove-embed`), [`pipeline`] and its stages the indexing (`trove-index`), [`query`] the
+//! engine (`trove-query`); [`util`] and [`error`] are `trove-base`.
 #![warn(missing_docs)]
 
-pub mod bundle;
-pub mod chunk;
-pub mod config;
-pub mod embed;
-pub mod error;
-pub mod extract;
-pub mod highlight;
 #[cfg(feature = "openai")]
-pub mod http;
-pub mod lang;
-pub mod pipeline;
-pub mod precise;
+pub use trove_base::http;
+pub use trove_base::{Error, Result, error, sets, util};
+pub use trove_bundle as bundle;
+pub use trove_embed as embed;
+pub use trove_index::{
+    config, extract, pipeline, precise, reader, record, resolve, source, summarize, writer,
+};
+pub use trove_lang::{chunk, highlight, lang};
 #[cfg(feature = "engine")]
-pub mod query;
-pub mod record;
-pub mod resolve;
-pub mod source;
-pub mod summarize;
-pub mod util;
-
-pub use error::{Error, Result};
+pub use trove_query as query;

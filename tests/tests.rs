@@ -9,6 +9,7 @@ mod history;
 mod hostile;
 mod incremental;
 mod index;
+mod layout;
 mod openai_mock;
 mod pack;
 mod portability;

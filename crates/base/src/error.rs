@@ -37,7 +37,7 @@ pub enum Error {
     #[error("json: {0}")]
     Json(serde_json::Error),
     /// DuckDB failures (query engine).
-    #[cfg(feature = "engine")]
+    #[cfg(feature = "duckdb")]
     #[error("duckdb: {0}")]
     Duck(duckdb::Error),
     /// A walk failure from the `ignore` crate.
@@ -89,7 +89,7 @@ wraps!(
     Json(serde_json::Error),
     Walk(ignore::Error),
 );
-#[cfg(feature = "engine")]
+#[cfg(feature = "duckdb")]
 wraps!(Duck(duckdb::Error));
 
 /// The library's result type.

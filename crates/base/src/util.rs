@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// Where trove keeps what it can rebuild (query matrices, embeddings, summaries, model paths,
 /// unpacked bundles): `$TROVE_CACHE_DIR`, else `$XDG_CACHE_HOME/trove`, else `~/.cache/trove`.
 /// A variable set to the empty string counts as unset (it would be the working directory).
-pub(crate) fn cache_dir() -> Option<PathBuf> {
+pub fn cache_dir() -> Option<PathBuf> {
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     if let Some(d) = var("TROVE_CACHE_DIR") {
         return Some(PathBuf::from(d));
@@ -18,7 +18,7 @@ pub(crate) fn cache_dir() -> Option<PathBuf> {
 
 /// Sets the mtime of the file `path` to now when it is a day old or more: a cache file's mtime
 /// says when it was last used, and unused ones are removed (`query::cache::prune_unused`).
-pub(crate) fn touch(path: &std::path::Path) {
+pub fn touch(path: &std::path::Path) {
     let day = std::time::Duration::from_secs(86_400);
     let stale = std::fs::metadata(path)
         .and_then(|m| m.modified())
@@ -120,7 +120,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Lower-case hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -132,7 +132,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 /// A stable 63-bit id from the sha256 of `parts` joined by NUL (non-negative, so every Parquet
 /// engine reads it as a plain BIGINT).
-pub(crate) fn stable_id(parts: &[&[u8]]) -> i64 {
+pub fn stable_id(parts: &[&[u8]]) -> i64 {
     let mut h = Sha256::new();
     for (i, p) in parts.iter().enumerate() {
         if i > 0 {
@@ -158,7 +158,7 @@ pub fn peak_rss_bytes() -> Option<u64> {
 
 /// 64-bit FNV-1a: a tiny, stable, platform-independent hash for feature hashing (the hash embedder
 /// must give the same vector on every machine and every version, which std's hasher does not promise).
-pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         h ^= u64::from(*b);
@@ -176,6 +176,15 @@ pub fn slash_path(p: &std::path::Path) -> String {
     } else {
         s.into_owned()
     }
+}
+
+/// The largest char boundary at or below `i`.
+pub fn floor_char_boundary(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }
 
 #[cfg(test)]

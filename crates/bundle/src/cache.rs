@@ -15,10 +15,10 @@
 //! stays valid; the `refs` view of a running server writes its file again.
 use std::path::Path;
 
-use crate::util::cache_dir;
+use trove_base::util::cache_dir;
 
-use crate::bundle::{Manifest, SegmentInfo};
 use crate::{Error, Result};
+use crate::{Manifest, SegmentInfo};
 
 /// A cached file's bytes: mapped from the cache, or built in memory.
 pub enum Bytes {
@@ -111,10 +111,10 @@ fn hex_start(s: &str, n: usize) -> bool {
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
-/// Marks the cache file `path` as used now (see [`crate::util::touch`]), so [`prune_unused`]
+/// Marks the cache file `path` as used now (see [`trove_base::util::touch`]), so [`prune_unused`]
 /// keeps it, and remembers it, so [`touch_used`] marks it again while this process runs.
-pub(crate) fn touch(path: &Path) {
-    crate::util::touch(path);
+pub fn touch(path: &Path) {
+    trove_base::util::touch(path);
     let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());
     if !used.1.iter().any(|p| p == path) {
         used.1.push(path.to_path_buf());
@@ -127,7 +127,7 @@ static USED: std::sync::Mutex<(Option<std::time::Instant>, Vec<std::path::PathBu
 
 /// Marks every cache file this process has used as used now, at most once a day: a server that
 /// mapped its files at start and answers from memory for weeks keeps them (a query calls this).
-pub(crate) fn touch_used() {
+pub fn touch_used() {
     let day = std::time::Duration::from_secs(86_400);
     let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());
     match used.0 {
@@ -135,7 +135,7 @@ pub(crate) fn touch_used() {
         Some(_) => {
             used.0 = Some(std::time::Instant::now());
             for p in &used.1 {
-                crate::util::touch(p);
+                trove_base::util::touch(p);
             }
         }
         None => used.0 = Some(std::time::Instant::now()),
@@ -149,7 +149,7 @@ pub(crate) fn touch_used() {
 /// hundreds of thousands of memos, and listing them cost every writing command half a second),
 /// and once a day per process on top: a server that runs for months prunes as commands do. Other
 /// files there (the embedding cache, model paths) are left alone.
-pub(crate) fn prune_unused(dir: &Path) {
+pub fn prune_unused(dir: &Path) {
     static LAST: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
     let day = std::time::Duration::from_secs(86_400);
     {
@@ -193,7 +193,7 @@ pub(crate) fn prune_unused(dir: &Path) {
         }
         let unused = if name.len() == 64 && hex_start(&name, 64) {
             // Its manifest's mtime says when it was last used (`bundle::pack::open_path`).
-            std::fs::metadata(e.path().join(crate::bundle::MANIFEST))
+            std::fs::metadata(e.path().join(crate::MANIFEST))
                 .map_or(older(&m, max), |mm| older(&mm, max))
         } else {
             // An unpacking cut short, or a damaged copy set aside.
@@ -251,7 +251,7 @@ fn map(path: &Path) -> Option<memmap2::Mmap> {
 /// A temporary name beside the cache file `path`, of its own for every writer: the handles of a
 /// bundle in one process (`trove serve` holds several) may build the same file at once, and two
 /// writers of one name would write into the file the other had already renamed into place.
-pub(crate) fn tmp_path(path: &Path) -> std::path::PathBuf {
+pub fn tmp_path(path: &Path) -> std::path::PathBuf {
     static WRITER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = WRITER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut name = path.file_name().unwrap_or_default().to_os_string();
@@ -273,19 +273,21 @@ fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Little-endian reads at byte offsets (cache files are plain byte layouts, no alignment assumed).
-pub(crate) fn u32_at(b: &[u8], o: usize) -> u32 {
+pub fn u32_at(b: &[u8], o: usize) -> u32 {
     b.get(o..o + 4)
         .and_then(|s| s.try_into().ok())
         .map_or(0, u32::from_le_bytes)
 }
 
-pub(crate) fn u64_at(b: &[u8], o: usize) -> u64 {
+/// The little-endian `u64` at byte `o` of `b`.
+pub fn u64_at(b: &[u8], o: usize) -> u64 {
     b.get(o..o + 8)
         .and_then(|s| s.try_into().ok())
         .map_or(0, u64::from_le_bytes)
 }
 
-pub(crate) fn i64_at(b: &[u8], o: usize) -> i64 {
+/// The little-endian `i64` at byte `o` of `b`.
+pub fn i64_at(b: &[u8], o: usize) -> i64 {
     u64_at(b, o) as i64
 }
 

@@ -4,22 +4,28 @@
 //! beside the target and swapped in only when complete (`manifest.json` last). Invariants: the same
 //! input gives byte-identical Parquet files (fixed writer settings, rows ordered by path then
 //! position, postings by term then chunk id); no absolute path of the indexing machine is written.
+pub mod cache;
+pub mod lookup;
 mod manifest;
 mod output;
 pub mod pack;
-mod postings;
+pub mod postings;
 pub mod reader;
+pub mod resolution;
 mod schema;
 pub mod sync;
-mod table;
+pub mod table;
+pub mod tokenizer;
 mod verify;
-mod writer;
+pub mod views_file;
+
+pub use trove_base::{Error, Result};
 
 pub use manifest::{
-    Bm25Info, Counts, EmbedderInfo, FileEntry, LangCount, LiveTotals, MANIFEST, MAX_DIM,
-    MAX_MANIFEST_BYTES, Manifest, Provenance, SegmentInfo, Shard, SourceInfo, TOMBSTONES, Tool,
-    commit_manifest, created_at, is_bundle_file, live_sql, manifest_tool, parse_manifest,
-    read_manifest, remove_garbage, views_sql, write_manifest,
+    Bm25Info, Counts, EmbedderInfo, FileEntry, Finished, LangCount, LiveTotals, MANIFEST, MAX_DIM,
+    MAX_MANIFEST_BYTES, Manifest, Provenance, ScipInput, SegmentInfo, Shard, SourceInfo,
+    TOMBSTONES, Tool, commit_manifest, created_at, is_bundle_file, live_sql, manifest_tool,
+    parse_manifest, read_manifest, remove_garbage, views_sql, write_manifest,
 };
 pub use output::{
     OutputLock, build_beside, check_replaceable, link_or_copy, link_segment, lock_output,
@@ -27,9 +33,7 @@ pub use output::{
 };
 pub use schema::{TABLES, expected_schema};
 pub use verify::{VerifyReport, check_sizes, verify};
-pub use writer::{
-    BundleWriter, Finished, discard_staged_views, install_views, settle_views, write_views,
-};
+pub use views_file::{discard_staged_views, install_views, settle_views, write_views};
 
 /// The format name in every manifest.
 pub const FORMAT: &str = "trove-bundle";
@@ -44,6 +48,10 @@ pub const FORMAT: &str = "trove-bundle";
 /// 9: `embeddings.windows`, the vectors of a long chunk's further windows for a model that reads
 /// only a text's start; the vector arm scores a chunk by its best window.)
 pub const FORMAT_VERSION: u32 = 9;
+/// A hash of every source and pipeline file of the build that wrote a bundle (`tool.build` in
+/// its manifest), so an incremental run never reuses rows written by other code under the same
+/// version number.
+pub const SOURCE_HASH: &str = env!("TROVE_SOURCE_HASH");
 /// The folder of the segments.
 pub const SEGMENTS: &str = "segments";
 /// The DuckDB views over the live rows of every table, with paths relative to the bundle.
@@ -52,7 +60,7 @@ pub const VIEWS: &str = "views.sql";
 /// The bytes of a bundle's small file `p` (the manifest, the views) when it is a regular file (a
 /// link is followed) of at most `max` bytes: a FIFO would block the read for ever and a device
 /// such as `/dev/zero` would fill memory, so both are refused, as is anything larger.
-pub(crate) fn read_small(p: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> {
+pub fn read_small(p: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> {
     // Looked at before it is opened: opening a FIFO blocks until a writer comes.
     if !std::fs::metadata(p)?.is_file() {
         return Err(std::io::Error::other("not a regular file"));
@@ -80,8 +88,21 @@ pub fn read_small_from(mut f: std::fs::File, max: u64) -> std::io::Result<Vec<u8
 }
 
 /// The bytes free to this user on the filesystem of `dir`, when it says.
-pub(crate) fn free_bytes(dir: &std::path::Path) -> Option<u64> {
+pub fn free_bytes(dir: &std::path::Path) -> Option<u64> {
     rustix::fs::statvfs(dir)
         .ok()
         .map(|v| v.f_bavail.saturating_mul(v.f_frsize))
+}
+
+/// The first bytes of a zstd frame, which a packed bundle (`trove pack`) starts with.
+pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
+/// Whether `p` is a file that starts like a packed bundle.
+pub fn is_packed(p: &std::path::Path) -> bool {
+    let mut head = [0u8; 4];
+    p.is_file()
+        && std::fs::File::open(p)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+            .is_ok()
+        && head == ZSTD_MAGIC
 }

@@ -9,7 +9,7 @@ use parquet::file::metadata::ParquetMetaData;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::Path;
 
-use crate::bundle::reader::column;
+use crate::reader::column;
 use crate::{Error, Result};
 
 /// The row groups whose string column `col` may contain one of `keys` (by min/max statistics; a
@@ -35,18 +35,18 @@ fn reader(
     key_col: &str,
     keys: &[&str],
     columns: &[&str],
-) -> Result<crate::bundle::reader::Table> {
+) -> Result<crate::reader::Table> {
     projected(path, columns, Some((key_col, keys)))
 }
 
 /// Opens `path` reading only `columns`: every row group, or with `key` = (column, keys) only
 /// those whose min/max statistics of that string column may hold one of the keys.
-pub(crate) fn projected(
+pub fn projected(
     path: &Path,
     columns: &[&str],
     key: Option<(&str, &[&str])>,
-) -> Result<crate::bundle::reader::Table> {
-    let corrupt = |e| crate::bundle::reader::unreadable(path, e);
+) -> Result<crate::reader::Table> {
+    let corrupt = |e| crate::reader::unreadable(path, e);
     let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(corrupt)?;
     if let Some((key_col, keys)) = key {
@@ -59,7 +59,7 @@ pub(crate) fn projected(
     }
     let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
     let reader = builder.with_projection(mask).build().map_err(corrupt)?;
-    Ok(crate::bundle::reader::Table::new(path, reader))
+    Ok(crate::reader::Table::new(path, reader))
 }
 
 /// Document frequency of each of `terms` found in `terms.parquet`.

@@ -42,7 +42,7 @@ pub struct Manifest {
     pub embedder: EmbedderInfo,
     /// The SCIP indexes the run that wrote the newest segment read (`trove index --scip`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub scip: Vec<crate::precise::ScipInput>,
+    pub scip: Vec<ScipInput>,
     /// BM25 statistics and parameters.
     pub bm25: Bm25Info,
     /// Row counts and totals.
@@ -93,7 +93,7 @@ impl SegmentInfo {
             text.push_str(h);
             text.push('\n');
         }
-        crate::util::sha256_hex(text.as_bytes())[..16].to_string()
+        trove_base::util::sha256_hex(text.as_bytes())[..16].to_string()
     }
 }
 
@@ -177,7 +177,7 @@ impl Manifest {
         // and its bundles are still read (and rebuilt in full by `--since`).
         if self.tool == manifest_tool()
             && let Some(e) = self.entry(super::VIEWS)
-            && *e != super::writer::views_entry(&super::writer::views_text(&self.segments))
+            && *e != views_entry(&views_text(&self.segments))
         {
             return Err(Error::bundle(
                 dir,
@@ -198,11 +198,11 @@ impl Manifest {
                 "bm25.avgdl {} does not fit {} chunks",
                 bm.avgdl, bm.n_docs
             ))
-        } else if bm.tokenizer != crate::extract::TOKENIZER {
+        } else if bm.tokenizer != crate::tokenizer::TOKENIZER {
             Some(format!(
                 "bm25.tokenizer {:?} is not this trove's ({:?}): re-index with this version",
                 bm.tokenizer,
-                crate::extract::TOKENIZER
+                crate::tokenizer::TOKENIZER
             ))
         } else if bm.n_docs != self.counts.chunks {
             Some(format!(
@@ -285,7 +285,7 @@ impl Manifest {
 /// connection). `chunks` and `postings` carry a `segment` column: chunk ordinals are local to
 /// a segment, so the two join on (segment, chunk_ord). With several segments, `terms` counts the
 /// live postings and references are resolved again over the live definitions of all
-/// ([`crate::resolve::resolved_refs_sql`]); with one, what was stored is already that.
+/// ([`crate::resolution::resolved_refs_sql`]); with one, what was stored is already that.
 pub fn views_sql(segments: &[SegmentInfo], literal: impl Fn(&str) -> String) -> String {
     let several = segments.len() > 1;
     let mut sql = String::new();
@@ -310,7 +310,7 @@ pub fn views_sql(segments: &[SegmentInfo], literal: impl Fn(&str) -> String) -> 
         );
         sql.push_str(&format!(
             "CREATE OR REPLACE VIEW refs AS {};\n",
-            crate::resolve::resolved_refs_sql("stored_refs", "symbols", "deps")
+            crate::resolution::resolved_refs_sql("stored_refs", "symbols", "deps")
         ));
     }
     sql.push_str(FILE_TEXT_VIEW);
@@ -454,7 +454,7 @@ pub struct SourceInfo {
     /// Whether the work tree had changes against HEAD.
     pub dirty: bool,
     /// A fingerprint of git's checkout settings outside the tree (`.git/info/attributes`,
-    /// `core.attributesFile`, `core.autocrlf`, `core.eol`; [`crate::source::checkout_settings`]):
+    /// `core.attributesFile`, `core.autocrlf`, `core.eol`; [`trove_index::source::checkout_settings`]):
     /// `--since` reads every file again when it changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkout: Option<String>,
@@ -552,7 +552,8 @@ impl Shard {
     /// Whether repo-relative `path` belongs to this shard: FNV-1a of the path, so the split is the
     /// same on every machine and every run.
     pub fn holds(&self, path: &str) -> bool {
-        (crate::util::fnv1a64(path.as_bytes()) % u64::from(self.count)) as u32 == self.index - 1
+        (trove_base::util::fnv1a64(path.as_bytes()) % u64::from(self.count)) as u32
+            == self.index - 1
     }
 }
 
@@ -658,7 +659,7 @@ pub fn read_manifest(bundle: &Path) -> Result<Manifest> {
     if !bundle.is_dir() {
         return Err(Error::bundle(
             bundle,
-            if super::pack::is_packed(bundle) {
+            if super::is_packed(bundle) {
                 "is a packed bundle, and this needs a bundle directory (`trove unpack` makes one)"
             } else {
                 "is a file but not a packed bundle (expected a bundle directory written by `trove \
@@ -720,7 +721,7 @@ pub fn parse_manifest(bundle: &Path, text: &str) -> Result<Manifest> {
 pub const MAX_DIM: usize = 1 << 16;
 
 /// What a run knows of the bundle it writes beyond what the writer counted: where the rows came
-/// from and how they were made. With the writer's [`super::Finished`] it makes the manifest
+/// from and how they were made. With the writer's [`Finished`] it makes the manifest
 /// ([`Provenance::manifest`]), the one assembly that index and merge share.
 #[derive(Debug, Clone)]
 pub struct Provenance {
@@ -739,12 +740,12 @@ pub struct Provenance {
     /// The embedder's stamp.
     pub embedder: EmbedderInfo,
     /// The SCIP indexes read.
-    pub scip: Vec<crate::precise::ScipInput>,
+    pub scip: Vec<ScipInput>,
     /// BM25 parameters and tokenizer; `avgdl` and `n_docs` are replaced by the rows written.
     pub bm25: Bm25Info,
 }
 
-/// The live totals of a bundle, from its live `files` rows ([`crate::bundle::reader::FileRow`])
+/// The live totals of a bundle, from its live `files` rows ([`crate::schema::FileRow`])
 /// and skipped rows: what a run that added a segment writes in the manifest.
 pub struct LiveTotals {
     /// Counts (files, chunks, bytes, symbols, refs, deps, redactions, skipped).
@@ -758,7 +759,7 @@ pub struct LiveTotals {
 impl LiveTotals {
     /// Totals of `files` and `skipped` live rows.
     pub fn of<'a>(
-        files: impl IntoIterator<Item = &'a crate::bundle::reader::FileRow>,
+        files: impl IntoIterator<Item = &'a crate::schema::FileRow>,
         skipped: u64,
     ) -> Self {
         let mut t = LiveTotals {
@@ -794,12 +795,7 @@ impl Provenance {
     /// The manifest of `base` after a run added the segment its writer finished with `f`:
     /// `live` are the totals of the live rows after the change. Terms, postings and resolved
     /// references count stored rows (dead ones included) until a compaction.
-    pub fn manifest_appended(
-        self,
-        base: &Manifest,
-        f: super::Finished,
-        live: LiveTotals,
-    ) -> Manifest {
+    pub fn manifest_appended(self, base: &Manifest, f: Finished, live: LiveTotals) -> Manifest {
         let mut files: Vec<FileEntry> = base
             .files
             .iter()
@@ -840,7 +836,7 @@ impl Provenance {
 
     /// The manifest of a bundle whose writer finished with `f`: this build's tool stamp, the
     /// time of writing, the counts, and BM25 statistics of the rows written.
-    pub fn manifest(self, f: super::Finished) -> Manifest {
+    pub fn manifest(self, f: Finished) -> Manifest {
         self.assemble(f.counts, f.languages, f.avgdl, vec![f.segment], f.entries)
     }
 
@@ -960,7 +956,7 @@ pub fn manifest_tool() -> Tool {
     Tool {
         name: "trove".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        build: Some(env!("TROVE_SOURCE_HASH").into()),
+        build: Some(crate::SOURCE_HASH.into()),
     }
 }
 
@@ -972,7 +968,7 @@ pub fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
 }
 
 /// Writes `text` as `dir`'s `manifest.json` and syncs it and the directory.
-pub(crate) fn write_manifest_text(dir: &Path, text: &str) -> Result<()> {
+pub fn write_manifest_text(dir: &Path, text: &str) -> Result<()> {
     let p = dir.join(MANIFEST);
     std::fs::write(&p, text).map_err(|e| Error::io(&p, e))?;
     let f = std::fs::File::open(&p).map_err(|e| Error::io(&p, e))?;
@@ -981,6 +977,57 @@ pub(crate) fn write_manifest_text(dir: &Path, text: &str) -> Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// One SCIP file a run read: stamped in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ScipInput {
+    /// The file, as given (or `index.scip` at the root).
+    pub file: String,
+    /// The indexer that wrote it: name and version.
+    pub tool: String,
+    /// sha256 of its bytes.
+    pub sha256: String,
+    /// Documents it holds.
+    pub documents: usize,
+    /// Of those, documents inside the indexed tree.
+    pub in_tree: usize,
+}
+
+/// What a finished writer reports for the manifest.
+pub struct Finished {
+    /// File entries of the segment written: the tables in [`crate::TABLES`] order, its
+    /// tombstones when it has some, then `views.sql` (over every live segment).
+    pub entries: Vec<FileEntry>,
+    /// The segment written.
+    pub segment: SegmentInfo,
+    /// Totals.
+    pub counts: Counts,
+    /// Files and chunks per language.
+    pub languages: BTreeMap<String, LangCount>,
+    /// Average chunk length in tokens.
+    pub avgdl: f64,
+}
+
+/// The text of `views.sql` for `segments`: a DuckDB view per table over the live rows of the
+/// segments' Parquet files, by paths relative to the bundle folder.
+pub fn views_text(segments: &[SegmentInfo]) -> String {
+    let mut sql = String::from(
+        "-- trove bundle views: every table of the bundle's segments, by paths relative to this\n\
+         -- folder. Use: cd BUNDLE && duckdb -init views.sql\n",
+    );
+    sql.push_str(&crate::views_sql(segments, |rel| format!("'{rel}'")));
+    sql
+}
+
+/// The manifest entry of a `views.sql` whose text is `sql`.
+pub fn views_entry(sql: &str) -> FileEntry {
+    FileEntry {
+        name: super::VIEWS.into(),
+        rows: 0,
+        bytes: sql.len() as u64,
+        sha256: trove_base::util::sha256_hex(sql.as_bytes()),
+    }
 }
 
 #[cfg(test)]

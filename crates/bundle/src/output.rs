@@ -272,7 +272,7 @@ pub fn link_or_copy(src: &Path, dst: &Path) -> Result<bool> {
     }
     std::fs::copy(src, dst).map_err(|err| {
         // A full disk is the destination's; anything else may be either side's.
-        if crate::error::disk_full(&err) {
+        if trove_base::error::disk_full(&err) {
             Error::io(dst, err)
         } else {
             Error::Other(format!(

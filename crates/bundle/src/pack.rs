@@ -17,7 +17,7 @@ use super::manifest::{MANIFEST, MAX_MANIFEST_BYTES, Manifest};
 use crate::{Error, Result};
 
 /// The first four bytes of a zstd frame: how a packed bundle is told from anything else.
-const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+pub use crate::{ZSTD_MAGIC, is_packed};
 /// zstd level: the Parquet pages are already zstd-compressed, so more effort buys almost nothing.
 const LEVEL: i32 = 3;
 
@@ -150,16 +150,6 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
         packed_bytes,
         sha256,
     })
-}
-
-/// Whether `p` is a file that starts like a packed bundle.
-pub fn is_packed(p: &Path) -> bool {
-    let mut head = [0u8; 4];
-    p.is_file()
-        && File::open(p)
-            .and_then(|mut f| f.read_exact(&mut head))
-            .is_ok()
-        && head == ZSTD_MAGIC
 }
 
 /// Unpacks `file` into the directory `dir` (created if missing; it must be empty): entries checked one by
@@ -303,7 +293,7 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
 /// fine; where it was unpacked is not).
 fn damaged_unless_full(e: Error, damaged: &dyn Fn(String) -> Error) -> Error {
     match &e {
-        Error::Io { cause, .. } if crate::error::disk_full(cause) => e,
+        Error::Io { cause, .. } if trove_base::error::disk_full(cause) => e,
         _ => damaged(e.to_string()),
     }
 }
@@ -359,7 +349,7 @@ pub fn open_path(p: &Path) -> Result<PathBuf> {
             "is a file but not a packed bundle (expected a bundle directory or a .trove file from `trove pack`)",
         ));
     }
-    let root = crate::util::cache_dir()
+    let root = trove_base::util::cache_dir()
         .unwrap_or_else(|| std::env::temp_dir().join("trove-cache"))
         .join("packed");
     std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
@@ -372,8 +362,7 @@ pub fn open_path(p: &Path) -> Result<PathBuf> {
             super::read_manifest(&dir).and_then(|m| super::check_sizes(&dir, &m).map(|()| m));
         if whole.is_ok() {
             // Used now: kept by the cache's pruning for another 30 days.
-            #[cfg(feature = "engine")]
-            crate::query::cache::touch(&dir.join(MANIFEST));
+            crate::cache::touch(&dir.join(MANIFEST));
             return Ok(dir);
         }
         let trash = root.join(format!(".{sha}.damaged-{}", std::process::id()));
@@ -404,7 +393,7 @@ pub fn open_path(p: &Path) -> Result<PathBuf> {
 
 /// The sha256 of the file at `p`, remembered under `root` by (path, size, mtime, inode) so a file
 /// that has not changed is hashed once.
-pub(crate) fn content_key(p: &Path, root: &Path) -> Result<String> {
+pub fn content_key(p: &Path, root: &Path) -> Result<String> {
     memo_sha(&p.canonicalize().map_err(|e| Error::io(p, e))?, root)
 }
 
@@ -415,7 +404,7 @@ fn memo_sha(p: &Path, root: &Path) -> Result<String> {
         && s.len() == 64
         && s.bytes().all(|b| b.is_ascii_hexdigit())
     {
-        crate::util::touch(&memo);
+        trove_base::util::touch(&memo);
         return Ok(s);
     }
     let (_, sha) = super::table::hash_file(p)?;
@@ -424,8 +413,8 @@ fn memo_sha(p: &Path, root: &Path) -> Result<String> {
 }
 
 /// The folder of the sha256 memos of bundle files (see [`content_key`]).
-pub(crate) fn memo_root() -> std::path::PathBuf {
-    let d = crate::util::cache_dir()
+pub fn memo_root() -> std::path::PathBuf {
+    let d = trove_base::util::cache_dir()
         .unwrap_or_else(|| std::env::temp_dir().join("trove-cache"))
         .join("verified");
     let _ = std::fs::create_dir_all(&d);
@@ -435,16 +424,15 @@ pub(crate) fn memo_root() -> std::path::PathBuf {
 /// Writes the memo `name` under `root`: a process that writes memos prunes the cache as one that
 /// writes query-cache files does (index, sync and verify write memos and nothing else there).
 fn write_memo(root: &Path, name: &str, body: &[u8]) {
-    #[cfg(feature = "engine")]
     if let Some(cache) = root.parent() {
-        crate::query::cache::prune_unused(cache);
+        crate::cache::prune_unused(cache);
     }
     let _ = std::fs::write(root.join(name), body);
 }
 
 /// Records that the file `p`, as it is now, has sha256 `sha` (a file this process just wrote and
 /// hashed): later checks of it cost a stat.
-pub(crate) fn remember(p: &Path, sha: &str, root: &Path) {
+pub fn remember(p: &Path, sha: &str, root: &Path) {
     if let Ok(c) = p.canonicalize() {
         remember_at(&c, sha, root);
     }
@@ -482,10 +470,10 @@ pub fn check_hashes(dir: &Path, m: &super::Manifest) -> Result<()> {
     }
     let whole = root.join(format!(
         "bundle-{}",
-        crate::util::sha256_hex(versions.as_bytes())
+        trove_base::util::sha256_hex(versions.as_bytes())
     ));
     if whole.is_file() {
-        crate::util::touch(&whole);
+        trove_base::util::touch(&whole);
         return Ok(());
     }
     for e in files {
@@ -527,7 +515,7 @@ pub fn remember_bundle(dir: &Path, m: &super::Manifest) {
 fn stat_key(p: &Path) -> Result<String> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(p).map_err(|e| Error::io(p, e))?;
-    let stat = crate::util::sha256_hex(
+    let stat = trove_base::util::sha256_hex(
         format!(
             "{}|{}|{}|{}|{}",
             p.display(),

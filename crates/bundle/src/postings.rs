@@ -10,17 +10,16 @@ use std::path::{Path, PathBuf};
 use rustc_hash::FxHashMap;
 
 use super::table::{BATCH_ROWS, Table, i32s, i64s, strings};
-use crate::record::{Group, GroupSource, Posting};
 use crate::{Error, Result};
 
 /// Postings held in memory (estimated bytes) before a sorted run is spilled to disk: bounds the
 /// writer's memory on any repository size. Measured on 178 MB of crates: 96 MiB gave a 322 MB peak,
 /// 16 MiB 184 MB, at the same speed (the final k-way merge over more runs is cheap).
-pub(super) const POSTINGS_SPILL_BYTES: usize = 16 * 1024 * 1024;
+pub const POSTINGS_SPILL_BYTES: usize = 16 * 1024 * 1024;
 
 /// Postings grouped by term in memory (each term stored once, ordinals sorted), spilled to
 /// sorted runs on disk when the memory budget fills, merged once at the end.
-pub(super) struct Spill {
+pub struct Spill {
     dir: PathBuf,
     budget: usize,
     map: FxHashMap<String, Vec<Posting>>,
@@ -29,7 +28,8 @@ pub(super) struct Spill {
 }
 
 impl Spill {
-    pub(super) fn new(dir: PathBuf, budget: usize) -> Self {
+    /// A spill that writes runs into `dir` once `budget` bytes of postings are buffered.
+    pub fn new(dir: PathBuf, budget: usize) -> Self {
         Spill {
             dir,
             budget,
@@ -40,7 +40,7 @@ impl Spill {
     }
 
     /// Adds one posting of `term`; spills a sorted run when the budget is full.
-    pub(super) fn push(&mut self, term: String, ord: u32, tf: u32) -> Result<()> {
+    pub fn push(&mut self, term: String, ord: u32, tf: u32) -> Result<()> {
         match self.map.get_mut(term.as_str()) {
             Some(v) => {
                 v.push((ord, tf));
@@ -90,7 +90,7 @@ impl Spill {
     }
 
     /// Merges everything in (term, chunk_ord) order into `postings`, and (term, df) into `terms`.
-    pub(super) fn write_sorted(
+    pub fn write_sorted(
         mut self,
         terms: &mut Table,
         postings: &mut Table,
@@ -257,10 +257,18 @@ impl Iterator for RunReader {
     }
 }
 
+/// One posting: (chunk ordinal, term frequency).
+pub type Posting = (u32, u32);
+/// The postings of one term, sorted by chunk ordinal once complete.
+pub type Group = (String, Vec<Posting>);
+/// A stream of term groups in term order (each group's ordinals sorted): postings carried over
+/// from another bundle, renumbered to this bundle's ordinals.
+pub type GroupSource = Box<dyn Iterator<Item = Result<Group>> + Send>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::table::Table;
+    use crate::table::Table;
 
     fn merged(budget: usize, dir: &Path) -> (Vec<u8>, Vec<u8>, usize) {
         std::fs::create_dir_all(dir).unwrap();

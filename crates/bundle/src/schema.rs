@@ -128,7 +128,7 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
             ];
             {
                 // What a reference left open in its file needs to resolve across the bundle
-                // (`crate::resolve::Pending`; null for the others): kept in the bundle so the
+                // (`trove_index::resolve::Pending`; null for the others): kept in the bundle so the
                 // `refs` view can resolve it again against the live definitions of every segment.
                 f.extend([
                     utf8("family", true),
@@ -161,4 +161,39 @@ pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
         _ => return None,
     };
     Some(Arc::new(Schema::new(fields)))
+}
+
+/// One row of `files.parquet`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRow {
+    /// Repo-relative path.
+    pub path: String,
+    /// Language id.
+    pub language: Option<String>,
+    /// code | doc | test | config.
+    pub source_type: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Lines.
+    pub lines: u64,
+    /// sha256 of the content.
+    pub sha256: String,
+    /// Chunks of the file.
+    pub chunks: u32,
+    /// Whether the AST chunker fell back to line windows.
+    pub parse_fallback: bool,
+    /// Secrets redacted in its text.
+    pub redactions: u32,
+    /// One-sentence summary.
+    pub summary: Option<String>,
+    /// BM25 tokens over its chunks.
+    pub tokens: u64,
+    /// Its definitions (`symbols` rows).
+    pub symbols: u64,
+    /// Its references (`refs` rows).
+    pub refs: u64,
+    /// Its declared dependencies (`deps` rows).
+    pub deps: u64,
+    /// The text after its last chunk.
+    pub tail: String,
 }

@@ -74,10 +74,10 @@ enum Source {
     /// A bundle directory on this machine.
     Dir(PathBuf),
     /// The base URL of a published bundle directory.
-    #[cfg(feature = "openai")]
+    #[cfg(feature = "http")]
     Http {
         base: String,
-        client: crate::http::Client,
+        client: trove_base::http::Client,
     },
 }
 
@@ -90,17 +90,17 @@ impl Source {
                     "{}: a URL with a query string or fragment cannot be carried over to each \
                      file of the bundle: give the plain URL of the bundle folder (an access token \
                      goes in $TROVE_SYNC_TOKEN)",
-                    crate::util::hide_userinfo(src)
+                    trove_base::util::hide_userinfo(src)
                 )));
             }
-            #[cfg(feature = "openai")]
+            #[cfg(feature = "http")]
             {
                 let base = src
                     .trim_end_matches('/')
                     .trim_end_matches(MANIFEST)
                     .trim_end_matches('/')
                     .to_string();
-                let client = crate::http::Client::from_config(
+                let client = trove_base::http::Client::from_config(
                     opts.timeout_secs,
                     opts.retries,
                     "TROVE_SYNC_TOKEN",
@@ -108,12 +108,12 @@ impl Source {
                 .for_downloads(lower.starts_with("https://"));
                 return Ok(Source::Http { base, client });
             }
-            #[cfg(not(feature = "openai"))]
+            #[cfg(not(feature = "http"))]
             {
                 let _ = opts;
                 return Err(Error::Other(format!(
                     "{}: this trove was built without HTTP support (cargo feature `openai`)",
-                    crate::util::hide_userinfo(src)
+                    trove_base::util::hide_userinfo(src)
                 )));
             }
         }
@@ -128,7 +128,7 @@ impl Source {
             return Err(Error::Other(format!(
                 "{}: trove sync reads http:// and https:// URLs, bundle directories and .trove \
                  files, not {scheme}:// (copy the bundle here first, or publish it over HTTP)",
-                crate::util::hide_userinfo(src)
+                trove_base::util::hide_userinfo(src)
             )));
         }
         Ok(Source::Dir(super::pack::open_path(Path::new(src))?))
@@ -145,7 +145,7 @@ impl Source {
                     format!("cannot read {name}: {e} (is this a trove bundle?)"),
                 )
             }),
-            #[cfg(feature = "openai")]
+            #[cfg(feature = "http")]
             Source::Http { base, client } => {
                 let mut out = Vec::new();
                 client
@@ -183,7 +183,7 @@ impl Source {
                     resumed: 0,
                 }
             }
-            #[cfg(feature = "openai")]
+            #[cfg(feature = "http")]
             Source::Http { base, client } => {
                 let url = format!("{base}/{}", e.name);
                 let got = stage.download(e, |f| {
@@ -207,8 +207,10 @@ impl Source {
     fn label(&self) -> PathBuf {
         match self {
             Source::Dir(d) => d.clone(),
-            #[cfg(feature = "openai")]
-            Source::Http { base, .. } => PathBuf::from(crate::util::hide_userinfo(base).as_ref()),
+            #[cfg(feature = "http")]
+            Source::Http { base, .. } => {
+                PathBuf::from(trove_base::util::hide_userinfo(base).as_ref())
+            }
         }
     }
 }
@@ -282,7 +284,7 @@ impl Staged {
     }
 
     /// The checked, whole download of `e`.
-    #[cfg(feature = "openai")]
+    #[cfg(feature = "http")]
     fn done(&self, e: &FileEntry) -> PathBuf {
         self.dir.join(&e.sha256)
     }
@@ -332,7 +334,7 @@ impl Staged {
     /// to the file it is given, returning the bytes of it that were there and kept), checks
     /// it, and names it done. A resumed part that fails the check is fetched once more from
     /// its start. Returns the bytes fetched now and those an earlier run had fetched.
-    #[cfg(feature = "openai")]
+    #[cfg(feature = "http")]
     fn download(
         &self,
         e: &FileEntry,
@@ -514,7 +516,7 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
     let old = super::read_manifest(&dest).ok();
     let memo = super::pack::memo_root();
     let mut summary = SyncSummary {
-        source: crate::util::hide_userinfo(src).into_owned(),
+        source: trove_base::util::hide_userinfo(src).into_owned(),
         segments: m.segments.len(),
         bundle_bytes: m.files.iter().map(|e| e.bytes).sum(),
         ..SyncSummary::default()
@@ -568,7 +570,7 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
     let block = |n: u64| n.div_ceil(4096) * 4096;
     let copied = match &source {
         Source::Dir(d) => !same_filesystem(d, parent),
-        #[cfg(feature = "openai")]
+        #[cfg(feature = "http")]
         Source::Http { .. } => true,
     };
     let need = if copied {

@@ -18,7 +18,7 @@ use super::schema::expected_schema;
 use crate::{Error, Result};
 
 /// Rows buffered per table before a record batch is handed to the Parquet writer.
-pub(super) const BATCH_ROWS: usize = 4096;
+pub const BATCH_ROWS: usize = 4096;
 /// Row-group size of `embeddings` (dim floats a row): the writer buffers a whole row group, so
 /// this keeps each to tens of MB whatever the repository size.
 const WIDE_ROW_GROUP_ROWS: usize = 16 * 1024;
@@ -41,11 +41,12 @@ const ZSTD_LEVEL: i32 = 3;
 
 /// A column's path from its dotted name: `embedding.list.item` is three parts (a nested
 /// column), which `ColumnPath::from(&str)` would take as one name that matches nothing.
-pub(super) fn column(dotted: &str) -> ColumnPath {
+pub fn column(dotted: &str) -> ColumnPath {
     ColumnPath::new(dotted.split('.').map(String::from).collect())
 }
 
-pub(super) fn props(table: &str) -> Result<WriterProperties> {
+/// The Parquet writer settings of table `table` (row group size, compression, statistics).
+pub fn props(table: &str) -> Result<WriterProperties> {
     let rows = match table {
         "chunks" => CHUNKS_ROW_GROUP_ROWS,
         "embeddings" => WIDE_ROW_GROUP_ROWS,
@@ -116,13 +117,15 @@ pub(super) fn props(table: &str) -> Result<WriterProperties> {
 /// A Parquet file being written plus its row count. Batches are encoded and compressed on a
 /// thread of the table's own (fed through a short bounded channel), so the tables of a run encode
 /// side by side instead of one after another on the writer's thread.
-pub(super) struct Table {
+pub struct Table {
     name: &'static str,
-    pub(super) path: PathBuf,
+    /// Where it is written.
+    pub path: PathBuf,
     schema: SchemaRef,
     tx: Option<crossbeam_channel::Sender<RecordBatch>>,
     encoder: Option<std::thread::JoinHandle<Result<()>>>,
-    pub(super) rows: u64,
+    /// Rows written so far.
+    pub rows: u64,
 }
 
 /// Batches a table's encoder may hold queued (a chunks batch is a few MB).
@@ -130,7 +133,7 @@ const QUEUED_BATCHES: usize = 2;
 
 impl Table {
     /// Creates `<dir>/<name>.parquet` with the table's schema and settings and starts its encoder.
-    pub(super) fn create(dir: &Path, name: &'static str, dim: usize) -> Result<Self> {
+    pub fn create(dir: &Path, name: &'static str, dim: usize) -> Result<Self> {
         let path = dir.join(format!("{name}.parquet"));
         let schema = expected_schema(name, dim)
             .ok_or_else(|| Error::Other(format!("no schema for {name}")))?;
@@ -175,7 +178,7 @@ impl Table {
     }
 
     /// Queues one batch of `columns` (in schema order).
-    pub(super) fn write(&mut self, columns: Vec<ArrayRef>) -> Result<()> {
+    pub fn write(&mut self, columns: Vec<ArrayRef>) -> Result<()> {
         let batch = RecordBatch::try_new(self.schema.clone(), columns)?;
         self.rows += batch.num_rows() as u64;
         let sent = self.tx.as_ref().is_some_and(|tx| tx.send(batch).is_ok());
@@ -205,7 +208,7 @@ impl Table {
     }
 
     /// Closes the file, syncs it, and returns its manifest entry.
-    pub(super) fn finish(mut self) -> Result<FileEntry> {
+    pub fn finish(mut self) -> Result<FileEntry> {
         self.join()?;
         let (bytes, sha256) = hash_file(&self.path)?;
         Ok(FileEntry {
@@ -226,7 +229,7 @@ impl Drop for Table {
 }
 
 /// (size, sha256 hex) of a file, streamed.
-pub(crate) fn hash_file(path: &Path) -> Result<(u64, String)> {
+pub fn hash_file(path: &Path) -> Result<(u64, String)> {
     use sha2::{Digest, Sha256};
     let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut h = Sha256::new();
@@ -240,22 +243,27 @@ pub(crate) fn hash_file(path: &Path) -> Result<(u64, String)> {
         n += k as u64;
         h.update(&buf[..k]);
     }
-    Ok((n, crate::util::hex(&h.finalize())))
+    Ok((n, trove_base::util::hex(&h.finalize())))
 }
 
-pub(super) fn strings<'a>(it: impl Iterator<Item = &'a str>) -> ArrayRef {
+/// A string column.
+pub fn strings<'a>(it: impl Iterator<Item = &'a str>) -> ArrayRef {
     Arc::new(StringArray::from_iter_values(it))
 }
-pub(super) fn opt_strings<'a>(it: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
+/// A nullable string column.
+pub fn opt_strings<'a>(it: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
     Arc::new(StringArray::from_iter(it))
 }
-pub(super) fn i64s(it: impl Iterator<Item = i64>) -> ArrayRef {
+/// An `INT64` column.
+pub fn i64s(it: impl Iterator<Item = i64>) -> ArrayRef {
     Arc::new(Int64Array::from_iter_values(it))
 }
-pub(super) fn i32s(it: impl Iterator<Item = i32>) -> ArrayRef {
+/// An `INT32` column.
+pub fn i32s(it: impl Iterator<Item = i32>) -> ArrayRef {
     Arc::new(Int32Array::from_iter_values(it))
 }
-pub(super) fn i32c(v: usize) -> i32 {
+/// A count as an `INT32` value (saturating).
+pub fn i32c(v: usize) -> i32 {
     i32::try_from(v).unwrap_or(i32::MAX)
 }
 

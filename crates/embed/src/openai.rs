@@ -5,13 +5,13 @@
 //! order by the reply's `index`. The dimension is learned from one probe call when the embedder is
 //! built for indexing (so a wrong URL, key or model stops the run before any work), and every
 //! reply is checked against it. An "input too long" refusal cuts the longest inputs in half and
-//! tries again (each cut counted); retries, backoff and `Retry-After` are [`crate::http`]'s.
+//! tries again (each cut counted); retries, backoff and `Retry-After` are [`trove_base::http`]'s.
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use super::{Counters, Embedder, Limits};
 use crate::config::EmbedConfig;
-use crate::http::{Client, Failure, endpoint};
 use crate::{Error, Result};
+use trove_base::http::{Client, Failure, endpoint};
 
 /// Halvings of too-long inputs tried before giving up.
 const MAX_CUTS: usize = 6;
@@ -54,22 +54,22 @@ impl OpenAiEmbedder {
             if e.dim == 0 {
                 return Err(Error::Other(format!(
                     "embedding server {}: the probe call returned an empty vector",
-                    crate::util::hide_userinfo(&e.url)
+                    trove_base::util::hide_userinfo(&e.url)
                 )));
             }
-            if e.dim > crate::bundle::MAX_DIM {
+            if e.dim > trove_bundle::MAX_DIM {
                 return Err(Error::Other(format!(
                     "embedding server {}: the probe call returned a vector of {} dimensions, more \
                      than a bundle holds ({}): ask for fewer with embed.dimensions",
-                    crate::util::hide_userinfo(&e.url),
+                    trove_base::util::hide_userinfo(&e.url),
                     e.dim,
-                    crate::bundle::MAX_DIM
+                    trove_bundle::MAX_DIM
                 )));
             }
             if e.dimensions > 0 && e.dim != e.dimensions {
                 return Err(Error::Other(format!(
                     "embedding server {}: asked for {} dimensions, got {} (does model {} support `dimensions`?)",
-                    crate::util::hide_userinfo(&e.url),
+                    trove_base::util::hide_userinfo(&e.url),
                     e.dimensions,
                     e.dim,
                     e.model
@@ -101,7 +101,7 @@ impl OpenAiEmbedder {
         let bad = |m: String| {
             Error::Other(format!(
                 "embedding server {}: {m}",
-                crate::util::hide_userinfo(&self.url)
+                trove_base::util::hide_userinfo(&self.url)
             ))
         };
         let data = reply
@@ -212,7 +212,7 @@ impl Embedder for OpenAiEmbedder {
         }
         Err(Error::Other(format!(
             "embedding server {}: inputs still too long after {MAX_CUTS} cuts",
-            crate::util::hide_userinfo(&self.url)
+            trove_base::util::hide_userinfo(&self.url)
         )))
     }
 }

@@ -3,10 +3,15 @@
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+pub use crate::summarize::SummaryConfig;
+use crate::summarize::default_summary;
 use crate::{Error, Result};
+pub use trove_embed::config::EmbedConfig;
+use trove_embed::config::default_true;
+pub use trove_lang::chunk::ChunkConfig;
 
 /// The built-in defaults, fully commented in `pipelines/default.toml`.
-pub const DEFAULT_TOML: &str = include_str!("../pipelines/default.toml");
+pub const DEFAULT_TOML: &str = include_str!("../../../pipelines/default.toml");
 
 /// The whole pipeline config.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -52,66 +57,6 @@ impl Default for BundleConfig {
     }
 }
 
-/// `[summary]`: how files and chunks without docs get their one-sentence summary.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct SummaryConfig {
-    /// Extractive (from docs and the syntax tree) or llm (an OpenAI-compatible chat server, for
-    /// code without docs only).
-    pub backend: crate::summarize::SummaryBackend,
-    /// `llm`: the server's base URL (`…/v1` or the full `…/v1/chat/completions`).
-    #[serde(default)]
-    pub url: String,
-    /// `llm`: the model name.
-    #[serde(default)]
-    pub model: String,
-    /// `llm`: the environment variable holding the API key.
-    #[serde(default = "default_api_key_env")]
-    pub api_key_env: String,
-    /// `llm`: most calls per run (cache hits are free); past it, extractive summaries (counted).
-    #[serde(default = "default_budget")]
-    pub budget: u64,
-    /// `llm`: calls in flight at once.
-    #[serde(default = "default_concurrency")]
-    pub concurrency: usize,
-    /// `llm`: seconds per call.
-    #[serde(default = "default_timeout_secs")]
-    pub timeout_secs: u64,
-    /// `llm`: retries of a call that timed out or got 429/5xx.
-    #[serde(default = "default_summary_retries")]
-    pub retries: u32,
-    /// `llm`: code sent per call is cut to this many characters.
-    #[serde(default = "default_summary_input")]
-    pub max_input_chars: usize,
-    /// `llm`: a prompts file (TOML, as `pipelines/prompts/summary.toml`); empty = the built-in one.
-    #[serde(default)]
-    pub prompts: String,
-}
-
-fn default_summary() -> SummaryConfig {
-    SummaryConfig {
-        backend: crate::summarize::SummaryBackend::Extractive,
-        url: String::new(),
-        model: String::new(),
-        api_key_env: default_api_key_env(),
-        budget: default_budget(),
-        concurrency: default_concurrency(),
-        timeout_secs: default_timeout_secs(),
-        retries: default_summary_retries(),
-        max_input_chars: default_summary_input(),
-        prompts: String::new(),
-    }
-}
-fn default_budget() -> u64 {
-    2000
-}
-fn default_summary_retries() -> u32 {
-    2
-}
-fn default_summary_input() -> usize {
-    6000
-}
-
 /// `[source]`: the walk and the skip rules.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -137,22 +82,6 @@ pub struct SourceConfig {
     pub redact_secrets: bool,
 }
 
-/// `[chunk]`: chunker choice and size budget.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ChunkConfig {
-    /// `ast` (each language's own chunker) or `lines` (line windows for every file).
-    pub chunker: crate::chunk::Chunker,
-    /// Budget of one chunk in non-whitespace characters.
-    pub max_chars: usize,
-    /// Gaps with fewer non-whitespace characters are dropped.
-    pub min_block_chars: usize,
-    /// Lines per window of the line chunker.
-    pub window_lines: usize,
-    /// Parse time bound per file in milliseconds.
-    pub parse_timeout_ms: u64,
-}
-
 /// `[bm25]`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -163,124 +92,6 @@ pub struct Bm25Config {
     pub b: f64,
     /// Longer tokens are not indexed.
     pub max_token_len: usize,
-}
-
-/// `[embed]`: which backend embeds chunks, and how it is driven. Only `backend`, `dim`, `model`,
-/// `dimensions`, `model_dir` and `window_tokens` decide the vectors (they make the embedder's
-/// fingerprint), and `windows` how many a chunk gets (in the config hash); the rest is how the
-/// work is done, and changing it never forces a rebuild.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct EmbedConfig {
-    /// The backend.
-    pub backend: crate::embed::EmbedBackend,
-    /// Vector dimension of the `hash` embedder.
-    pub dim: usize,
-    /// `openai`: the model name sent to the server. `local`: a display name (default: the folder's).
-    #[serde(default)]
-    pub model: String,
-    /// `openai`: base URL of an OpenAI-compatible server (`…/v1`, or the full `…/v1/embeddings`).
-    #[serde(default)]
-    pub url: String,
-    /// `openai`: the environment variable holding the API key (the key itself is never stored).
-    #[serde(default = "default_api_key_env")]
-    pub api_key_env: String,
-    /// `openai`: the `dimensions` asked of the server (0 = the model's own).
-    #[serde(default)]
-    pub dimensions: usize,
-    /// `local`: a sentence-transformers model folder (config.json, tokenizer.json, model.safetensors).
-    #[serde(default)]
-    pub model_dir: String,
-    /// `local`: what runs the model: `auto` (ONNX Runtime when the folder has an ONNX file and
-    /// libonnxruntime is found, else candle), `onnx`, `candle`. A bundle stamps what ran; a
-    /// manifest without the key was made by candle.
-    #[serde(default = "default_runtime")]
-    pub runtime: crate::embed::LocalRuntime,
-    /// `local` on ONNX Runtime: the ONNX file in the model folder (empty: `model.int8.onnx` when
-    /// there, else `model.onnx`).
-    #[serde(default)]
-    pub onnx_file: String,
-    /// Most texts per call to the backend.
-    #[serde(default = "default_batch_size")]
-    pub batch_size: usize,
-    /// Most estimated tokens (characters / 4) per call to the backend.
-    #[serde(default = "default_batch_tokens")]
-    pub batch_tokens: usize,
-    /// Calls to the backend in flight at once.
-    #[serde(default = "default_concurrency")]
-    pub concurrency: usize,
-    /// `openai`: inputs longer than this many characters are cut (counted in the summary).
-    #[serde(default = "default_max_input_chars")]
-    pub max_input_chars: usize,
-    /// `openai`: seconds before a call is abandoned (and retried).
-    #[serde(default = "default_timeout_secs")]
-    pub timeout_secs: u64,
-    /// `openai`: retries of a call that timed out or got 429/5xx, with exponential backoff.
-    #[serde(default = "default_retries")]
-    pub retries: u32,
-    /// Keep model vectors in the embedding cache, keyed by (model fingerprint, text hash).
-    #[serde(default = "default_true")]
-    pub cache: bool,
-    /// Most vectors per chunk for a model that reads only the start of a text (`local`: MiniLM
-    /// reads 256 word pieces): the rest of a longer chunk gets windows of its own, and a query
-    /// scores the chunk by its best window (MaxP). 1: the start only.
-    #[serde(default = "default_windows")]
-    pub windows: usize,
-    /// `local`: the most word pieces the model reads of each window (each text a chunk is
-    /// embedded as); 0 (the default): as many as the model can (MiniLM: 256). A query is always
-    /// read up to the model's own length. Left out of a stamp when 0, so a bundle made with the
-    /// default stamps (and hashes) what it did before the setting existed.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub window_tokens: usize,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-pub(crate) fn default_windows() -> usize {
-    4
-}
-
-impl EmbedConfig {
-    /// The most texts a chunk is embedded as: `windows` for a `local` model (it reads only a
-    /// text's start, and says where it stops), 1 for `hash` (it reads all of a text) and `openai`
-    /// (a server does not say where it stops reading).
-    pub fn windows_used(&self) -> usize {
-        match self.backend {
-            crate::embed::EmbedBackend::Local => self.windows,
-            _ => 1,
-        }
-    }
-}
-
-fn default_runtime() -> crate::embed::LocalRuntime {
-    crate::embed::LocalRuntime::Candle
-}
-
-fn default_api_key_env() -> String {
-    "OPENAI_API_KEY".into()
-}
-fn default_batch_size() -> usize {
-    64
-}
-fn default_batch_tokens() -> usize {
-    32_000
-}
-fn default_concurrency() -> usize {
-    4
-}
-fn default_max_input_chars() -> usize {
-    20_000
-}
-fn default_timeout_secs() -> u64 {
-    60
-}
-fn default_retries() -> u32 {
-    5
-}
-fn default_true() -> bool {
-    true
 }
 
 impl PipelineConfig {
@@ -316,7 +127,7 @@ impl PipelineConfig {
         let bad = |m: &str| Err(Error::Config(m.to_string()));
         if !matches!(
             self.chunk.chunker,
-            crate::chunk::Chunker::Ast | crate::chunk::Chunker::Lines
+            trove_lang::lang::Chunker::Ast | trove_lang::lang::Chunker::Lines
         ) {
             return bad("chunk.chunker must be \"ast\" or \"lines\"");
         }
@@ -339,7 +150,7 @@ impl PipelineConfig {
             return bad("chunk.window_lines must be at least 1");
         }
         let e = &self.embed;
-        use crate::embed::EmbedBackend;
+        use trove_embed::EmbedBackend;
         match e.backend {
             EmbedBackend::Openai if e.url.trim().is_empty() => {
                 return bad("embed.backend openai needs embed.url (or --embed-url)");
@@ -433,13 +244,13 @@ impl PipelineConfig {
                     let prompts = crate::summarize::prompts_text(&self.summary).unwrap_or_default();
                     sm.insert(
                         "prompts_sha256".into(),
-                        crate::util::sha256_hex(prompts.as_bytes()).into(),
+                        trove_base::util::sha256_hex(prompts.as_bytes()).into(),
                     );
                 }
             }
         }
         let json = serde_json::to_vec(&v).unwrap_or_default();
-        crate::util::sha256_hex(&json)
+        trove_base::util::sha256_hex(&json)
     }
 }
 
@@ -462,7 +273,7 @@ mod tests {
     #[test]
     fn defaults_parse_and_validate() {
         let c = PipelineConfig::defaults().unwrap();
-        assert_eq!(c.chunk.chunker, crate::chunk::Chunker::Ast);
+        assert_eq!(c.chunk.chunker, trove_lang::lang::Chunker::Ast);
         assert_eq!(c.source.max_file_bytes, 1 << 20);
     }
 

@@ -29,8 +29,11 @@ use rustc_hash::FxHashMap;
 use scip::types::descriptor::Suffix;
 use scip::types::{Document, Index, Occurrence, PositionEncoding};
 
+pub use crate::record::FileOutcome;
 use crate::record::{ChunkRecord, RefKind, RefRecord, Resolution, SymbolRecord};
 use crate::{Error, Result};
+pub use trove_bundle::ScipInput;
+pub use trove_bundle::resolution::{scip_key, scip_key_sql};
 
 /// The SCIP file `trove index` reads from the root of the tree when present (unless `--no-scip`).
 pub const DEFAULT_FILE: &str = "index.scip";
@@ -38,21 +41,6 @@ pub const DEFAULT_FILE: &str = "index.scip";
 /// The share of checked occurrences whose identifier may differ from the symbol's name before a
 /// document counts as stale (one in ten).
 const MISMATCH_TOLERANCE: f64 = 0.1;
-
-/// One SCIP file a run read: stamped in the manifest.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ScipInput {
-    /// The file, as given (or [`DEFAULT_FILE`] at the root).
-    pub file: String,
-    /// The indexer that wrote it: name and version.
-    pub tool: String,
-    /// sha256 of its bytes.
-    pub sha256: String,
-    /// Documents it holds.
-    pub documents: usize,
-    /// Of those, documents inside the indexed tree.
-    pub in_tree: usize,
-}
 
 /// The SCIP indexes given to a run, their documents by root-relative path.
 #[derive(Debug, Default)]
@@ -113,7 +101,7 @@ impl ScipIndex {
             out.inputs.push(ScipInput {
                 file: file.display().to_string(),
                 tool,
-                sha256: crate::util::sha256_hex(&bytes),
+                sha256: trove_base::util::sha256_hex(&bytes),
                 documents,
                 in_tree,
             });
@@ -156,7 +144,7 @@ impl Rebase {
             return Rebase::Prefix(String::new());
         };
         let slash = |p: &Path| {
-            let s = crate::util::slash_path(p);
+            let s = trove_base::util::slash_path(p);
             if s.is_empty() { s } else { format!("{s}/") }
         };
         if let Ok(below) = project.strip_prefix(root) {
@@ -198,81 +186,6 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// The key a SCIP symbol resolves by: the symbol without its package version, the package name
-/// in lower case with runs of `-`, `_`, `.` as one `-`. A release that bumps the version keeps
-/// every key, so rows of files an incremental run kept still meet the definitions of files it
-/// indexed again; and an index that names the project's own package two ways (scip-python: the
-/// project as given, and as its installed distribution `Flask 3.1.3`) names one definition.
-/// `None` for a local symbol or one that does not parse. [`scip_key_sql`] is the same in SQL.
-pub fn scip_key(symbol: &str) -> Option<String> {
-    // Fields are separated by one space; a space inside one is written as two.
-    let mut fields: Vec<String> = Vec::with_capacity(5);
-    let mut cur = String::new();
-    let mut chars = symbol.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == ' ' && fields.len() < 4 {
-            if chars.peek() == Some(&' ') {
-                chars.next();
-                cur.push_str("  ");
-            } else {
-                fields.push(std::mem::take(&mut cur));
-            }
-        } else {
-            cur.push(c);
-        }
-    }
-    fields.push(cur);
-    let [scheme, manager, name, _version, rest] = <[String; 5]>::try_from(fields).ok()?;
-    if scheme == "local" || rest.is_empty() {
-        return None;
-    }
-    Some(format!("{scheme} {manager} {} {rest}", fold_name(&name)))
-}
-
-fn fold_name(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            if !out.ends_with('-') {
-                out.push('-');
-            }
-        } else {
-            out.extend(c.to_lowercase());
-        }
-    }
-    out
-}
-
-/// [`scip_key`] of the SQL string expression `col`, in DuckDB.
-pub fn scip_key_sql(col: &str) -> String {
-    const FIELDS: &str = r"^((?:[^ ]|  )+) ((?:[^ ]|  )+) ((?:[^ ]|  )+) (?:[^ ]|  )+ (.+)$";
-    let g = |i: u8| format!("regexp_extract({col}, '{FIELDS}', {i})");
-    format!(
-        "CASE WHEN regexp_matches({col}, '{FIELDS}') THEN {} || ' ' || {} || ' ' || \
-         regexp_replace(lower({}), '[-_.]+', '-', 'g') || ' ' || {} END",
-        g(1),
-        g(2),
-        g(3),
-        g(4)
-    )
-}
-
-/// What a file's SCIP document did (summed into the run's summary; not stored).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileOutcome {
-    /// Its facts are in the file's rows.
-    Applied {
-        /// Definitions of the syntax rules that got a SCIP symbol.
-        matched: u32,
-        /// Definitions added from the index.
-        added: u32,
-        /// References taken from the index.
-        refs: u32,
-    },
-    /// The document does not fit the file's text: its facts were dropped (why).
-    Stale(String),
 }
 
 /// A SCIP symbol's parts trove uses.
@@ -429,7 +342,7 @@ pub fn apply(
     symbols: &mut Vec<SymbolRecord>,
     refs: &mut Vec<RefRecord>,
     chunks: &[ChunkRecord],
-    new_id: impl Fn(&crate::chunk::Symbol) -> i64,
+    new_id: impl Fn(&trove_lang::chunk::Symbol) -> i64,
 ) -> FileOutcome {
     let lines = Lines::new(text);
     let mut parsed: FxHashMap<&str, Option<Parsed>> = FxHashMap::default();
@@ -503,8 +416,10 @@ pub fn apply(
         // A method on a callable, a type on a type; a constructor by its own identifier, never
         // on its class.
         let fits = |kind: &str| match p.suffix {
-            Suffix::Method | Suffix::Macro => crate::resolve::CALLABLE_KINDS.contains(&kind),
-            Suffix::Type => crate::resolve::TYPE_KINDS.contains(&kind),
+            Suffix::Method | Suffix::Macro => {
+                trove_bundle::resolution::CALLABLE_KINDS.contains(&kind)
+            }
+            Suffix::Type => trove_bundle::resolution::TYPE_KINDS.contains(&kind),
             _ => true,
         };
         let found = symbols.iter_mut().find(|s| {
@@ -529,7 +444,7 @@ pub fn apply(
             _ => (pl.start, pl.end),
         };
         let line_of = |b: usize| lines.starts.partition_point(|&s| s <= b);
-        let sym = crate::chunk::Symbol {
+        let sym = trove_lang::chunk::Symbol {
             kind: kind.to_string(),
             name: p.name.clone(),
             symbol_path: p.path.join(" > "),
@@ -547,7 +462,7 @@ pub fn apply(
         symbols.push(SymbolRecord {
             symbol_id: new_id(&sym),
             parent_id,
-            chunk_id: crate::resolve::chunk_at(chunks, start),
+            chunk_id: crate::record::chunk_at(chunks, start),
             scip_symbol: Some(pl.occ.symbol.clone()),
             symbol: sym,
         });
@@ -584,7 +499,7 @@ pub fn apply(
             p,
             &pl.occ.symbol,
             from(pl.start),
-            crate::resolve::chunk_at(chunks, pl.start),
+            crate::record::chunk_at(chunks, pl.start),
         ));
     }
     // Implementations, from the implementing definition.

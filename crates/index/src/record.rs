@@ -5,9 +5,12 @@
 //! This module sits below both `pipeline` and `bundle`, so neither depends on the other's
 //! internals for its types. The closed sets that references carry ([`RefKind`], [`Resolution`])
 //! are enums here; their names are what the bundle stores.
-use crate::Result;
-use crate::chunk::{Chunk, Symbol};
+
 use crate::extract::deps::Dep;
+pub use trove_base::named_set;
+pub use trove_base::sets::{RefKind, Resolution, SkipReason, choices};
+pub use trove_bundle::postings::{Group, GroupSource, Posting};
+use trove_lang::chunk::{Chunk, Symbol};
 
 /// One indexed file and its chunks, as the writer receives it.
 #[derive(Debug, Clone)]
@@ -44,7 +47,7 @@ pub struct FileRecord {
     /// Imports and calls in source order.
     pub refs: Vec<RefRecord>,
     /// What this run's SCIP index did for the file (not stored).
-    pub scip: Option<crate::precise::FileOutcome>,
+    pub scip: Option<FileOutcome>,
 }
 
 /// One chunk with its id, BM25 terms and embedding.
@@ -116,7 +119,7 @@ pub struct RefRecord {
     /// A name imported from this file resolves through them when the file does not define it.
     pub exports: Option<(Vec<String>, Vec<String>)>,
     /// Where a reference left open in its file may still resolve (this run's; not stored: what
-    /// the bundle-wide step needs is stored as its [`crate::resolve::Pending`]).
+    /// the bundle-wide step needs is stored as its [`Pending`]).
     pub scope: Scope,
 }
 
@@ -148,202 +151,51 @@ pub enum Scope {
     /// such a name on another object (`d.update()`, `f.close()`).
     Closed,
     /// A row read back from a bundle: the context its writer stored (none: nothing more).
-    Stored(Option<crate::resolve::Pending>),
+    Stored(Option<Pending>),
 }
 
-/// Declares a closed set of names stored as strings (in the bundle, the config, language files):
-/// the enum, its stored name, the parse back (an unknown name is said by the caller), and serde
-/// as that name, refusing others with the list of choices.
-macro_rules! named_set {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $($(#[$vdoc])* $variant),+
-        }
-
-        impl $name {
-            /// Every value, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The name the bundle stores.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text),+
-                }
-            }
-
-            /// The value a stored name stands for.
-            pub fn parse(s: &str) -> Option<Self> {
-                match s {
-                    $($text => Some($name::$variant),)+
-                    _ => None,
-                }
-            }
-        }
-
-        /// Ordered by the stored name, as the rows that hold it are sorted.
-        impl Ord for $name {
-            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-                self.as_str().cmp(other.as_str())
-            }
-        }
-
-        impl PartialOrd for $name {
-            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-                Some(self.cmp(other))
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl serde::Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-
-        impl<'de> serde::Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                Self::parse(&s).ok_or_else(|| {
-                    serde::de::Error::custom(format!("{s:?}: choose {}", $crate::record::choices(Self::ALL.iter().map(|v| v.as_str()))))
-                })
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> std::result::Result<Self, String> {
-                Self::parse(s).ok_or_else(|| {
-                    format!("{s:?}: choose {}", $crate::record::choices(Self::ALL.iter().map(|v| v.as_str())))
-                })
-            }
-        }
-    };
-}
-pub(crate) use named_set;
-
-/// `"a", "b" or "c"`: the names a closed set accepts, for error messages.
-pub fn choices<'a>(names: impl Iterator<Item = &'a str>) -> String {
-    let v: Vec<String> = names.map(|n| format!("{n:?}")).collect();
-    match v.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
-        _ => v.join(""),
-    }
+/// What a file's SCIP document did (summed into the run's summary; not stored).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileOutcome {
+    /// Its facts are in the file's rows.
+    Applied {
+        /// Definitions of the syntax rules that got a SCIP symbol.
+        matched: u32,
+        /// Definitions added from the index.
+        added: u32,
+        /// References taken from the index.
+        refs: u32,
+    },
+    /// The document does not fit the file's text: its facts were dropped (why).
+    Stale(String),
 }
 
-named_set! {
-    /// The kind of a reference (`refs.kind`).
-    RefKind {
-        /// An import statement (its text is the target).
-        Import = "import",
-        /// A call (the callee's last name segment is the target).
-        Call = "call",
-        /// A base class.
-        Inherits = "inherits",
-        /// An implemented interface or trait.
-        Implements = "implements",
-        /// A type used by name.
-        References = "references",
-    }
+/// What a reference left open by [`in_file`] needs for the bundle-wide step: the family it
+/// resolves in and, when its file imports the name, the imported name and the module's
+/// candidate files (most likely first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    /// [`language_family`] of the referring file.
+    pub family: String,
+    /// (imported name, candidate files) when the file imports the name.
+    pub import: Option<(String, Vec<String>)>,
+    /// A call on an object ([`Scope::Method`]): it lands on the one method of its name.
+    pub method: bool,
+    /// The type the caller declares for the receiver ([`Scope::Typed`]): the call lands on that
+    /// type's one member of its name (else, with `method`, on the one method of its name).
+    pub member_of: Option<String>,
 }
 
-named_set! {
-    /// How a reference's target definition was found (`refs.resolution`).
-    Resolution {
-        /// The one definition of that name in the same file.
-        File = "file",
-        /// The one definition of the imported name in the module file an import names.
-        Import = "import",
-        /// The one definition of that name in the language family across the bundle.
-        Repo = "repo",
-        /// A SCIP index's occurrence of the symbol: exact, whatever the names (the target is
-        /// the bundle's definition of that SCIP symbol; none when it lies outside the bundle).
-        Scip = "scip",
-    }
-}
+/// A reference as the writer spills it: its file's path, the record, and its [`Pending`] context
+/// (none when it needs nothing more).
+pub type PendingRef = (std::sync::Arc<str>, RefRecord, Option<Pending>);
 
-named_set! {
-    /// Why a file or directory is not indexed (`skipped.reason`).
-    SkipReason {
-        /// Hidden by .gitignore, .ignore or .troveignore.
-        Ignored = "ignored",
-        /// A directory the skip rules always leave out (`node_modules`, `.git`, ...).
-        ExcludedDir = "excluded-dir",
-        /// Matched an `--exclude` glob.
-        Excluded = "excluded",
-        /// Matched no `--include` glob.
-        NotIncluded = "not-included",
-        /// A lock file.
-        Lockfile = "lockfile",
-        /// A minified name, or a line longer than `max_line_bytes`.
-        Minified = "minified",
-        /// A file that holds secrets by its name (keys, `.env`, ...).
-        SecretFile = "secret-file",
-        /// Larger than `max_file_bytes`.
-        TooLarge = "too-large",
-        /// Binary content.
-        Binary = "binary",
-        /// Not valid UTF-8.
-        InvalidUtf8 = "invalid-utf8",
-        /// UTF-16 (by its byte-order mark).
-        Utf16 = "utf16",
-        /// Marked as generated in its first bytes.
-        Generated = "generated",
-        /// A symbolic link to a file inside the root (indexed where it points).
-        Symlink = "symlink",
-        /// A symbolic link that leads out of the root.
-        SymlinkOutsideRoot = "symlink-outside-root",
-        /// A symbolic link that leads nowhere: its target is missing, or links loop.
-        SymlinkBroken = "symlink-broken",
-        /// Neither a regular file nor a directory.
-        NotAFile = "not-a-file",
-        /// Could not be read.
-        Unreadable = "unreadable",
-        /// A file name that is not UTF-8.
-        NonUtf8Name = "non-utf8-name",
-        /// A nested git repository.
-        Submodule = "submodule",
-        /// Another trove bundle inside the tree (its `manifest.json` and `views.sql`): an index
-        /// built from source, not source.
-        Bundle = "bundle",
-        /// The worker processing it failed (a bug, counted and said in the summary).
-        InternalError = "internal-error",
-    }
-}
-
-/// One posting: (chunk ordinal, term frequency).
-pub type Posting = (u32, u32);
-/// The postings of one term, sorted by chunk ordinal once complete.
-pub type Group = (String, Vec<Posting>);
-/// A stream of term groups in term order (each group's ordinals sorted): postings carried over
-/// from another bundle, renumbered to this bundle's ordinals.
-pub type GroupSource = Box<dyn Iterator<Item = Result<Group>> + Send>;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn named_sets_round_trip_their_stored_names() {
-        for k in RefKind::ALL {
-            assert_eq!(RefKind::parse(k.as_str()), Some(*k));
-        }
-        for r in SkipReason::ALL {
-            assert_eq!(SkipReason::parse(r.as_str()), Some(*r));
-        }
-        let mut by_name: Vec<SkipReason> = SkipReason::ALL.to_vec();
-        by_name.sort();
-        assert!(by_name.windows(2).all(|w| w[0].as_str() < w[1].as_str()));
-        for r in Resolution::ALL {
-            assert_eq!(Resolution::parse(r.as_str()), Some(*r));
-        }
-        assert_eq!(RefKind::parse("calls"), None);
-        assert_eq!(Resolution::parse(""), None);
-    }
+/// The chunk holding byte `at`: chunks are in source order and never overlap, so a binary search
+/// finds it (files with thousands of chunks, symbols and refs stay linear-logarithmic).
+pub fn chunk_at(chunks: &[ChunkRecord], at: usize) -> Option<i64> {
+    let i = chunks.partition_point(|c| c.chunk.start_byte <= at);
+    chunks[..i]
+        .last()
+        .filter(|c| at < c.chunk.end_byte)
+        .map(|c| c.chunk_id)
 }

@@ -14,11 +14,12 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use crate::config::SummaryConfig;
 use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use trove_embed::config::{default_api_key_env, default_concurrency, default_timeout_secs};
 
 /// The built-in prompts.
-pub const DEFAULT_PROMPTS: &str = include_str!("../pipelines/prompts/summary.toml");
+pub const DEFAULT_PROMPTS: &str = include_str!("../../../pipelines/prompts/summary.toml");
 
 /// What is summarized.
 pub struct Request<'a> {
@@ -95,7 +96,7 @@ struct Prompts {
     file: String,
 }
 
-crate::record::named_set! {
+trove_base::named_set! {
     /// A summarizer (`summary.backend`, `--summarizer`).
     SummaryBackend {
         /// From docs and the syntax tree.
@@ -156,10 +157,10 @@ impl Counts {
 #[cfg(feature = "openai")]
 mod llm {
     use super::*;
-    use crate::http::{Client, endpoint};
     use rustc_hash::FxHashMap;
     use std::io::Write;
     use std::sync::Condvar;
+    use trove_base::http::{Client, endpoint};
 
     /// The `llm` summarizer (see the module docs).
     pub struct LlmSummarizer {
@@ -183,7 +184,7 @@ mod llm {
             let text = prompts_text(cfg)?;
             let prompts: Prompts = toml::from_str(&text)
                 .map_err(|e| Error::Config(format!("summary prompts: {e}")))?;
-            let key_prefix = crate::util::sha256_hex(
+            let key_prefix = trove_base::util::sha256_hex(
                 format!(
                     "{}|v{}|{}|{}",
                     cfg.model, prompts.version, text, cfg.max_input_chars
@@ -255,7 +256,8 @@ mod llm {
     /// Summaries cached by earlier runs, and this process's file to append to.
     fn open_cache(name: &str) -> (FxHashMap<String, String>, Option<std::fs::File>) {
         let mut map = FxHashMap::default();
-        let Some(dir) = crate::util::cache_dir().map(|d| d.join("summaries").join(name)) else {
+        let Some(dir) = trove_base::util::cache_dir().map(|d| d.join("summaries").join(name))
+        else {
             return (map, None);
         };
         if std::fs::create_dir_all(&dir).is_err() {
@@ -296,7 +298,7 @@ mod llm {
         }
 
         fn summarize(&self, r: &Request<'_>) -> Option<String> {
-            let key = crate::util::sha256_hex(
+            let key = trove_base::util::sha256_hex(
                 format!(
                     "{}|{}|{}|{}|{}",
                     self.key_prefix, r.target, r.path, r.symbol, r.code
@@ -349,6 +351,67 @@ mod llm {
             }
         }
     }
+}
+
+/// `[summary]`: how files and chunks without docs get their one-sentence summary.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SummaryConfig {
+    /// Extractive (from docs and the syntax tree) or llm (an OpenAI-compatible chat server, for
+    /// code without docs only).
+    pub backend: SummaryBackend,
+    /// `llm`: the server's base URL (`…/v1` or the full `…/v1/chat/completions`).
+    #[serde(default)]
+    pub url: String,
+    /// `llm`: the model name.
+    #[serde(default)]
+    pub model: String,
+    /// `llm`: the environment variable holding the API key.
+    #[serde(default = "default_api_key_env")]
+    pub api_key_env: String,
+    /// `llm`: most calls per run (cache hits are free); past it, extractive summaries (counted).
+    #[serde(default = "default_budget")]
+    pub budget: u64,
+    /// `llm`: calls in flight at once.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
+    /// `llm`: seconds per call.
+    #[serde(default = "default_timeout_secs")]
+    pub timeout_secs: u64,
+    /// `llm`: retries of a call that timed out or got 429/5xx.
+    #[serde(default = "default_summary_retries")]
+    pub retries: u32,
+    /// `llm`: code sent per call is cut to this many characters.
+    #[serde(default = "default_summary_input")]
+    pub max_input_chars: usize,
+    /// `llm`: a prompts file (TOML, as `pipelines/prompts/summary.toml`); empty = the built-in one.
+    #[serde(default)]
+    pub prompts: String,
+}
+
+/// The `[summary]` defaults (the extractive summarizer).
+pub fn default_summary() -> SummaryConfig {
+    SummaryConfig {
+        backend: SummaryBackend::Extractive,
+        url: String::new(),
+        model: String::new(),
+        api_key_env: default_api_key_env(),
+        budget: default_budget(),
+        concurrency: default_concurrency(),
+        timeout_secs: default_timeout_secs(),
+        retries: default_summary_retries(),
+        max_input_chars: default_summary_input(),
+        prompts: String::new(),
+    }
+}
+fn default_budget() -> u64 {
+    2000
+}
+fn default_summary_retries() -> u32 {
+    2
+}
+fn default_summary_input() -> usize {
+    6000
 }
 
 #[cfg(test)]

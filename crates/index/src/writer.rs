@@ -1,6 +1,6 @@
 //! The bundle writer: one thread owns it. Files arrive in path order with their records; it
-//! buffers rows into batches for each table's encoder ([`super::table`]), hands BM25 terms to the
-//! postings spill ([`super::postings`]), and counts every definition so the references left open
+//! buffers rows into batches for each table's encoder ([`trove_bundle::table`]), hands BM25 terms to the
+//! postings spill ([`trove_bundle::postings`]), and counts every definition so the references left open
 //! in their files resolve against the whole bundle at the end ([`crate::resolve`]).
 use arrow::array::{
     Array, ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, ListArray,
@@ -13,17 +13,19 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::manifest::{Counts, FileEntry, LangCount, SegmentInfo};
-use super::postings::{POSTINGS_SPILL_BYTES, Spill};
-use super::table::{BATCH_ROWS, Table, i32c, i32s, i64s, opt_strings, strings};
-use crate::chunk::Chunk;
 use crate::record::{ChunkRecord, FileRecord, GroupSource, RefRecord, Resolution, SymbolRecord};
 use crate::resolve::{Definitions, Pending, PendingRef};
 use crate::source::Skipped;
 use crate::{Error, Result};
+pub use trove_bundle::Finished;
+use trove_bundle::postings::{POSTINGS_SPILL_BYTES, Spill};
+use trove_bundle::table::{BATCH_ROWS, Table, i32c, i32s, i64s, opt_strings, strings};
+use trove_bundle::views_file::{stage_views, write_views};
+use trove_bundle::{Counts, FileEntry, LangCount, SegmentInfo};
+use trove_lang::chunk::Chunk;
 
 /// The raw refs spill's table name (`refs` plus each open reference's [`Pending`] context).
-pub(super) const REFS_RAW: &str = "refs-raw";
+pub(crate) const REFS_RAW: &str = "refs-raw";
 
 /// A buffered chunk row: the chunk plus its file's columns.
 struct ChunkRow {
@@ -102,7 +104,7 @@ impl BundleWriter {
         before: Vec<SegmentInfo>,
         tombstones: Vec<String>,
     ) -> Result<Self> {
-        let dir = bundle.join(super::SEGMENTS).join(BUILDING);
+        let dir = bundle.join(trove_bundle::SEGMENTS).join(BUILDING);
         if dir.exists() {
             std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         }
@@ -199,7 +201,7 @@ impl BundleWriter {
         for r in f
             .refs
             .iter_mut()
-            .filter(|r| r.kind == crate::record::RefKind::Import)
+            .filter(|r| r.kind == trove_base::sets::RefKind::Import)
         {
             r.exports = crate::extract::imports::exports(&f.path, f.language.as_deref(), &r.target);
             if let Some(e) = &r.exports {
@@ -286,7 +288,7 @@ impl BundleWriter {
         // First the base types (`inherits` references resolve by name and import alone): where
         // a member a type does not define is looked for (`Definitions::member`).
         for batch in read()? {
-            for (_, r, pending) in super::reader::pending_ref_rows(&batch?, &raw_path)? {
+            for (_, r, pending) in crate::reader::pending_ref_rows(&batch?, &raw_path)? {
                 self.definitions.add_base(&r, pending.as_ref());
             }
         }
@@ -294,7 +296,7 @@ impl BundleWriter {
         let mut resolved = 0u64;
         let mut buf: Vec<PendingRef> = Vec::new();
         for batch in read()? {
-            for (path, mut r, pending) in super::reader::pending_ref_rows(&batch?, &raw_path)? {
+            for (path, mut r, pending) in crate::reader::pending_ref_rows(&batch?, &raw_path)? {
                 if let Some(p) = &pending {
                     self.definitions.resolve(&mut r, p);
                 }
@@ -526,7 +528,7 @@ impl BundleWriter {
             files, chunks, embeddings, terms, postings, symbols, refs, deps, sk,
         ];
         if !self.tombstones.is_empty() {
-            let mut t = Table::create(&self.dir, super::TOMBSTONES, self.dim)?;
+            let mut t = Table::create(&self.dir, trove_bundle::TOMBSTONES, self.dim)?;
             for batch in self.tombstones.chunks(BATCH_ROWS) {
                 t.write(vec![strings(batch.iter().map(String::as_str))])?;
             }
@@ -549,7 +551,7 @@ impl BundleWriter {
         }
         std::fs::rename(&self.dir, &at).map_err(|e| Error::io(&at, e))?;
         for e in &mut entries {
-            e.name = format!("{}/{}/{}", super::SEGMENTS, segment.id, e.name);
+            e.name = format!("{}/{}/{}", trove_bundle::SEGMENTS, segment.id, e.name);
         }
         let mut all = self.before.clone();
         all.push(segment.clone());
@@ -577,158 +579,6 @@ impl BundleWriter {
 
 /// The folder a segment is written in before it is named.
 const BUILDING: &str = ".building";
-
-/// The text of `views.sql` for `segments`: a DuckDB view per table over the live rows of the
-/// segments' Parquet files, by paths relative to the bundle folder.
-pub fn views_text(segments: &[SegmentInfo]) -> String {
-    let mut sql = String::from(
-        "-- trove bundle views: every table of the bundle's segments, by paths relative to this\n\
-         -- folder. Use: cd BUNDLE && duckdb -init views.sql\n",
-    );
-    sql.push_str(&super::views_sql(segments, |rel| format!("'{rel}'")));
-    sql
-}
-
-/// The manifest entry of a `views.sql` whose text is `sql`.
-pub(crate) fn views_entry(sql: &str) -> FileEntry {
-    FileEntry {
-        name: super::VIEWS.into(),
-        rows: 0,
-        bytes: sql.len() as u64,
-        sha256: crate::util::sha256_hex(sql.as_bytes()),
-    }
-}
-
-/// Where the views of a segment added in place wait for its manifest's commit.
-fn staged_views(bundle: &Path) -> PathBuf {
-    bundle.join(format!(".{}.next", super::VIEWS))
-}
-
-/// Writes `sql` where views wait to be moved in ([`install_views`]): into a file of its own, made
-/// anew, never through whatever a damaged or hostile bundle left under that name (a link would
-/// write outside the bundle).
-fn stage(bundle: &Path, sql: &str) -> Result<()> {
-    use std::io::Write;
-    let p = staged_views(bundle);
-    match std::fs::symlink_metadata(&p) {
-        Ok(m) if m.is_dir() => {
-            return Err(Error::bundle(
-                bundle,
-                format!(
-                    "{} is a folder: remove it (trove stages {} there)",
-                    p.display(),
-                    super::VIEWS
-                ),
-            ));
-        }
-        Ok(_) => std::fs::remove_file(&p).map_err(|e| Error::io(&p, e))?,
-        Err(_) => {}
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&p)
-        .map_err(|e| Error::io(&p, e))?;
-    // A write cut short (a full disk) leaves no half file behind.
-    f.write_all(sql.as_bytes()).map_err(|e| {
-        let _ = std::fs::remove_file(&p);
-        Error::io(&p, e)
-    })
-}
-
-/// Removes views staged beside the live ones by a run that did not commit.
-pub fn discard_staged_views(bundle: &Path) {
-    let _ = std::fs::remove_file(staged_views(bundle));
-}
-
-/// Writes `views.sql` ([`views_text`]) into `bundle` through a temporary name and a rename, so a
-/// reader never sees half of it (`cd BUNDLE && duckdb -init views.sql`). Its entry.
-pub fn write_views(bundle: &Path, segments: &[SegmentInfo]) -> Result<FileEntry> {
-    let entry = stage_views(bundle, segments)?;
-    install_views(bundle)?;
-    Ok(entry)
-}
-
-/// Writes the views of a segment added in place beside the live ones; [`install_views`] moves
-/// them in once the manifest that lists the segment is committed. Their entry.
-fn stage_views(bundle: &Path, segments: &[SegmentInfo]) -> Result<FileEntry> {
-    let sql = views_text(segments);
-    stage(bundle, &sql)?;
-    Ok(views_entry(&sql))
-}
-
-/// Moves staged views in (a rename, so a reader sees the old ones or the new ones whole): after
-/// the commit of a manifest that added a segment in place, or at once for a new bundle.
-pub fn install_views(bundle: &Path) -> Result<()> {
-    let (from, to) = (staged_views(bundle), bundle.join(super::VIEWS));
-    std::fs::rename(&from, &to).map_err(|e| Error::io(&to, e))
-}
-
-/// Makes the `views.sql` of the bundle `bundle` the one its manifest `m` lists, when a run was
-/// killed between its commit and [`install_views`] (the views are derived from the manifest's
-/// segments, and checked against its entry before they are written). Whether it rewrote them;
-/// an error when the manifest's entry is not the views of its own segments.
-///
-/// With `strict` (`trove verify`), a `views.sql` whose bytes changed when no run was killed (no
-/// staged views of the manifest's segments wait beside it) is an error, not rewritten: a file a
-/// DuckDB user may `.read` was altered after it was written. A missing one is written.
-pub fn settle_views(bundle: &Path, m: &super::Manifest, strict: bool) -> Result<bool> {
-    let staged = staged_views(bundle);
-    let Some(entry) = m.entry(super::VIEWS) else {
-        return Ok(false);
-    };
-    let p = bundle.join(super::VIEWS);
-    // A FIFO or a device there is no views file: read as changed (never blocking on it), and
-    // replaced by the rename below where it may be.
-    let now = super::read_small(&p, super::MAX_MANIFEST_BYTES).ok();
-    if now
-        .as_ref()
-        .is_some_and(|b| crate::util::sha256_hex(b) == entry.sha256)
-    {
-        if staged.exists() {
-            std::fs::remove_file(&staged).map_err(|e| Error::io(&staged, e))?;
-        }
-        return Ok(false);
-    }
-    let sql = views_text(&m.segments);
-    if views_entry(&sql) != *entry {
-        return Err(Error::bundle(
-            bundle,
-            format!(
-                "{} does not list the {} of its own segments",
-                super::MANIFEST,
-                super::VIEWS
-            ),
-        ));
-    }
-    let killed =
-        super::read_small(&staged, super::MAX_MANIFEST_BYTES).is_ok_and(|b| b == sql.as_bytes());
-    if strict && now.is_some() && !killed {
-        return Err(Error::bundle(
-            bundle,
-            format!(
-                "{} does not match the sha256 {} records: it was changed after it was written \
-                 (it is derived from the manifest: delete it and `trove verify` writes it anew)",
-                super::VIEWS,
-                super::MANIFEST
-            ),
-        ));
-    }
-    // `trove verify` rewrites views only when no run is writing the bundle: a run between its
-    // commit and its views' rename has them staged, and they are not to be replaced under it.
-    if strict && let Some(pid) = super::writer_active(bundle) {
-        return Err(Error::bundle(
-            bundle,
-            format!(
-                "a trove run{} is writing it: verify it when that run has finished",
-                super::pid_note(&pid)
-            ),
-        ));
-    }
-    stage(bundle, &sql)?;
-    install_views(bundle)?;
-    Ok(true)
-}
 
 /// The record columns of ref rows (path, record).
 fn ref_columns<'a>(
@@ -796,19 +646,4 @@ fn write_raw_refs(t: &mut Table, r: &[PendingRef]) -> Result<()> {
     }
     cols.push(Arc::new(exports.finish()));
     t.write(cols)
-}
-
-/// What a finished writer reports for the manifest.
-pub struct Finished {
-    /// File entries of the segment written: the tables in [`super::TABLES`] order, its
-    /// tombstones when it has some, then `views.sql` (over every live segment).
-    pub entries: Vec<FileEntry>,
-    /// The segment written.
-    pub segment: SegmentInfo,
-    /// Totals.
-    pub counts: Counts,
-    /// Files and chunks per language.
-    pub languages: BTreeMap<String, LangCount>,
-    /// Average chunk length in tokens.
-    pub avgdl: f64,
 }

@@ -1,6 +1,6 @@
 //! The BM25 arm's inverted index: `postings.parquet` (with each chunk's id and length from
 //! `chunks.parquet`) read once into a cache file laid out for term-at-a-time scoring (keyed by the
-//! two files' sha256, see [`super::cache`]), so a query reads the postings of its few terms from
+//! two files' sha256, see [`trove_bundle::cache`]), so a query reads the postings of its few terms from
 //! mapped memory instead of running SQL over the table.
 //!
 //! The ranking is the one of the `bm25_search` SQL macro (`trove sql`), which any Parquet engine can
@@ -19,10 +19,10 @@ use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use super::cache::{self, Bytes, u64_at};
-use crate::bundle::reader::column;
-use crate::bundle::{Manifest, SegmentInfo};
 use crate::{Error, Result};
+use trove_bundle::cache::{self, Bytes, u64_at};
+use trove_bundle::reader::column;
+use trove_bundle::{Manifest, SegmentInfo};
 
 const MAGIC: &[u8; 8] = b"TRVINV02";
 const HEADER: usize = 8 + 4 * 8;
@@ -333,7 +333,8 @@ impl Layout {
 /// (sorted by term, then `chunk_ord`) of a bundle, at `chunks_path` and `path`, into the cache
 /// layout.
 fn build(chunks_path: &Path, path: &Path) -> Result<Vec<u8>> {
-    let batches = |path: &Path, columns: &[&str]| super::lookup::projected(path, columns, None);
+    let batches =
+        |path: &Path, columns: &[&str]| trove_bundle::lookup::projected(path, columns, None);
     let (mut ids, mut lens): (Vec<i64>, Vec<u32>) = (Vec::new(), Vec::new());
     for batch in batches(chunks_path, &["chunk_id", "chunk_ord", "token_len"])? {
         let batch = batch?;

@@ -10,9 +10,7 @@
 //! for filters and for name lookups in `symbols`.
 //! Invariants: the query is tokenized by the same code as the index; a bundle made with another
 //! embedder than this build can reproduce is refused.
-pub mod cache;
 pub mod inverted;
-pub mod lookup;
 pub mod rows;
 pub mod sql;
 pub mod vectors;
@@ -20,10 +18,12 @@ pub mod vectors;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::Path;
 
-use crate::bundle::{Manifest, read_manifest};
-use crate::embed::{Embedder, HashEmbedder};
-use crate::{Error, Result, extract};
 use std::sync::Arc;
+pub use trove_base::{Error, Result};
+use trove_bundle::tokenizer;
+use trove_bundle::{Manifest, read_manifest};
+use trove_bundle::{cache, lookup};
+use trove_embed::{Embedder, HashEmbedder};
 
 /// RRF's k: the usual 60 (Cormack et al.), which damps the weight of the very first ranks.
 pub const RRF_K: f64 = 60.0;
@@ -163,8 +163,8 @@ pub struct Hit {
     pub score: f64,
     /// The bundle it came from.
     pub bundle: String,
-    /// Chunk id (a JSON string: see [`crate::util::id_as_string`]).
-    #[serde(serialize_with = "crate::util::id_as_string")]
+    /// Chunk id (a JSON string: see [`trove_base::util::id_as_string`]).
+    #[serde(serialize_with = "trove_base::util::id_as_string")]
     pub chunk_id: i64,
     /// Repo-relative path.
     pub path: String,
@@ -200,7 +200,7 @@ pub struct Hit {
 /// One segment of an open bundle: which of its rows later segments killed, and its query caches
 /// (each built from this segment's tables alone, so a new segment costs only its own).
 struct Segment {
-    info: crate::bundle::SegmentInfo,
+    info: trove_bundle::SegmentInfo,
     /// Whether a later segment has tombstones (which may name paths here).
     tombstoned: bool,
     /// A flag per chunk ordinal: dead, its path tombstoned by a later segment (from the `files`
@@ -278,18 +278,21 @@ impl Bundle {
                         &self.dir,
                         &self.manifest,
                         later,
-                        crate::bundle::TOMBSTONES,
+                        trove_bundle::TOMBSTONES,
                     )?);
                 }
             }
-            let name = format!("dead-v1-{}", &crate::util::sha256_hex(key.as_bytes())[..32]);
+            let name = format!(
+                "dead-v1-{}",
+                &trove_base::util::sha256_hex(key.as_bytes())[..32]
+            );
             let chunks = seg.info.chunks;
             let bytes = cache::load(
                 &name,
                 |b| b.len() as u64 == chunks,
                 || {
                     let paths = &loaded(&self.dead_paths, || {
-                        crate::bundle::reader::dead_paths(&self.dir, &self.manifest)
+                        trove_bundle::reader::dead_paths(&self.dir, &self.manifest)
                     })?[i];
                     // The files' chunk counts must add up to the segment's chunks (its manifest
                     // entry, checked against chunks.parquet): a damaged count is refused, never
@@ -306,7 +309,7 @@ impl Bundle {
                         )
                     };
                     let mut dead = Vec::with_capacity(chunks as usize);
-                    for f in crate::bundle::reader::read_files(&seg.info.dir(&self.dir))? {
+                    for f in trove_bundle::reader::read_files(&seg.info.dir(&self.dir))? {
                         let d = u8::from(paths.contains(&f.path));
                         let n = u64::from(f.chunks);
                         if dead.len() as u64 + n > chunks {
@@ -330,7 +333,7 @@ impl Bundle {
     pub fn file_text(&self, path: &str) -> Result<Option<String>> {
         let dead = if self.segments.iter().any(|s| s.tombstoned) {
             Some(loaded(&self.dead_paths, || {
-                crate::bundle::reader::dead_paths(&self.dir, &self.manifest)
+                trove_bundle::reader::dead_paths(&self.dir, &self.manifest)
             })?)
         } else {
             None
@@ -458,15 +461,15 @@ impl Bundle {
     /// the bytes).
     pub fn open(path: &Path) -> Result<Self> {
         let label = path.display().to_string();
-        let dir = &crate::bundle::pack::open_path(path)?;
+        let dir = &trove_bundle::pack::open_path(path)?;
         let manifest = read_manifest(dir)?;
-        if manifest.format_version < crate::bundle::FORMAT_VERSION {
+        if manifest.format_version < trove_bundle::FORMAT_VERSION {
             return Err(Error::bundle(
                 dir,
                 format!(
                     "format_version {} was written by an older trove (this one reads {}): re-index it",
                     manifest.format_version,
-                    crate::bundle::FORMAT_VERSION
+                    trove_bundle::FORMAT_VERSION
                 ),
             ));
         }
@@ -498,7 +501,7 @@ impl Bundle {
         }
         // Every table's sha256 against the manifest: hashed once per file version (remembered in
         // the cache by path, size, mtime and inode), so damaged bytes are refused, not queried.
-        crate::bundle::pack::check_hashes(dir, &manifest)?;
+        trove_bundle::pack::check_hashes(dir, &manifest)?;
         // Each segment's rows of the paths a later segment tombstones are dead.
         let segments: Vec<Segment> = manifest
             .segments
@@ -527,7 +530,7 @@ impl Bundle {
     }
 
     /// With several segments the `refs` view resolves every reference again over all segments'
-    /// definitions (see [`crate::bundle::views_sql`]): about a second on a bundle of 50k chunks and
+    /// definitions (see [`trove_bundle::views_sql`]): about a second on a bundle of 50k chunks and
     /// 120k references, for every `refs`, `map` or `callers`. Its result depends only on the
     /// segments' `refs`, `symbols`, `deps` and `tombstones` tables and on the views' SQL, so
     /// the first use writes it to the query cache (`refs-v1-<sha256 of those>.parquet`, by
@@ -556,7 +559,11 @@ impl Bundle {
                 if was_file && let Ok(conn) = self.conn() {
                     let _ = conn.execute_batch(&format!(
                         "CREATE OR REPLACE VIEW refs AS {}",
-                        crate::resolve::resolved_refs_sql("stored_refs", "symbols", "deps")
+                        trove_bundle::resolution::resolved_refs_sql(
+                            "stored_refs",
+                            "symbols",
+                            "deps"
+                        )
                     ));
                 }
                 RefsCache::Live
@@ -575,13 +582,13 @@ impl Bundle {
 
     /// Writes (or finds) the cached resolution and points the view at it: its path.
     fn try_cache_refs(&self) -> Result<std::path::PathBuf> {
-        let dir =
-            crate::util::cache_dir().ok_or_else(|| Error::Other("no cache directory".into()))?;
+        let dir = trove_base::util::cache_dir()
+            .ok_or_else(|| Error::Other("no cache directory".into()))?;
         // The views' own text (the live rows and the resolution rules, by this build) and the
         // tables' sha256s.
         let mut key = format!(
             "refs-v1\n{}\n",
-            crate::bundle::views_sql(&self.manifest.segments, |rel| format!("'{rel}'"))
+            trove_bundle::views_sql(&self.manifest.segments, |rel| format!("'{rel}'"))
         );
         for seg in &self.manifest.segments {
             key.push_str(&seg.id);
@@ -593,14 +600,14 @@ impl Bundle {
                     &self.dir,
                     &self.manifest,
                     seg,
-                    crate::bundle::TOMBSTONES,
+                    trove_bundle::TOMBSTONES,
                 )?);
             }
             key.push('\n');
         }
         let path = dir.join(format!(
             "refs-v1-{}.parquet",
-            &crate::util::sha256_hex(key.as_bytes())[..32]
+            &trove_base::util::sha256_hex(key.as_bytes())[..32]
         ));
         let conn = self.conn()?;
         let view = |p: &Path| {
@@ -671,7 +678,7 @@ impl Bundle {
                 .then_some(QueryModel::Hash(ours))
                 .ok_or_else(|| "its hash embedder differs from this trove's".to_string())
         } else {
-            crate::embed::for_manifest(&self.manifest).map(|m| QueryModel::Model(Arc::from(m)))
+            trove_embed::for_manifest(&self.manifest).map(|m| QueryModel::Model(Arc::from(m)))
         };
         let model = model.map_err(|why| {
             Error::bundle(
@@ -1423,7 +1430,7 @@ impl QueryModel {
                         m.dim()
                     )));
                 }
-                crate::embed::normalize(&mut v);
+                trove_embed::normalize(&mut v);
                 v
             }
         };
@@ -1479,7 +1486,7 @@ fn open_duckdb(dir: &Path, manifest: &Manifest) -> Result<duckdb::Connection> {
     // No download at run time: a function of an extension not compiled in (`current_date` needs
     // icu) fails with DuckDB's message instead of reaching for extensions.duckdb.org.
     conn.execute_batch("SET autoinstall_known_extensions = false;")?;
-    let sql = crate::bundle::views_sql(&manifest.segments, |rel| {
+    let sql = trove_bundle::views_sql(&manifest.segments, |rel| {
         lit(&dir.join(rel).to_string_lossy())
     });
     conn.execute_batch(&sql)?;
@@ -1494,7 +1501,7 @@ fn signal(h: &Hit, terms: &FxHashSet<&str>) -> f64 {
     if matches!(h.source_type.as_str(), "code" | "test")
         && let Some(sp) = &h.symbol_path
     {
-        let sym: FxHashSet<String> = extract::tokens(sp, 64).into_iter().collect();
+        let sym: FxHashSet<String> = tokenizer::tokens(sp, 64).into_iter().collect();
         let matched = terms.iter().filter(|t| sym.contains(**t)).count();
         w *= 1.0 + SYMBOL_BOOST * matched as f64;
     }
@@ -1869,7 +1876,7 @@ pub fn query_terms(query: &str, max_len: usize) -> Vec<(String, f64)> {
     let mut out: Vec<(String, f64)> = Vec::new();
     let mut seen = FxHashSet::default();
     for word in query.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-        let toks = extract::tokens(word, max_len);
+        let toks = tokenizer::tokens(word, max_len);
         for (i, t) in toks.iter().enumerate() {
             if seen.insert(t.clone()) {
                 let w = if i == 0 && toks.len() > 1 {

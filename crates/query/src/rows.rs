@@ -3,7 +3,7 @@
 //!
 //! Chunk ids are hashes, so `chunk_id IN (...)` over `chunks.parquet` prunes no row group: DuckDB
 //! would decompress these columns of every row for each query (≈50 ms at 100k chunks). Instead they
-//! are read once into a cache file (keyed by `chunks.parquet`'s sha256, see [`super::cache`]) laid
+//! are read once into a cache file (keyed by `chunks.parquet`'s sha256, see [`trove_bundle::cache`]) laid
 //! out for lookup: ids sorted, fixed-width rows, each distinct string stored once.
 //!
 //! Each row also names the function or method the chunk is a piece of, when the chunker split one
@@ -18,10 +18,10 @@ use arrow::array::{Array, Int32Array, Int64Array, StringArray};
 use rustc_hash::FxHashMap;
 use std::path::Path;
 
-use super::cache::{self, Bytes, i64_at, u32_at, u64_at};
-use crate::bundle::reader::column;
-use crate::bundle::{Manifest, SegmentInfo};
 use crate::{Error, Result};
+use trove_bundle::cache::{self, Bytes, i64_at, u32_at, u64_at};
+use trove_bundle::reader::column;
+use trove_bundle::{Manifest, SegmentInfo};
 
 const MAGIC: &[u8; 8] = b"TRVROW03";
 const HEADER: usize = 8 + 8 + 8 + 8;
@@ -230,7 +230,7 @@ fn callables(path: &Path) -> Result<FxHashMap<String, Vec<Def>>> {
     ];
     let mut out: FxHashMap<String, Vec<Def>> = FxHashMap::default();
     let mut row = 0;
-    for batch in super::lookup::projected(path, &cols, None)? {
+    for batch in trove_bundle::lookup::projected(path, &cols, None)? {
         let batch = batch?;
         let p = column::<StringArray>(&batch, "path", path)?;
         let kind = column::<StringArray>(&batch, "kind", path)?;
@@ -272,7 +272,7 @@ fn def_strings(path: &Path, wanted: &[usize]) -> Result<FxHashMap<usize, [String
         return Ok(out);
     }
     let (mut row, mut next) = (0, 0);
-    for batch in super::lookup::projected(path, &["name", "symbol_path", "kind"], None)? {
+    for batch in trove_bundle::lookup::projected(path, &["name", "symbol_path", "kind"], None)? {
         let batch = batch?;
         let n = batch.num_rows();
         let name = column::<StringArray>(&batch, "name", path)?;
@@ -343,7 +343,7 @@ fn build(path: &Path, symbols: Option<&Path>) -> Result<Vec<u8>> {
     .into_iter()
     .chain(STRING_COLUMNS)
     .collect();
-    let reader = super::lookup::projected(path, &wanted, None)?;
+    let reader = trove_bundle::lookup::projected(path, &wanted, None)?;
     let mut ids: Vec<i64> = Vec::new();
     let mut rows: Vec<u32> = Vec::new();
     let mut interned: FxHashMap<String, u32> = FxHashMap::default();

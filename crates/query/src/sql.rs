@@ -96,7 +96,7 @@ impl VArrowScalar for TroveTokens {
                 continue;
             }
             seen.clear();
-            crate::extract::tokenize(texts.value(i), *max_len, |t| {
+            trove_bundle::tokenizer::tokenize(texts.value(i), *max_len, |t| {
                 if seen.insert(t.to_string()) {
                     out.values().append_value(t);
                 }

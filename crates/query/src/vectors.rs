@@ -5,10 +5,10 @@
 //! between ranks that matter.
 use std::path::Path;
 
-use super::cache::{self, Bytes};
-use crate::bundle::reader::EmbeddingCols;
-use crate::bundle::{Manifest, SegmentInfo};
 use crate::{Error, Result};
+use trove_bundle::cache::{self, Bytes};
+use trove_bundle::reader::EmbeddingCols;
+use trove_bundle::{Manifest, SegmentInfo};
 
 const MAGIC: &[u8; 8] = b"TRVVEC02";
 
@@ -20,7 +20,7 @@ pub fn for_each_embedding(
     dim: usize,
     mut row: impl FnMut(i64, &[f32], &[f32]),
 ) -> Result<()> {
-    for batch in crate::bundle::reader::open_parquet(path)? {
+    for batch in trove_bundle::reader::open_parquet(path)? {
         let c = EmbeddingCols::new(&batch?, dim, path)?;
         for r in 0..c.len() {
             row(c.id(r), c.vector(r), c.windows(r));

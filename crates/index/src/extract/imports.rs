@@ -16,10 +16,11 @@
 //! a submodule (`a/b.py`); JavaScript/TypeScript `import * as c from "./mod"`; Go's imported
 //! packages (`go:` + the import path, a directory once the bundle's `go.mod` says where its module
 //! lives); Rust's `use crate::a::b` (`b::f()`).
-use crate::resolve::ANYWHERE;
 use regex::Regex;
 use rustc_hash::FxHashMap;
 use std::sync::LazyLock;
+use trove_bundle::resolution::ANYWHERE;
+pub use trove_bundle::resolution::JS_SUFFIXES;
 
 static PY_FROM: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^from\s+(\.*)([\w.]*)\s+import\s+\(?([^)]*)\)?\s*$").expect("valid regex")
@@ -104,18 +105,6 @@ fn py_absolute_bases(dir: &str, module: &str) -> Vec<String> {
     }
     out
 }
-
-/// What a JavaScript/TypeScript module path may end with, most likely first.
-pub const JS_SUFFIXES: [&str; 8] = [
-    ".ts",
-    ".tsx",
-    ".js",
-    ".jsx",
-    ".mjs",
-    "/index.ts",
-    "/index.tsx",
-    "/index.js",
-];
 
 /// The files a JavaScript/TypeScript specifier may be, from the directory `dir`: a relative one's
 /// files; a bare one (`rxjs/operators`, `@app/util`), `ts:DIR|SPEC`, which the bundle's

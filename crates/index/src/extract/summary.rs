@@ -8,8 +8,8 @@
 //! Invoice, class PaymentService, function format_amount.`; a config file: `Configures package,
 //! dependencies.`), else its first heading or line.
 //! Deterministic: the same file gives the same summaries.
-use crate::chunk::{Chunk, Symbol};
-use crate::lang::Language;
+use trove_lang::chunk::{Chunk, Symbol};
+use trove_lang::lang::Language;
 
 /// Longest summary kept, in characters.
 const MAX_CHARS: usize = 200;
@@ -335,7 +335,7 @@ mod tests {
 
     #[test]
     fn file_headers_skip_licenses() {
-        let reg = crate::lang::Registry::load(&[]).unwrap();
+        let reg = trove_lang::lang::Registry::load(&[]).unwrap();
         let rs = reg.get("rust").unwrap();
         let py = reg.get("python").unwrap();
         let src = "// Copyright 2024 Example.\n// Licensed under MIT.\n\n//! Parses configs. More.\nfn f() {}\n";

@@ -10,11 +10,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::bundle::reader::{FileRow, FileRows, Live, PostingStream};
-use crate::bundle::{self, BundleWriter, Finished, Manifest};
 use crate::config::BundleConfig;
-use crate::record::GroupSource;
+use crate::reader::FileRows;
+use crate::writer::BundleWriter;
 use crate::{Error, Result};
+use trove_bundle::postings::GroupSource;
+use trove_bundle::reader::{FileRow, Live, PostingStream};
+use trove_bundle::{self as bundle, Finished, Manifest};
 
 /// What a compaction did.
 #[derive(Debug, Default, Clone, serde::Serialize)]

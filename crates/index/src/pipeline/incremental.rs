@@ -11,8 +11,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::{Path, PathBuf};
 
-use crate::bundle::{self, Manifest, Shard, reader::FileRow};
 use crate::{Error, Result};
+use trove_bundle::{self as bundle, Manifest, Shard, reader::FileRow};
 
 /// `--since`: a revision, or the commit stamped in the bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,7 +181,7 @@ fn incompatible(m: &Manifest, e: &Expect) -> Option<String> {
             env!("CARGO_PKG_VERSION")
         ));
     }
-    if m.tool.build.as_deref() != Some(env!("TROVE_SOURCE_HASH")) {
+    if m.tool.build.as_deref() != Some(trove_bundle::SOURCE_HASH) {
         return Some(format!(
             "another build of trove {} (sources {})",
             m.tool.version,
@@ -378,7 +378,7 @@ pub(crate) fn plan(
             let in_history = resolve(&repo, c)
                 .ok()
                 .is_some_and(|id| check_ancestor(&repo, c, id).is_ok());
-            let c = crate::util::short_commit(c);
+            let c = trove_base::util::short_commit(c);
             return Err(refuse(if in_history {
                 format!(
                     "--since {given}: {shown} was built from commit {c}, not {given} ({}): use \
@@ -422,7 +422,7 @@ pub(crate) fn plan(
             let shown_paths: Vec<_> = uncommitted
                 .iter()
                 .take(5)
-                .map(|p| crate::util::visible_line(p))
+                .map(|p| trove_base::util::visible_line(p))
                 .collect();
             return Err(refuse(format!(
                 "--since {given}: the work tree has {} uncommitted change(s) ({}{}): commit them, or \
@@ -810,7 +810,9 @@ pub(crate) fn worktree_changes(
         .iter()
         .filter_map(|p| {
             let p = p.canonicalize().unwrap_or_else(|_| p.clone());
-            p.strip_prefix(workdir).ok().map(crate::util::slash_path)
+            p.strip_prefix(workdir)
+                .ok()
+                .map(trove_base::util::slash_path)
         })
         .collect();
     let mut out = Vec::new();

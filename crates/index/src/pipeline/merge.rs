@@ -12,9 +12,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::bundle::reader::{FileRow, Live, read_tombstones};
-use crate::bundle::{self, Counts, FileEntry, LiveTotals, Manifest, SegmentInfo};
 use crate::{Error, Result};
+use trove_bundle::reader::{FileRow, Live, read_tombstones};
+use trove_bundle::{self as bundle, Counts, FileEntry, LiveTotals, Manifest, SegmentInfo};
 
 /// What a merge did.
 #[derive(Debug, Default, serde::Serialize)]

@@ -28,18 +28,19 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::bundle::reader::FileRow;
-use crate::bundle::{self, BundleWriter, Manifest, Shard};
-use crate::chunk::chunk_file;
 use crate::config::PipelineConfig;
-use crate::embed::{EmbedStage, EmbedStats, window_texts};
-use crate::lang::Registry;
 use crate::record::{ChunkRecord, FileRecord, RefKind, SymbolRecord};
 use crate::resolve::{self, chunk_at};
 use crate::source::{self, Candidate, Rules, SkipReason, Skipped, WalkOptions};
 use crate::summarize::SummaryBackend;
-use crate::util::{sha256_hex, stable_id};
+use crate::writer::BundleWriter;
 use crate::{Error, Result, extract};
+use trove_base::util::{sha256_hex, stable_id};
+use trove_bundle::reader::FileRow;
+use trove_bundle::{self as bundle, Manifest, Shard};
+use trove_embed::{EmbedStage, EmbedStats, window_texts};
+use trove_lang::chunk::chunk_file;
+use trove_lang::lang::Registry;
 
 /// Test hooks, compiled in only with the cargo feature `test-hooks` (which `scripts/test.sh` turns
 /// on for the test build; release builds have none): environment variables that make a run fail
@@ -168,7 +169,7 @@ pub struct IndexSummary {
 #[derive(Debug, Default, serde::Serialize)]
 pub struct ScipSummary {
     /// The indexes read.
-    pub inputs: Vec<crate::precise::ScipInput>,
+    pub inputs: Vec<trove_bundle::ScipInput>,
     /// Files whose rows took their document's facts.
     pub files: u64,
     /// Definitions of the syntax rules marked with their SCIP symbol.
@@ -281,15 +282,15 @@ pub fn run_index(opts: &IndexOptions) -> Result<(Manifest, IndexSummary)> {
     let registry = load_registry(&root, &opts.languages_dirs)?;
     let scip = load_scip(&root, opts)?;
     let backend =
-        crate::embed::from_config(&opts.config.embed, opts.config.bm25.max_token_len, None)?;
+        trove_embed::from_config(&opts.config.embed, opts.config.bm25.max_token_len, None)?;
     let cache_root = opts
         .config
         .embed
         .cache
-        .then(crate::util::cache_dir)
+        .then(trove_base::util::cache_dir)
         .flatten();
-    if opts.config.embed.backend == crate::embed::EmbedBackend::Local {
-        crate::embed::remember_model_dir(&backend.fingerprint(), &opts.config.embed.model_dir);
+    if opts.config.embed.backend == trove_embed::EmbedBackend::Local {
+        trove_embed::remember_model_dir(&backend.fingerprint(), &opts.config.embed.model_dir);
     }
     let embedder = EmbedStage::new(backend, cache_root.as_deref());
     let summarizer = crate::summarize::from_config(&opts.config.summary)?;
@@ -418,10 +419,7 @@ fn load_registry(root: &Path, extra: &[PathBuf]) -> Result<Registry> {
 
 /// The config as stamped in the manifest: without the local model folder's path (a bundle names
 /// nothing of the machine that made it; the query side finds the folder by fingerprint).
-fn stamped_config(
-    cfg: &PipelineConfig,
-    embedder: &dyn crate::embed::Embedder,
-) -> serde_json::Value {
+fn stamped_config(cfg: &PipelineConfig, embedder: &dyn trove_embed::Embedder) -> serde_json::Value {
     let mut c = cfg.clone();
     embedder.stamp(&mut c.embed);
     c.embed.model_dir = String::new();
@@ -768,7 +766,7 @@ fn build_into(
         }
         Some(r) => {
             summary.tombstones = finished.segment.tombstones;
-            let new_files = crate::bundle::reader::read_files(&finished.segment.dir(tmp))?;
+            let new_files = trove_bundle::reader::read_files(&finished.segment.dir(tmp))?;
             let live_files = r
                 .files
                 .values()
@@ -799,7 +797,7 @@ fn build_into(
     summary.bundle_bytes = manifest.files.iter().map(|e| e.bytes).sum();
     summary.segments = manifest.segments.len();
     summary.wall_secs = started.elapsed().as_secs_f64();
-    summary.peak_rss_bytes = crate::util::peak_rss_bytes();
+    summary.peak_rss_bytes = trove_base::util::peak_rss_bytes();
     Ok((manifest, summary))
 }
 
@@ -886,7 +884,7 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     let max_len = ctx.config.bm25.max_token_len;
     let path_tokens = extract::tokens(&c.rel, max_len);
     let is_code = matches!(source_type.as_str(), "code" | "test");
-    let no_symbols: &[crate::chunk::Symbol] = &[];
+    let no_symbols: &[trove_lang::chunk::Symbol] = &[];
     let file_symbols = if source_type != "doc" {
         &chunked.symbols[..]
     } else {
@@ -947,14 +945,15 @@ fn process(ctx: &Ctx<'_>, c: &Candidate) -> FileResult {
     // BM25 terms of a chunk: its content's tokens and the path's. With the inline hash embedder
     // the same pass counts the token hashes of its text (path, symbol path, content: the tokens
     // of `embed_text`, in order), so no chunk is tokenized twice.
-    let fnv = crate::util::fnv1a64;
+    let fnv = trove_base::util::fnv1a64;
     let hash = ctx
         .embedder
         .inline_hash()
         .filter(|h| h.max_token_len() == max_len);
     let path_hashes: Vec<u64> = path_tokens.iter().map(|t| fnv(t.as_bytes())).collect();
     // A chunk's terms (content, then path), each content token's hash also handed to `seen`.
-    let count_terms = |ch: &crate::chunk::Chunk, mut seen: Option<&mut FxHashMap<u64, u32>>| {
+    let count_terms = |ch: &trove_lang::chunk::Chunk,
+                       mut seen: Option<&mut FxHashMap<u64, u32>>| {
         let mut terms = extract::TermCounts::default();
         extract::tokenize(&ch.content, max_len, |t| {
             let th = fnv(t.as_bytes());
@@ -1146,7 +1145,7 @@ fn restore_bom(chunks: &mut [ChunkRecord], tail: &mut String) {
 }
 
 /// The stable id of the definition `s` of the file at `rel`: (path, kind, symbol path, start).
-fn symbol_id(rel: &str, s: &crate::chunk::Symbol) -> i64 {
+fn symbol_id(rel: &str, s: &trove_lang::chunk::Symbol) -> i64 {
     stable_id(&[
         rel.as_bytes(),
         s.kind.as_bytes(),
@@ -1159,7 +1158,7 @@ fn symbol_id(rel: &str, s: &crate::chunk::Symbol) -> i64 {
 /// holds each definition's start.
 fn symbol_records(
     rel: &str,
-    symbols: Vec<crate::chunk::Symbol>,
+    symbols: Vec<trove_lang::chunk::Symbol>,
     chunks: &[ChunkRecord],
 ) -> Vec<SymbolRecord> {
     let ids: Vec<i64> = symbols.iter().map(|s| symbol_id(rel, s)).collect();
@@ -1337,7 +1336,7 @@ fn read_index_paths(workdir: &Path) -> Option<std::thread::JoinHandle<Vec<String
 fn subdir_of(root: &Path, workdir: &Path) -> Option<String> {
     root.strip_prefix(workdir)
         .ok()
-        .map(crate::util::slash_path)
+        .map(trove_base::util::slash_path)
         .filter(|s| !s.is_empty())
 }
 

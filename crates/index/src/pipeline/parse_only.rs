@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use super::IndexOptions;
-use crate::lang::Registry;
 use crate::source::Rules;
 use crate::{Error, Result};
+use trove_lang::lang::Registry;
 
 /// What a parse-only run did.
 #[derive(Debug, Default, serde::Serialize)]
@@ -73,7 +73,7 @@ pub fn run_parse_only(opts: &IndexOptions) -> Result<ParseOnlySummary> {
         no_grammar: s.no_grammar.into_inner(),
         skipped: walked.skipped.len() as u64 + s.skipped.into_inner(),
         wall_secs: started.elapsed().as_secs_f64(),
-        peak_rss_bytes: crate::util::peak_rss_bytes(),
+        peak_rss_bytes: trove_base::util::peak_rss_bytes(),
     })
 }
 
@@ -106,7 +106,7 @@ fn parse_one(
     let head = &text.as_bytes()[..text.len().min(16 * 1024)];
     let parsed = registry
         .detect(rel, head)
-        .and_then(|lang| crate::chunk::parse_only(&text, lang, &opts.config.chunk));
+        .and_then(|lang| trove_lang::chunk::parse_only(&text, lang, &opts.config.chunk));
     let counter = match parsed {
         Some(true) => &s.parsed,
         Some(false) => &s.fallbacks,

@@ -11,10 +11,11 @@ use regex::RegexSet;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use trove_base::util::floor_char_boundary;
 
 use crate::config::SourceConfig;
-pub use crate::record::SkipReason;
 use crate::{Error, Result};
+pub use trove_base::sets::SkipReason;
 
 /// Bytes sniffed for NULs and control characters to call a file binary (what git and ripgrep look at).
 const BINARY_SNIFF_BYTES: usize = 8192;
@@ -33,16 +34,7 @@ pub struct Candidate {
     pub bytes: Option<u64>,
 }
 
-/// A file or directory that is not indexed, and why.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Skipped {
-    /// Repo-relative path (directories end with `/`).
-    pub path: String,
-    /// Why.
-    pub reason: SkipReason,
-    /// Size in bytes when known (0 for directories).
-    pub bytes: u64,
-}
+pub use trove_bundle::reader::Skipped;
 
 /// What the walk found.
 #[derive(Debug, Default)]
@@ -187,7 +179,7 @@ impl Rules {
 /// checked in): its `views.sql` and `manifest.json` (a stat of each; `views.sql` first, which
 /// almost no folder has).
 fn is_bundle_dir(p: &Path) -> bool {
-    p.join(crate::bundle::VIEWS).is_file() && p.join(crate::bundle::MANIFEST).is_file()
+    p.join(trove_bundle::VIEWS).is_file() && p.join(trove_bundle::MANIFEST).is_file()
 }
 
 /// Whether `p` is the lock file a run leaves beside its bundle (`.NAME.lock` next to `NAME`).
@@ -233,15 +225,6 @@ fn with_dir_forms(globs: &[String]) -> Vec<String> {
         }
     }
     out
-}
-
-/// The largest char boundary at or below `i`.
-pub(crate) fn floor_char_boundary(s: &str, i: usize) -> usize {
-    let mut i = i.min(s.len());
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 /// NUL bytes, or more than 10% control bytes other than whitespace and ESC, mean binary.
@@ -307,7 +290,7 @@ pub fn checkout_settings(repo: &git2::Repository) -> String {
         }
         text.push(b'\n');
     }
-    crate::util::sha256_hex(&text)[..16].to_string()
+    trove_base::util::sha256_hex(&text)[..16].to_string()
 }
 
 /// Whether the settings outside the tree may make git check a file in as other bytes than the
@@ -363,7 +346,7 @@ fn checkout_parts(repo: &git2::Repository) -> [(&'static str, Option<Vec<u8>>); 
 
 fn lossy_rel(root: &Path, p: &Path) -> String {
     let rel = p.strip_prefix(root).unwrap_or(p);
-    crate::util::slash_path(rel)
+    trove_base::util::slash_path(rel)
 }
 
 /// Walks `root`: candidates to read and everything skipped, both sorted by path. `excludes_file`

@@ -923,7 +923,7 @@ fn signature(lang: &Language, text: &str, outer: Node<'_>, node: Node<'_>) -> Op
         sig.push_str(w);
     }
     if sig.len() > MAX_SIGNATURE_BYTES {
-        let cut = crate::source::floor_char_boundary(&sig, MAX_SIGNATURE_BYTES);
+        let cut = trove_base::util::floor_char_boundary(&sig, MAX_SIGNATURE_BYTES);
         sig.truncate(cut);
         sig.push('…');
     }

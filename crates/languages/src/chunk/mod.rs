@@ -13,8 +13,11 @@ mod rules;
 /// The deepest syntax tree the chunker walks; a deeper one is a failed parse (line windows).
 pub use ast::MAX_TREE_DEPTH;
 
-use crate::config::ChunkConfig;
+mod config;
+
+pub use crate::lang::Chunker;
 use crate::lang::Language;
+pub use config::ChunkConfig;
 
 /// Parses `text` with `lang`'s grammar within `cfg`'s time bound and drops the tree, nothing else
 /// (the floor the pipeline's speed is measured against). `None` when `lang` has no grammar;
@@ -98,27 +101,6 @@ pub struct ChunkedFile {
     pub refs: Vec<crate::lang::refs::Reference>,
     /// True when the AST chunker gave up (parse time bound) and line windows were used instead.
     pub parse_fallback: bool,
-}
-
-crate::record::named_set! {
-    /// How a file is cut into chunks (a language file's `chunker`; `chunk.chunker` picks `ast`,
-    /// the language's own, or `lines` for every file).
-    Chunker {
-        /// Syntax scopes, by the language's tree-sitter grammar.
-        Ast = "ast",
-        /// Markdown heading sections.
-        Markdown = "markdown",
-        /// reStructuredText title sections.
-        Rst = "rst",
-        /// AsciiDoc title sections.
-        Asciidoc = "asciidoc",
-        /// Regex block rules (languages without a grammar).
-        Rules = "rules",
-        /// Paragraphs packed up to the budget (plain text).
-        Paragraphs = "paragraphs",
-        /// Fixed line windows.
-        Lines = "lines",
-    }
 }
 
 /// Chunks `text` as its language says (or by line windows when `cfg.chunker` is `lines`).
@@ -429,7 +411,7 @@ mod tests {
     use super::*;
 
     fn cfg() -> ChunkConfig {
-        crate::config::PipelineConfig::defaults().unwrap().chunk
+        crate::chunk::ChunkConfig::defaults()
     }
 
     #[test]

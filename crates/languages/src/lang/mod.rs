@@ -18,6 +18,27 @@ use crate::{Error, Result};
 
 include!(concat!(env!("OUT_DIR"), "/languages.rs"));
 
+trove_base::named_set! {
+    /// How a file is cut into chunks (a language file's `chunker`; `chunk.chunker` picks `ast`,
+    /// the language's own, or `lines` for every file).
+    Chunker {
+        /// Syntax scopes, by the language's tree-sitter grammar.
+        Ast = "ast",
+        /// Markdown heading sections.
+        Markdown = "markdown",
+        /// reStructuredText title sections.
+        Rst = "rst",
+        /// AsciiDoc title sections.
+        Asciidoc = "asciidoc",
+        /// Regex block rules (languages without a grammar).
+        Rules = "rules",
+        /// Paragraphs packed up to the budget (plain text).
+        Paragraphs = "paragraphs",
+        /// Fixed line windows.
+        Lines = "lines",
+    }
+}
+
 /// A language file, as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,7 +62,7 @@ pub struct LanguageFile {
     #[serde(default)]
     pub grammar: Option<String>,
     /// How its files are cut into chunks.
-    pub chunker: crate::chunk::Chunker,
+    pub chunker: Chunker,
     /// Line comment markers.
     #[serde(default)]
     pub line_comments: Vec<String>,
@@ -412,7 +433,7 @@ impl Language {
             ),
             None => None,
         };
-        if def.chunker == crate::chunk::Chunker::Ast && grammar.is_none() {
+        if def.chunker == Chunker::Ast && grammar.is_none() {
             return Err(bad("chunker \"ast\" needs a grammar".into()));
         }
         let mut rules = rustc_hash::FxHashMap::default();
@@ -525,7 +546,7 @@ impl Language {
                 kind: r.kind.clone(),
             });
         }
-        if def.chunker == crate::chunk::Chunker::Rules && blocks.is_empty() {
+        if def.chunker == Chunker::Rules && blocks.is_empty() {
             return Err(bad("chunker \"rules\" needs [[blocks]]".into()));
         }
         let kinds = grammar.as_ref().map_or_else(Vec::new, |g| {
@@ -660,7 +681,7 @@ impl Registry {
             h.extend_from_slice(text.as_bytes());
             h.push(0);
         }
-        let fingerprint = crate::util::sha256_hex(&h);
+        let fingerprint = trove_base::util::sha256_hex(&h);
         let mut langs: Vec<Language> = Vec::new();
         for (name, text) in files {
             let def: LanguageFile =
@@ -849,7 +870,7 @@ mod tests {
     /// when languages load, instead of silently falling back to the search for an identifier.
     #[test]
     fn name_paths_are_checked_against_the_grammar() {
-        let ini = include_str!("../../pipelines/languages/ini.toml");
+        let ini = include_str!("../../../../pipelines/languages/ini.toml");
         for (good, bad) in [
             ("@section_name/@text", "@section_nme/@text"),
             ("@section_name/@text", "@section_name?/@txt"),

@@ -5,7 +5,7 @@ use tree_sitter::{Node, Parser};
 use std::num::NonZeroU16;
 
 use super::{KindInfo, Language, child_by_field, node_text};
-use crate::record::RefKind;
+use trove_base::sets::RefKind;
 
 /// An import or a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
