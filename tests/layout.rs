@@ -13,7 +13,8 @@ const LAYERS: &[(&str, u32)] = &[
     ("trove-embed", 2),
     ("trove-index", 3),
     ("trove-query", 3),
-    ("trove", 4),
+    ("trove-service", 4),
+    ("trove", 5),
 ];
 
 fn layer(name: &str) -> Option<u32> {

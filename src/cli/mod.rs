@@ -1,27 +1,24 @@
 //! The command line: one module per subcommand, each with `XArgs` and `run(args)`.
 //! `main.rs` only parses and maps errors to exit codes.
-#[cfg(feature = "openai")]
-pub mod ask;
 pub mod chunks;
 pub mod compact;
 pub mod index;
 pub mod inspect;
 pub mod languages;
-pub mod map;
-pub mod mcp;
+
 pub mod merge;
 pub mod pack;
 pub mod query;
-pub mod serve;
-pub mod show;
 pub mod sql;
-pub mod structure;
 pub mod sync;
-pub mod tools;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
+pub use trove_service::args::{EmbedderAt, Rerank, limit, threads};
+#[cfg(feature = "openai")]
+pub use trove_service::ask;
+pub use trove_service::{map, mcp, serve, show, structure};
 
 /// `trove --version`: the version, the commit it was built from and the cargo features compiled in,
 /// e.g. `0.1.0 (commit 1c6fc33a…, features: engine local onnx openai)`.
@@ -53,29 +50,50 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Subcommands; each one's help is the doc of its `XArgs`.
+/// Subcommands: one line each in `trove --help` (`about`); each one's own `--help` is the doc of
+/// its `XArgs`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    #[command(about = "Index a directory into a bundle (Parquet tables + manifest.json)")]
     Index(Box<index::IndexArgs>),
+    #[command(about = "Show a bundle's manifest: source, counts, languages and files")]
     Inspect(inspect::InspectArgs),
+    #[command(about = "Check a bundle's files, rows and counts against its manifest")]
     Verify(verify::VerifyArgs),
+    #[command(about = "List the languages trove detects and how each is chunked")]
     Languages(languages::LanguagesArgs),
+    #[command(about = "Show how trove chunks one file")]
     Chunks(chunks::ChunksArgs),
+    #[command(about = "Search bundles: BM25 and vector arms, fused")]
     Query(query::QueryArgs),
+    #[command(about = "Run SQL over a bundle in an embedded DuckDB")]
     Sql(sql::SqlArgs),
+    #[command(about = "Join bundles of disjoint parts of one tree (CI shards) into one")]
     Merge(merge::MergeArgs),
+    #[command(about = "Rewrite a bundle's live rows as one segment")]
     Compact(compact::CompactArgs),
+    #[command(about = "Bring a bundle up to a published one, fetching only missing segments")]
     Sync(sync::SyncArgs),
+    #[command(about = "Pack a bundle into one file to ship (.trove)")]
     Pack(pack::PackArgs),
+    #[command(about = "Unpack a packed bundle (.trove) into a bundle directory")]
     Unpack(pack::UnpackArgs),
+    #[command(about = "Show the repository as a map, the most depended-on entries first")]
     Map(map::MapArgs),
+    #[command(about = "Print a file's text from the bundle, with line numbers")]
     Show(show::ShowArgs),
+    #[command(about = "Serve bundles to coding agents over the Model Context Protocol (stdio)")]
     Mcp(mcp::McpArgs),
+    #[command(about = "Serve bundles over HTTP: JSON API, MCP, health and metrics")]
     Serve(Box<serve::ServeArgs>),
     #[cfg(feature = "openai")]
+    #[command(about = "Ask a question: a model researches the bundles and answers with citations")]
     Ask(ask::AskArgs),
+    #[command(about = "Find definitions by name")]
     Symbols(structure::SymbolsArgs),
+    #[command(about = "Follow references: callers, callees, imports, subtypes, uses")]
     Refs(structure::RefsArgs),
+    #[command(about = "List the dependencies the bundle's package manifests declare")]
     Deps(structure::DepsArgs),
 }
 
@@ -169,18 +187,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-/// A count of results (`-k`): at least 1 (0 asks for nothing, a mistake) and at most what SQL's
-/// `LIMIT` takes.
-pub(crate) fn limit() -> clap::builder::RangedU64ValueParser<usize> {
-    clap::builder::RangedU64ValueParser::<usize>::new().range(1..=i64::MAX as u64)
-}
-
-/// A count of threads or handles, at most 1,024 (a mistyped 100000 would try to start them all):
-/// from 0 (one per core) when `zero`, else from 1.
-pub(crate) fn threads(zero: bool) -> clap::builder::RangedU64ValueParser<usize> {
-    clap::builder::RangedU64ValueParser::<usize>::new().range(u64::from(!zero)..=1024)
-}
-
 /// Prints `v` as pretty JSON on stdout (a command's `--json` summary).
 pub(crate) fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
     use std::io::Write;
@@ -203,39 +209,5 @@ pub(crate) fn human_bytes(n: u64) -> String {
         format!("{:.1} kB", n / 1e3)
     } else {
         format!("{n} B")
-    }
-}
-
-/// Late interaction's reach at query time (`trove query`, `serve`, `mcp`, `ask`).
-#[derive(Debug, Clone, clap::Args)]
-pub struct Rerank {
-    /// Best hits reordered by late interaction in hybrid and vector mode (the local model's
-    /// word-piece vectors of the query matched against each chunk's); 0: off. Only a `local`
-    /// embedder has such vectors (hash and openai bundles are not reordered). It reads N chunks
-    /// with the model at each query (at 20, on 2 cores: about +0.4 s with int8, +1 s with fp32).
-    #[arg(long, value_name = "N", default_value_t = trove::query::RERANK)]
-    pub rerank: usize,
-}
-
-/// Where a bundle's model embedder is found at query time, when not where the manifest says.
-#[derive(Debug, Clone, clap::Args)]
-pub struct EmbedderAt {
-    /// The model folder of a bundle indexed with `--embedder local` (default: the folder it was
-    /// indexed with, or $TROVE_MODEL_DIR). Its fingerprint must match the bundle's.
-    #[arg(long, value_name = "DIR")]
-    pub model_dir: Option<std::path::PathBuf>,
-    /// The server of a bundle indexed with `--embedder openai` (default: the URL it was indexed
-    /// with, or $TROVE_EMBED_URL); the API key comes from the same environment variable.
-    #[arg(long, value_name = "URL")]
-    pub embed_url: Option<String>,
-}
-
-impl EmbedderAt {
-    /// Makes these the process's embedder overrides.
-    pub fn apply(&self) {
-        trove::embed::set_overrides(trove::embed::Overrides {
-            model_dir: self.model_dir.clone(),
-            url: self.embed_url.clone(),
-        });
     }
 }

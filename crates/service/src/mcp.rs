@@ -1,5 +1,5 @@
 //! `trove mcp BUNDLE...`: a Model Context Protocol server over stdio, on the official Rust SDK
-//! (`rmcp`), serving the research tools of [`super::tools`] over the bundles named.
+//! (`rmcp`), serving the research tools of [`crate::tools`] over the bundles named.
 //!
 //! `rmcp` speaks the protocol: the `initialize` handshake (revisions 2024-11-05 to 2025-11-25)
 //! and the per-request envelope of 2026-07-28 (`server/discover`), JSON-RPC framing, errors for
@@ -21,7 +21,7 @@ use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use super::tools::{ToolError, Tools, specs};
+use crate::tools::{ToolError, Tools, specs};
 
 /// Serve bundles to coding agents over the Model Context Protocol (stdio).
 ///
@@ -38,20 +38,23 @@ pub struct McpArgs {
     /// The bundles to serve (directories or packed .trove files).
     #[arg(required = true)]
     pub bundles: Vec<PathBuf>,
+    /// Reranking of the hits.
     #[command(flatten)]
-    pub late: super::Rerank,
+    pub late: crate::args::Rerank,
+    /// Where the query embedder's model is.
     #[command(flatten)]
-    pub embedder_at: super::EmbedderAt,
+    pub embedder_at: crate::args::EmbedderAt,
 }
 
-pub(crate) const INSTRUCTIONS: &str = "trove serves index bundles of source repositories: the code, its \
+/// What the MCP server tells an agent about itself and how to research with its tools.
+pub const INSTRUCTIONS: &str = "trove serves index bundles of source repositories: the code, its \
 definitions and references, and every file's text, without a checkout. Research like a developer: \
 read_map first for the layout, search_code for where something is done, resolve_symbol to follow \
 definitions and callers, read_file to read the code. Cite code as path:line.";
 
 /// Where an MCP server's tool calls run: over one set of tools behind a lock (`trove mcp`), or on
 /// a handle of the bundles `trove serve` serves now.
-pub(crate) trait ToolHost: Clone + Send + Sync + 'static {
+pub trait ToolHost: Clone + Send + Sync + 'static {
     /// Runs tool `name`: its result, or `Err` with what went wrong inside trove (a panic).
     fn run(
         &self,
@@ -61,7 +64,7 @@ pub(crate) trait ToolHost: Clone + Send + Sync + 'static {
 }
 
 /// What a caught panic said (its message, when it has one).
-pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+pub fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<String>()
         .map(String::as_str)
         .or_else(|| p.downcast_ref::<&str>().copied())
@@ -70,7 +73,7 @@ pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Runs a tool call, a panic caught and told as text.
-pub(crate) fn call_caught(
+pub fn call_caught(
     tools: &Tools,
     name: &str,
     args: &serde_json::Value,
@@ -101,7 +104,7 @@ impl ToolHost for Locked {
 
 /// The MCP handler: the tools' list, and where their calls run.
 #[derive(Clone)]
-pub(crate) struct Server<H: ToolHost> {
+pub struct Server<H: ToolHost> {
     host: H,
     listed: Arc<Vec<Tool>>,
     /// Prefix of the log line per call (none: no log; `trove serve` has its access log).
@@ -109,7 +112,8 @@ pub(crate) struct Server<H: ToolHost> {
 }
 
 impl<H: ToolHost> Server<H> {
-    pub(crate) fn new(host: H, log: Option<&'static str>) -> Self {
+    /// A server over `host`'s tools; `log` prefixes a log line per call (none: no log).
+    pub fn new(host: H, log: Option<&'static str>) -> Self {
         let listed = specs()
             .into_iter()
             .map(|s| {

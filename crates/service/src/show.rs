@@ -3,7 +3,7 @@ use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 
-use trove::query::Bundle;
+use trove_query::Bundle;
 
 /// Print a file's text from the bundle, with line numbers: no checkout needed.
 ///
@@ -119,11 +119,11 @@ pub fn not_a_file_in(bundles: &[&Bundle], path: &str) -> anyhow::Result<anyhow::
             p
         }
     };
-    let text = |v: &duckdb::types::Value| trove::query::sql::to_json(v).as_str().map(String::from);
+    let text = |v: &duckdb::types::Value| trove_query::sql::to_json(v).as_str().map(String::from);
     for b in bundles {
         let (_, rows) = b.run_sql(&format!(
             "SELECT reason FROM skipped WHERE path = {} LIMIT 1",
-            trove::query::lit(path)
+            trove_query::lit(path)
         ))?;
         if let Some(reason) = rows.first().and_then(|r| text(&r[0])) {
             return Ok(anyhow::anyhow!(
@@ -135,7 +135,7 @@ pub fn not_a_file_in(bundles: &[&Bundle], path: &str) -> anyhow::Result<anyhow::
     let mut near: Vec<String> = Vec::new();
     // A folder or an empty path has no file name to look for.
     if !name.is_empty() {
-        let lit = trove::query::lit(name);
+        let lit = trove_query::lit(name);
         for test in [
             format!("path = {lit} OR ends_with(path, '/' || {lit})"),
             format!("contains(path, {lit})"),
@@ -205,7 +205,7 @@ pub fn run(a: ShowArgs) -> anyhow::Result<i32> {
     for (n, l) in lines {
         // Control characters as escapes: a file's bytes must not drive the terminal (`--raw`
         // gives them as they are).
-        writeln!(out, "{n:>width$}  {}", trove::util::visible(l))?;
+        writeln!(out, "{n:>width$}  {}", trove_base::util::visible(l))?;
     }
     Ok(0)
 }

@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
-use trove::query::sql::to_json;
-use trove::query::{Bundle, lit};
+use trove_query::sql::to_json;
+use trove_query::{Bundle, lit};
 
-use super::query::OutFormat;
+use crate::args::OutFormat;
 
 /// The most directory levels a map expands: `--depth` here, `depth` of `trove serve`'s `/map`.
 pub const MAX_DEPTH: usize = 64;
@@ -453,7 +453,7 @@ pub fn run(a: MapArgs) -> anyhow::Result<i32> {
             return nothing_under(&b, a.path.as_deref());
         };
         for l in lines {
-            writeln!(out, "{}", trove::util::visible_line(&l))?;
+            writeln!(out, "{}", trove_base::util::visible_line(&l))?;
         }
         return Ok(0);
     }

@@ -1,5 +1,5 @@
 //! `trove ask BUNDLE... "question"`: the research loop. A model behind an OpenAI-compatible
-//! `/v1/chat/completions` server gets the five tools of [`super::tools`], calls them within a step
+//! `/v1/chat/completions` server gets the five tools of [`crate::tools`], calls them within a step
 //! and token budget, and answers with `path:line` citations, which are checked against the
 //! bundles. Prompts are data (`pipelines/prompts/ask.toml`).
 use clap::Args;
@@ -7,16 +7,16 @@ use serde_json::{Value, json};
 use std::io::Write;
 use std::path::PathBuf;
 
-use trove::http::{Client, endpoint};
+use trove_base::http::{Client, endpoint};
 
-use super::tools::{Tools, openai_tools};
+use crate::tools::{Tools, openai_tools};
 
 /// Largest chat reply read: a reply of the `max_tokens` a prompts file asks for is far smaller, so
 /// a longer one is a server gone wrong (refused at once, not retried, not printed).
 const MAX_REPLY: u64 = 8 << 20;
 
 /// The built-in prompts.
-const DEFAULT_PROMPTS: &str = include_str!("../../pipelines/prompts/ask.toml");
+const DEFAULT_PROMPTS: &str = include_str!("../../../pipelines/prompts/ask.toml");
 /// Characters of a tool's output kept in the evidence trail.
 const EVIDENCE_CHARS: usize = 300;
 
@@ -68,10 +68,12 @@ pub struct AskArgs {
     /// Output: text (the answer and its citations) or json (with the evidence trail).
     #[arg(long, value_enum, default_value_t = AskFormat::Text)]
     pub format: AskFormat,
+    /// Reranking of the hits.
     #[command(flatten)]
-    pub late: super::Rerank,
+    pub late: crate::args::Rerank,
+    /// Where the query embedder's model is.
     #[command(flatten)]
-    pub embedder_at: super::EmbedderAt,
+    pub embedder_at: crate::args::EmbedderAt,
 }
 
 /// Output formats of `ask`.
@@ -187,7 +189,7 @@ impl AskConfig {
         if host.is_none_or(|h| h.is_empty() || h.contains(char::is_whitespace)) {
             anyhow::bail!(
                 "the chat server's URL {:?} is not an http:// or https:// URL with a host",
-                trove::util::hide_userinfo(&url)
+                trove_base::util::hide_userinfo(&url)
             );
         }
         let model = model
@@ -281,6 +283,7 @@ struct Trail {
 
 /// A research loop that ended without an answer: why, and the steps it made before.
 pub struct Unanswered {
+    /// Why it ended.
     pub error: anyhow::Error,
     trail: Trail,
 }
@@ -332,7 +335,7 @@ fn research_loop(
     };
     let (url, model, client, prompts) = (&cfg.url, &cfg.model, &cfg.client, &cfg.prompts);
     // Messages name the server without the URL's user and password (`/ask` sends them to clients).
-    let shown = trove::util::hide_userinfo(url);
+    let shown = trove_base::util::hide_userinfo(url);
     let listing = tools.call("list_bundles", &json!({})).unwrap_or_default();
     let fill = |t: &str| {
         t.replace("{bundles}", &listing)

@@ -8,16 +8,16 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use trove::query::sql::to_json;
-use trove::query::{Bundle, Fusion, Mode, QueryOptions, search_all};
+use trove_query::sql::to_json;
+use trove_query::{Bundle, Fusion, Mode, QueryOptions, search_all};
 
-use super::super::structure::{
+use super::Shared;
+use super::state::{Generation, Lane, Lease};
+use crate::structure::{
     Follow, check_deps_filters, check_symbol_kinds, deps_sql, refs_sql, refs_sql_any_case,
     symbols_sql,
 };
-use super::super::tools::ToolError;
-use super::Shared;
-use super::state::{Generation, Lane, Lease};
+use crate::tools::ToolError;
 
 /// A JSON error: `{"error": {"status", "code", "message"}}`.
 #[derive(Debug)]
@@ -68,8 +68,8 @@ impl From<anyhow::Error> for ApiError {
     }
 }
 
-impl From<trove::Error> for ApiError {
-    fn from(e: trove::Error) -> Self {
+impl From<trove_base::Error> for ApiError {
+    fn from(e: trove_base::Error) -> Self {
         ApiError::internal(e.to_string())
     }
 }
@@ -107,7 +107,7 @@ where
         Ok(Err(e)) => e,
         Err(p) => ApiError::internal(format!(
             "failed inside trove: {}",
-            super::super::mcp::panic_text(p.as_ref())
+            crate::mcp::panic_text(p.as_ref())
         )),
     };
     let mut resp = e.into_response();
@@ -334,7 +334,7 @@ pub async fn query(
     let names = q.bundles;
     on_bundles(&app, Lane::Search, move |lease| {
         let bundles = chosen(lease, names.as_deref())?;
-        super::super::query::check_filters(bundles.iter().copied(), &opts)
+        crate::filters::check_filters(bundles.iter().copied(), &opts)
             .map_err(|e| bad(format!("{e:#}")))?;
         let hits = search_all(bundles.iter().copied(), &text, &opts)?;
         serde_json::to_value(hits).map_err(|e| ApiError::internal(e.to_string()))
@@ -526,7 +526,7 @@ pub async fn map(State(app): State<Shared>, q: QueryParams) -> ApiResult {
     let path = p.get("path");
     let depth = match p.get("depth") {
         None => None,
-        Some(_) => Some(p.int("depth", 1, super::super::map::MAX_DEPTH, 1)?),
+        Some(_) => Some(p.int("depth", 1, crate::map::MAX_DEPTH, 1)?),
     };
     let name = p.get("bundle");
     on_bundles(&app, Lane::Lookup, move |lease| {
@@ -535,12 +535,12 @@ pub async fn map(State(app): State<Shared>, q: QueryParams) -> ApiResult {
         // The map's rows are kept by the handle (as for the MCP read_map): loaded once per version.
         let files = lease.tools().map_files(i)?;
         if let Some(v) =
-            super::super::map::map_json(files, &b.manifest.source.repo, path.as_deref(), depth)?
+            crate::map::map_json(files, &b.manifest.source.repo, path.as_deref(), depth)?
         {
             return Ok(v);
         }
         match path.as_deref() {
-            Some(p) if super::super::map::is_file(b, p)? => Err(bad(format!(
+            Some(p) if crate::map::is_file(b, p)? => Err(bad(format!(
                 "/map: {p} is a file, not a folder: GET /files/{} returns it",
                 p.trim_matches('/')
             ))),
@@ -601,7 +601,7 @@ pub async fn file(
         for b in &bundles {
             if let Some(text) = b.file_text(&path)? {
                 let (lines, total) =
-                    super::super::show::numbered_lines(&text, (start > 1).then_some(start), end)
+                    crate::show::numbered_lines(&text, (start > 1).then_some(start), end)
                         .map_err(|e| bad(format!("/files: {e:#}")))?;
                 let last = lines.last().map_or(start.saturating_sub(1), |l| l.0);
                 let body: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
@@ -615,7 +615,7 @@ pub async fn file(
                 }));
             }
         }
-        let why = super::super::show::not_a_file_in(&bundles, &path)?;
+        let why = crate::show::not_a_file_in(&bundles, &path)?;
         Err(not_found_error(format!("/files: {why:#}")))
     })
     .await
@@ -831,17 +831,16 @@ pub async fn ask(
                     o.label = names[i].clone();
                     Ok(o)
                 })
-                .collect::<trove::Result<Vec<_>>>()?;
-            let tools =
-                super::super::tools::Tools::from_bundles(opened).with_rerank(app2.served.rerank());
-            let r = super::super::ask::research(&tools, cfg, &question, steps, false, &cancelled)
+                .collect::<trove_base::Result<Vec<_>>>()?;
+            let tools = crate::tools::Tools::from_bundles(opened).with_rerank(app2.served.rerank());
+            let r = crate::ask::research(&tools, cfg, &question, steps, false, &cancelled)
                 .map_err(|u| {
-                ApiError::new(
-                    StatusCode::BAD_GATEWAY,
-                    "model_failed",
-                    format!("{:#} (after {} research steps)", u.error, u.steps()),
-                )
-            })?;
+                    ApiError::new(
+                        StatusCode::BAD_GATEWAY,
+                        "model_failed",
+                        format!("{:#} (after {} research steps)", u.error, u.steps()),
+                    )
+                })?;
             Ok(r.to_json(&question, &cfg.model))
         };
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
@@ -890,7 +889,7 @@ pub async fn method_not_allowed() -> ApiError {
 #[derive(Clone)]
 pub struct ServedTools(pub Shared);
 
-impl super::super::mcp::ToolHost for ServedTools {
+impl crate::mcp::ToolHost for ServedTools {
     /// Bounded as HTTP requests are (rmcp runs tool calls inside its sessions, past the HTTP
     /// layers): at most `--max-in-flight` at once, each within `--timeout`.
     async fn run(&self, name: String, args: Value) -> Result<Result<String, ToolError>, String> {
@@ -909,7 +908,7 @@ impl super::super::mcp::ToolHost for ServedTools {
             let lease = app.served.lease(lane).await;
             tokio::task::spawn_blocking(move || {
                 test_delay();
-                super::super::mcp::call_caught(lease.tools(), &name, &args)
+                crate::mcp::call_caught(lease.tools(), &name, &args)
             })
             .await
             .map_err(|e| format!("tool task failed: {e}"))?
@@ -935,7 +934,7 @@ mod tests {
         let p = &o["components"]["schemas"]["QueryRequest"]["properties"];
         assert_eq!(p["k"]["maximum"], MAX_K);
         assert_eq!(p["rerank"]["maximum"], MAX_K);
-        assert_eq!(p["rerank"]["default"], trove::query::RERANK);
+        assert_eq!(p["rerank"]["default"], trove_query::RERANK);
         assert_eq!(p["k"]["default"], 10);
     }
 }

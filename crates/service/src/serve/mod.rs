@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use tower::ServiceBuilder;
 
 #[cfg(feature = "openai")]
-use super::ask::AskConfig;
+use crate::ask::AskConfig;
 pub use api::ApiError;
 use metrics::Metrics;
 use state::Served;
@@ -84,7 +84,7 @@ pub struct ServeArgs {
     /// Open handles per bundle for searches and file reads, and as many for look-ups (symbols,
     /// refs, deps, maps, /ask): each lane runs this many requests at once [default: the CPU
     /// count; at most 1024].
-    #[arg(long, value_name = "N", value_parser = super::threads(false))]
+    #[arg(long, value_name = "N", value_parser = crate::args::threads(false))]
     pub workers: Option<usize>,
     /// Seconds between checks of the bundles' manifests for a new version (0: only on SIGHUP).
     #[arg(long, default_value_t = 2.0, value_name = "SECS")]
@@ -110,10 +110,12 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 300.0, value_name = "SECS")]
     pub ask_timeout: f64,
     // The default of POST /query's `rerank` and of the MCP and /ask searches.
+    /// Reranking of the hits.
     #[command(flatten)]
-    pub late: super::Rerank,
+    pub late: crate::args::Rerank,
+    /// Where the query embedder's model is.
     #[command(flatten)]
-    pub embedder_at: super::EmbedderAt,
+    pub embedder_at: crate::args::EmbedderAt,
 }
 
 /// What every handler sees.
@@ -280,7 +282,7 @@ async fn serve(a: ServeArgs, listener: std::net::TcpListener, app: Shared) -> an
         .with_max_request_body_bytes(a.max_body)
         .with_json_response(true)
         .disable_allowed_hosts();
-    let mcp_server = super::mcp::Server::new(api::ServedTools(app.clone()), None);
+    let mcp_server = crate::mcp::Server::new(api::ServedTools(app.clone()), None);
     let mcp = StreamableHttpService::new(
         move || Ok(mcp_server.clone()),
         Arc::new(sessions::Capped::new(sessions::MAX_SESSIONS)),

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use trove::query::{Bundle, Mode, QueryOptions, search_all};
+use trove_query::{Bundle, Mode, QueryOptions, search_all};
 
-use super::super::tools::Tools;
+use crate::tools::Tools;
 
 /// One bundle named on the command line.
 pub struct Slot {
@@ -98,7 +98,7 @@ pub struct Generation {
     /// Per slot, in slot order.
     pub snapshots: Vec<Arc<Snapshot>>,
     /// Per slot, the manifest (for `/bundles` without taking a handle).
-    pub manifests: Vec<trove::bundle::Manifest>,
+    pub manifests: Vec<trove_bundle::Manifest>,
 }
 
 impl Drop for Generation {
@@ -329,7 +329,7 @@ impl Served {
                     let serial = self.serial.fetch_add(1, Ordering::Relaxed) + 1;
                     (root.join(format!("{serial}-packed")), true)
                 }
-                None => (trove::bundle::pack::open_path(&slot.path)?, false),
+                None => (trove_bundle::pack::open_path(&slot.path)?, false),
             };
             Snapshot {
                 dir,
@@ -363,7 +363,7 @@ impl Served {
         let fingerprint = snap.fingerprint.clone();
         drop(snap);
         if slot.packed
-            && let Ok(dir) = trove::bundle::pack::open_path(&slot.path)
+            && let Ok(dir) = trove_bundle::pack::open_path(&slot.path)
         {
             let mut shared = Snapshot {
                 dir,
@@ -423,12 +423,12 @@ impl Served {
                 if snap.dir.exists() {
                     std::fs::remove_dir_all(&snap.dir)?;
                 }
-                trove::bundle::pack::unpack_into(&slot.path, &snap.dir)?;
+                trove_bundle::pack::unpack_into(&slot.path, &snap.dir)?;
             }
-            let bytes = std::fs::read(snap.dir.join(trove::bundle::MANIFEST))?;
-            snap.version = trove::util::sha256_hex(&bytes)[..16].to_string();
+            let bytes = std::fs::read(snap.dir.join(trove_bundle::MANIFEST))?;
+            snap.version = trove_base::util::sha256_hex(&bytes)[..16].to_string();
         }
-        let report = trove::bundle::verify(&snap.dir).map_err(|e| {
+        let report = trove_bundle::verify(&snap.dir).map_err(|e| {
             if disk_full_error(&e) {
                 anyhow::Error::new(e)
             } else {
@@ -436,7 +436,7 @@ impl Served {
             }
         })?;
         // Hashed once: the handles' own checks find the sums remembered.
-        trove::bundle::pack::remember_bundle(&snap.dir, &report.manifest);
+        trove_bundle::pack::remember_bundle(&snap.dir, &report.manifest);
         let b = Bundle::open(&snap.dir).map_err(|e| anyhow::anyhow!("cannot open: {e}"))?;
         b.conn()
             .map_err(|e| anyhow::anyhow!("cannot open DuckDB: {e}"))?;
@@ -458,14 +458,14 @@ impl Served {
             FsMode::empty(),
         )
         .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", slot.path.display()))?;
-        let bytes = read_at(&dirfd, trove::bundle::MANIFEST).map_err(|e| {
+        let bytes = read_at(&dirfd, trove_bundle::MANIFEST).map_err(|e| {
             anyhow::anyhow!(
                 "{}: cannot read {}: {e}",
                 slot.path.display(),
-                trove::bundle::MANIFEST
+                trove_bundle::MANIFEST
             )
         })?;
-        let fingerprint = trove::util::sha256_hex(&bytes);
+        let fingerprint = trove_base::util::sha256_hex(&bytes);
         let version = fingerprint[..16].to_string();
         let in_place = |why: String| {
             let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
@@ -505,13 +505,13 @@ impl Served {
             loaded_at: String::new(),
             load_secs: 0.0,
         };
-        let copy = dir.join(trove::bundle::MANIFEST);
-        std::fs::write(&copy, &bytes).map_err(|e| trove::Error::io(&copy, e))?;
-        let manifest = trove::bundle::read_manifest(&dir)?;
+        let copy = dir.join(trove_bundle::MANIFEST);
+        std::fs::write(&copy, &bytes).map_err(|e| trove_base::Error::io(&copy, e))?;
+        let manifest = trove_bundle::read_manifest(&dir)?;
         for f in &manifest.files {
             let name = f.name.as_str();
             // The same rule `trove verify` and `trove sync` read manifests by.
-            if !trove::bundle::is_bundle_file(name) || name == trove::bundle::MANIFEST {
+            if !trove_bundle::is_bundle_file(name) || name == trove_bundle::MANIFEST {
                 anyhow::bail!(
                     "{}: its manifest names a file {name:?}",
                     slot.path.display()
@@ -521,7 +521,7 @@ impl Served {
             // Linked, they could be the old ones, in the moment between an in-place run's
             // manifest commit and its views' rename, and the new version would be refused (for
             // a minute: the manifest does not change again).
-            if name == trove::bundle::VIEWS {
+            if name == trove_bundle::VIEWS {
                 continue;
             }
             let to = dir.join(name);
@@ -691,10 +691,10 @@ impl Served {
         if slot.packed {
             return packed_fingerprint(&slot.path);
         }
-        let p = slot.path.join(trove::bundle::MANIFEST);
+        let p = slot.path.join(trove_bundle::MANIFEST);
         let bytes =
             std::fs::read(&p).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?;
-        Ok(trove::util::sha256_hex(&bytes))
+        Ok(trove_base::util::sha256_hex(&bytes))
     }
 
     /// Removes this process's snapshot folders (at exit, after the last generation is gone).
@@ -709,15 +709,15 @@ impl Served {
 fn disk_full(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
-            .is_some_and(trove::error::disk_full)
-            || c.downcast_ref::<trove::Error>()
+            .is_some_and(trove_base::error::disk_full)
+            || c.downcast_ref::<trove_base::Error>()
                 .is_some_and(disk_full_error)
     })
 }
 
-fn disk_full_error(e: &trove::Error) -> bool {
+fn disk_full_error(e: &trove_base::Error) -> bool {
     match e {
-        trove::Error::Io { cause, .. } => trove::error::disk_full(cause),
+        trove_base::Error::Io { cause, .. } => trove_base::error::disk_full(cause),
         // Parquet's and DuckDB's writers carry the OS error as text.
         other => {
             let text = other.to_string();
@@ -802,5 +802,5 @@ fn read_at(dir: &rustix::fd::OwnedFd, name: &str) -> std::io::Result<Vec<u8>> {
         OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK,
         FsMode::empty(),
     )?;
-    trove::bundle::read_small_from(std::fs::File::from(fd), trove::bundle::MAX_MANIFEST_BYTES)
+    trove_bundle::read_small_from(std::fs::File::from(fd), trove_bundle::MAX_MANIFEST_BYTES)
 }

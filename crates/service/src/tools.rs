@@ -6,10 +6,10 @@
 //! beyond the bundles named.
 use serde_json::{Value, json};
 
-use trove::query::{Bundle, Mode, QueryOptions, search_all};
+use trove_query::{Bundle, Mode, QueryOptions, search_all};
 
-use super::map::{MapFiles, MapView};
-use super::structure::{Follow, ref_line, refs_rows, symbol_line, symbols_sql};
+use crate::map::{MapFiles, MapView};
+use crate::structure::{Follow, ref_line, refs_rows, symbol_line, symbols_sql};
 
 /// Lines one tool call returns at most.
 pub const MAX_LINES: usize = 200;
@@ -50,8 +50,8 @@ impl From<anyhow::Error> for ToolError {
     }
 }
 
-impl From<trove::Error> for ToolError {
-    fn from(e: trove::Error) -> Self {
+impl From<trove_base::Error> for ToolError {
+    fn from(e: trove_base::Error) -> Self {
         ToolError::Failed(e.to_string())
     }
 }
@@ -254,7 +254,7 @@ impl Tools {
         let bundles = paths
             .iter()
             .map(|p| Bundle::open(p))
-            .collect::<trove::Result<Vec<_>>>()?;
+            .collect::<trove_base::Result<Vec<_>>>()?;
         Ok(Tools::from_bundles(bundles))
     }
 
@@ -264,7 +264,7 @@ impl Tools {
         Tools {
             bundles,
             maps,
-            rerank: trove::query::RERANK,
+            rerank: trove_query::RERANK,
         }
     }
 
@@ -364,7 +364,7 @@ impl Tools {
         if out.is_empty() {
             for &i in &chosen {
                 if let Some(p) = path.as_deref()
-                    && super::map::is_file(&self.bundles[i], p)?
+                    && crate::map::is_file(&self.bundles[i], p)?
                 {
                     return Err(failed(format!(
                         "read_map: {p:?} is a file, not a folder: read_file reads it"
@@ -404,7 +404,7 @@ impl Tools {
         }
         // A plain path is that file or what lies under that folder (`expand_glob`).
         o.path = a.str("path")?;
-        super::query::check_filters(&self.bundles, &o)
+        crate::filters::check_filters(&self.bundles, &o)
             .map_err(|e| failed(format!("search_code: {e:#}")))?;
         let hits = search_all(&self.bundles, &query, &o)?;
         if hits.is_empty() {
@@ -524,7 +524,7 @@ impl Tools {
         }
         let Some((b, text)) = found else {
             let among: Vec<&Bundle> = chosen.iter().map(|&i| &self.bundles[i]).collect();
-            let err = super::show::not_a_file_in(&among, &path)?;
+            let err = crate::show::not_a_file_in(&among, &path)?;
             return Err(failed(format!(
                 "read_file: {err:#} (read_map and search_code show the paths)"
             )));
@@ -533,7 +533,7 @@ impl Tools {
             .unwrap_or(start + MAX_LINES - 1)
             .min(start + MAX_LINES - 1);
         let (lines, total) =
-            super::show::numbered_lines(&text, (start > 1).then_some(start), Some(end))
+            crate::show::numbered_lines(&text, (start > 1).then_some(start), Some(end))
                 .map_err(|e| failed(format!("read_file: {e:#}")))?;
         let width = total.max(1).to_string().len();
         let mut out = Vec::with_capacity(lines.len() + 2);
@@ -581,7 +581,7 @@ impl Tools {
                 m.source
                     .commit
                     .as_deref()
-                    .map_or_else(|| "none".to_string(), trove::util::short_commit),
+                    .map_or_else(|| "none".to_string(), trove_base::util::short_commit),
                 m.source
                     .branch
                     .as_deref()

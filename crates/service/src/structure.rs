@@ -4,10 +4,10 @@ use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 
-use trove::query::sql::{to_json, to_text};
-use trove::query::{Bundle, lit};
+use trove_query::sql::{to_json, to_text};
+use trove_query::{Bundle, lit};
 
-use super::query::OutFormat;
+use crate::args::OutFormat;
 
 /// Find definitions by name: where a function, method, class, struct, ... is defined, with its
 /// kind, signature, parent and doc comment.
@@ -28,7 +28,7 @@ pub struct SymbolsArgs {
     #[arg(long = "kind", value_name = "KIND")]
     pub kinds: Vec<String>,
     /// At most this many definitions.
-    #[arg(short, default_value_t = 20, value_parser = super::limit())]
+    #[arg(short, default_value_t = 20, value_parser = crate::args::limit())]
     pub k: usize,
     /// Output format: text (a row per line), json (an array of rows), jsonl (a row per line).
     #[arg(long, value_enum, default_value_t = OutFormat::Text)]
@@ -81,7 +81,7 @@ fn symbol_path_of(name: &str) -> String {
 /// A path or name of a row as text that keeps to its line (a newline in a file name printed as
 /// `\x0a`, other control characters escaped as well).
 fn on_line(v: &duckdb::types::Value) -> String {
-    trove::util::visible_line(&to_text(v)).into_owned()
+    trove_base::util::visible_line(&to_text(v)).into_owned()
 }
 
 /// A row of [`symbols_sql`] as text: `path:start-end  kind symbol_path`, `[scip]` when a SCIP
@@ -234,7 +234,7 @@ pub struct RefsArgs {
     #[arg(long, conflicts_with_all = ["callers", "callees", "imports", "subtypes"])]
     pub uses: bool,
     /// At most this many references.
-    #[arg(short, default_value_t = 100, value_parser = super::limit())]
+    #[arg(short, default_value_t = 100, value_parser = crate::args::limit())]
     pub k: usize,
     /// Output format: text (a row per line), json (an array of rows), jsonl (a row per line).
     #[arg(long, value_enum, default_value_t = OutFormat::Text)]
@@ -278,7 +278,7 @@ pub fn refs_rows(
     name: &str,
     follow: Follow,
     k: usize,
-) -> trove::Result<(Vec<String>, Vec<Vec<duckdb::types::Value>>)> {
+) -> trove_base::Result<(Vec<String>, Vec<Vec<duckdb::types::Value>>)> {
     let found = b.run_sql(&refs_sql(name, follow, k))?;
     if found.1.is_empty() {
         return b.run_sql(&refs_sql_any_case(name, follow, k));
@@ -352,10 +352,10 @@ pub fn ref_line(r: &[duckdb::types::Value]) -> String {
         one(4)
     };
     let target = if to_json(&r[5]).is_null() {
-        if t(8) == trove::record::Resolution::Scip.as_str() {
+        if t(8) == trove_index::record::Resolution::Scip.as_str() {
             // A SCIP reference to a symbol defined outside the bundle (a library's).
             format!("outside the bundle: {}  [scip]", t(9))
-        } else if t(2) != trove::record::RefKind::Import.as_str() {
+        } else if t(2) != trove_index::record::RefKind::Import.as_str() {
             "unresolved".to_string()
         } else {
             String::new()
@@ -458,7 +458,7 @@ pub fn run_deps(a: DepsArgs) -> anyhow::Result<i32> {
     let mut last = String::new();
     print(&mut out, a.format, &names, &rows, |r| {
         let s = |i: usize| {
-            trove::util::visible_line(to_json(&r[i]).as_str().unwrap_or("")).into_owned()
+            trove_base::util::visible_line(to_json(&r[i]).as_str().unwrap_or("")).into_owned()
         };
         let mut line = String::new();
         if s(0) != last {
@@ -487,7 +487,7 @@ fn print(
             // A path or name from a bundle made elsewhere cannot drive the terminal (the row
             // functions keep a path on its line; a signature or import may span lines).
             for r in rows {
-                writeln!(out, "{}", trove::util::visible(&text(r)))?;
+                writeln!(out, "{}", trove_base::util::visible(&text(r)))?;
             }
         }
         OutFormat::Json => {
