@@ -6,9 +6,9 @@
 #
 # Usage: scripts/check-crates.sh
 #
-# The crates below the engine are type-checked (`cargo check`); trove-query is built
-# (`cargo build`): checking it would run DuckDB's build script again in check mode, a second
-# compile of its C++, where a build reuses the workspace's. The fuzz targets are checked with
+# The crates below the engine are type-checked (`cargo check`); trove-query and trove-service are
+# built (`cargo build`): checking them would run DuckDB's build script again in check mode, a
+# second compile of its C++, where a build reuses the workspace's. The fuzz targets are checked with
 # RUSTC_BOOTSTRAP=1 (cargo-fuzz's nightly flags are not needed to type-check them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,5 +21,6 @@ done
 step cargo check --release --locked -p trove-base --lib --no-default-features
 step cargo check --release --locked -p trove-bundle --lib --no-default-features
 step cargo build --release --locked -p trove-query --lib
+step cargo build --release --locked -p trove-service --lib
 RUSTC_BOOTSTRAP=1 step cargo check --release --manifest-path fuzz/Cargo.toml --bins
 echo "check-crates: every crate compiles alone, the format crate without default features, and the fuzz targets" >&2

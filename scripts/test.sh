@@ -34,7 +34,7 @@ fi
 scripts/scip-index.sh --install >/dev/null
 
 # Every crate's unit tests and doctests, and the integration tests (tests/) of the binary.
-# test-hooks: the failure hooks the reliability tests drive (see Cargo.toml); only trove-index and
-# the trove crate compile differently, every dependency (DuckDB) is shared with
+# test-hooks: the failure hooks the reliability tests drive (see Cargo.toml); only trove-index,
+# trove-service and the trove crate compile differently, every dependency (DuckDB) is shared with
 # `cargo build --release`.
 PATH="$venv/bin:$PATH" exec cargo test --release --workspace --features trove/test-hooks "$@"

@@ -74,7 +74,10 @@ fn main() {
         Err(e) => {
             // Names in a message (paths, revisions, URLs) cannot move the cursor or hide text.
             eprintln!("trove: error: {}", trove::util::visible(&format!("{e:#}")));
-            std::process::exit(2);
+            let kind = e
+                .chain()
+                .find_map(|c| c.downcast_ref::<trove::Error>().map(|t| t.kind()));
+            std::process::exit(kind.map_or(2, |k| k.exit_code()));
         }
     }
 }

@@ -154,10 +154,18 @@ impl Cli {
 /// the reader's reading of the manifest and of the files (the caller checks that a bundle's
 /// version changed meanwhile). Run again, the command reads the new version whole.
 pub fn vanished_under(e: &anyhow::Error) -> bool {
-    let text = format!("{e:#}");
-    text.contains("No such file or directory")
-        || text.contains("No files found that match the pattern")
-        || (text.contains(" is missing") && text.contains("trove verify"))
+    use trove_base::error::ErrorKind;
+    e.chain().any(|c| {
+        if let Some(t) = c.downcast_ref::<trove::Error>() {
+            // DuckDB names a file it could not open only in its text: any DuckDB failure counts,
+            // as the caller runs again only when a bundle's version changed meanwhile.
+            return matches!(t.kind(), ErrorKind::NotFound | ErrorKind::Corrupt)
+                || matches!(t, trove::Error::Duck(_));
+        }
+        c.downcast_ref::<duckdb::Error>().is_some()
+            || c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
+    })
 }
 
 /// Runs the parsed command line; returns the exit code (0 ok, 1 no results from a query).

@@ -1,5 +1,60 @@
-//! One error type for the library; each variant says which file or input was wrong and how.
+//! One error type for the library; each variant says which file or input was wrong and how, and
+//! each error has a kind ([`ErrorKind`]: not found, bad input, corrupt bundle, locked, disk full,
+//! remote failure, internal) that callers decide by — the exit code of the CLI and the HTTP status
+//! of the server are mapped from the kind here, in one place ([`ErrorKind::exit_code`],
+//! [`ErrorKind::http_status`]), never from an error's text.
 use std::path::PathBuf;
+
+/// What kind of failure an error is: what a caller decides by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// A file, bundle, path or name that is not there.
+    NotFound,
+    /// Input that is wrong: an argument, a config, a glob, a path where something else must be.
+    BadInput,
+    /// A bundle or table that is damaged, foreign or does not verify.
+    Corrupt,
+    /// Another trove run holds the output.
+    Locked,
+    /// The disk (or the user's quota) is full.
+    DiskFull,
+    /// A server trove talked to (an embedding server, a sync source) failed or answered badly.
+    Remote,
+    /// A failure inside trove or a library it uses.
+    Internal,
+}
+
+impl ErrorKind {
+    /// The CLI's exit code for an error of this kind: 2, whatever the kind (0 is success, 1 a
+    /// query without results, 3 and 4 `index --strict` and `--compact` outcomes).
+    pub fn exit_code(self) -> i32 {
+        2
+    }
+
+    /// The HTTP status `trove serve` answers an error of this kind with.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorKind::NotFound => 404,
+            ErrorKind::BadInput => 400,
+            ErrorKind::Locked => 503,
+            ErrorKind::DiskFull => 507,
+            ErrorKind::Remote => 502,
+            ErrorKind::Corrupt | ErrorKind::Internal => 500,
+        }
+    }
+
+    /// The code beside the status in the server's JSON errors.
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::BadInput => "bad_request",
+            ErrorKind::Locked => "locked",
+            ErrorKind::DiskFull => "disk_full",
+            ErrorKind::Remote => "bad_gateway",
+            ErrorKind::Corrupt | ErrorKind::Internal => "internal",
+        }
+    }
+}
 
 /// Everything the library can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +79,8 @@ pub enum Error {
         path: PathBuf,
         /// What is wrong with it.
         msg: String,
+        /// Missing ([`ErrorKind::NotFound`]), or corrupt ([`ErrorKind::Corrupt`]).
+        kind: ErrorKind,
     },
     // The wrapped errors below are part of the message, not a `source()`, as for `Io`: a chained
     // report would print each twice (DuckDB's twice and then "Error code 1: Unknown error code").
@@ -43,9 +100,17 @@ pub enum Error {
     /// A walk failure from the `ignore` crate.
     #[error("walk: {0}")]
     Walk(ignore::Error),
-    /// Anything else, with a message.
-    #[error("{0}")]
-    Other(String),
+    /// A failure of another kind, with its message.
+    #[error("{msg}")]
+    Failed {
+        /// What kind of failure.
+        kind: ErrorKind,
+        /// What failed, and what to do.
+        msg: String,
+    },
+    /// An embedding server refused inputs as too long (the caller cuts them and tries again).
+    #[error("TOO_LONG {0}")]
+    TooLong(String),
 }
 
 impl Error {
@@ -56,12 +121,83 @@ impl Error {
             cause: source,
         }
     }
-    /// A bundle error on `path`.
+    /// A bundle error on `path`: it is damaged, foreign or does not verify.
     pub fn bundle(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
         Error::Bundle {
             path: path.into(),
             msg: msg.into(),
+            kind: ErrorKind::Corrupt,
         }
+    }
+    /// A bundle that is not there at `path`.
+    pub fn bundle_missing(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
+        Error::Bundle {
+            path: path.into(),
+            msg: msg.into(),
+            kind: ErrorKind::NotFound,
+        }
+    }
+    /// A failure of `kind` with the message `msg`.
+    pub fn failed(kind: ErrorKind, msg: impl Into<String>) -> Self {
+        Error::Failed {
+            kind,
+            msg: msg.into(),
+        }
+    }
+    /// Input that is wrong (an argument, a path where something else must be).
+    pub fn bad_input(msg: impl Into<String>) -> Self {
+        Self::failed(ErrorKind::BadInput, msg)
+    }
+    /// Something that is not there.
+    pub fn not_found(msg: impl Into<String>) -> Self {
+        Self::failed(ErrorKind::NotFound, msg)
+    }
+    /// A server that failed or answered badly.
+    pub fn remote(msg: impl Into<String>) -> Self {
+        Self::failed(ErrorKind::Remote, msg)
+    }
+    /// A failure inside trove (a stopped thread, a panic caught, a broken invariant).
+    pub fn internal(msg: impl Into<String>) -> Self {
+        Self::failed(ErrorKind::Internal, msg)
+    }
+
+    /// What kind of failure this is. I/O errors are told apart by their OS error kind, Parquet's
+    /// by the I/O error they wrap, never by text; DuckDB's carry no kind and are internal.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Io { cause, .. } => io_kind(cause),
+            Error::Config(_) => ErrorKind::BadInput,
+            Error::Bundle { kind, .. } | Error::Failed { kind, .. } => *kind,
+            Error::Parquet(e) => {
+                let mut at: Option<&(dyn std::error::Error + 'static)> = Some(e);
+                while let Some(x) = at {
+                    if let Some(io) = x.downcast_ref::<std::io::Error>() {
+                        return io_kind(io);
+                    }
+                    at = x.source();
+                }
+                ErrorKind::Corrupt
+            }
+            Error::Json(_) => ErrorKind::Corrupt,
+            Error::Walk(e) => e.io_error().map_or(ErrorKind::Internal, io_kind),
+            Error::TooLong(_) => ErrorKind::Remote,
+            Error::Arrow(_) => ErrorKind::Internal,
+            #[cfg(feature = "duckdb")]
+            Error::Duck(_) => ErrorKind::Internal,
+        }
+    }
+}
+
+/// The kind of an I/O error, by its OS error kind.
+pub fn io_kind(e: &std::io::Error) -> ErrorKind {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        _ if disk_full(e) => ErrorKind::DiskFull,
+        K::NotFound => ErrorKind::NotFound,
+        K::NotADirectory | K::IsADirectory | K::InvalidInput | K::AlreadyExists => {
+            ErrorKind::BadInput
+        }
+        _ => ErrorKind::Internal,
     }
 }
 

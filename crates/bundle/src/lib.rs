@@ -4,6 +4,19 @@
 //! beside the target and swapped in only when complete (`manifest.json` last). Invariants: the same
 //! input gives byte-identical Parquet files (fixed writer settings, rows ordered by path then
 //! position, postings by term then chunk id); no absolute path of the indexing machine is written.
+//!
+//! A bundle is read with this crate alone, without DuckDB or tree-sitter: its manifest
+//! ([`read_manifest`]), its live files ([`reader::Live`]), its tables a batch at a time
+//! ([`reader::open_parquet`]), and a query tokenized as the bundle's postings were:
+//!
+//! ```
+//! use trove_bundle::tokenizer::{TOKENIZER, tokens};
+//! assert_eq!(TOKENIZER, "code-v1");
+//! assert_eq!(tokens("parseHTTPRequest", 64), ["parsehttprequest", "parse", "http", "request"]);
+//! // A path that is no bundle is said to be none, not read.
+//! let err = trove_bundle::read_manifest(std::path::Path::new("/no/such/bundle")).unwrap_err();
+//! assert!(err.to_string().contains("does not exist"));
+//! ```
 pub mod cache;
 pub mod lookup;
 mod manifest;

@@ -651,7 +651,7 @@ pub struct FileEntry {
 pub fn read_manifest(bundle: &Path) -> Result<Manifest> {
     let p = bundle.join(MANIFEST);
     if !bundle.exists() {
-        return Err(Error::bundle(
+        return Err(Error::bundle_missing(
             bundle,
             "does not exist (expected a bundle written by `trove index`, or a .trove file)",
         ));

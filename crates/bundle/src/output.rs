@@ -20,7 +20,7 @@ pub fn output_path(out: &Path) -> Result<PathBuf> {
     let abs = std::path::absolute(out).map_err(|e| Error::io(out, e))?;
     match std::fs::symlink_metadata(&abs) {
         Ok(m) if m.file_type().is_symlink() => abs.canonicalize().map_err(|e| {
-            Error::Other(format!(
+            Error::bad_input(format!(
                 "{} is a symbolic link to nothing ({e}): remove it or point it at a bundle",
                 abs.display()
             ))
@@ -109,12 +109,15 @@ pub fn lock_output(out: &Path) -> Result<OutputLock> {
         .map_err(|e| Error::io(&path, e))?;
     if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
         let pid = holder_pid(&mut file);
-        return Err(Error::Other(format!(
-            "another trove run{} is writing {}: wait for it to finish (lock {})",
-            pid_note(&pid),
-            out.display(),
-            path.display()
-        )));
+        return Err(Error::failed(
+            trove_base::error::ErrorKind::Locked,
+            format!(
+                "another trove run{} is writing {}: wait for it to finish (lock {})",
+                pid_note(&pid),
+                out.display(),
+                path.display()
+            ),
+        ));
     }
     let _ = file.set_len(0);
     let _ = file.rewind();
@@ -169,7 +172,7 @@ pub fn temp_beside(out: &Path) -> PathBuf {
 /// is fine), and creates its parent.
 pub fn check_replaceable(out: &Path) -> Result<()> {
     if out.is_file() {
-        return Err(Error::Other(format!(
+        return Err(Error::bad_input(format!(
             "output {} is a file: choose a directory path for the bundle",
             out.display()
         )));
@@ -180,7 +183,7 @@ pub fn check_replaceable(out: &Path) -> Result<()> {
             .next()
             .is_none();
         if !empty && super::read_manifest(out).is_err() {
-            return Err(Error::Other(format!(
+            return Err(Error::bad_input(format!(
                 "refusing to overwrite {}: it exists and is not a trove bundle (remove it, or write the bundle elsewhere)",
                 out.display()
             )));
@@ -275,7 +278,7 @@ pub fn link_or_copy(src: &Path, dst: &Path) -> Result<bool> {
         if trove_base::error::disk_full(&err) {
             Error::io(dst, err)
         } else {
-            Error::Other(format!(
+            Error::internal(format!(
                 "copying {} to {}: {err}",
                 src.display(),
                 dst.display()

@@ -57,7 +57,7 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
         ));
     }
     if out.is_dir() {
-        return Err(Error::Other(format!(
+        return Err(Error::bad_input(format!(
             "{} is a directory: give the packed file's path (e.g. app.trove)",
             out.display()
         )));
@@ -68,14 +68,14 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
         _ => Path::new("."),
     };
     if within(parent, dir) {
-        return Err(Error::Other(format!(
+        return Err(Error::bad_input(format!(
             "{} is inside the bundle {}: write the packed file beside it",
             out.display(),
             dir.display()
         )));
     }
     if !parent.is_dir() {
-        return Err(Error::Other(format!(
+        return Err(Error::not_found(format!(
             "{}: the folder {} does not exist",
             out.display(),
             parent.display()
@@ -83,7 +83,7 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
     }
     // A packed bundle written before is replaced; any other file is the user's.
     if (out.exists() || out.is_symlink()) && !is_packed(out) {
-        return Err(Error::Other(format!(
+        return Err(Error::bad_input(format!(
             "{} exists and is not a packed bundle: trove pack replaces only a packed file \
              (remove it, or choose another path)",
             out.display()
@@ -325,7 +325,7 @@ pub fn unpack(file: &Path, out: &Path) -> Result<Manifest> {
     let out = super::output_path(out)?;
     // Replacing `out` would delete the packed file read from inside it.
     if within(file, &out) {
-        return Err(Error::Other(format!(
+        return Err(Error::bad_input(format!(
             "{} is inside {}, which unpacking replaces: unpack it elsewhere",
             file.display(),
             out.display()
@@ -382,7 +382,7 @@ pub fn open_path(p: &Path) -> Result<PathBuf> {
         // Another process unpacked the same file first: use theirs.
         let _ = std::fs::remove_dir_all(&tmp);
         if !dir.join(MANIFEST).is_file() {
-            return Err(Error::Other(format!(
+            return Err(Error::internal(format!(
                 "cannot place the unpacked bundle at {}",
                 dir.display()
             )));

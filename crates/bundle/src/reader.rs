@@ -45,10 +45,13 @@ pub fn open_parquet(p: &Path) -> Result<Table> {
 /// A table file that cannot be decoded (its hash matched, or it was not checked: a bug, or a
 /// publisher's file): named, with the way to check the bundle.
 pub fn unreadable(p: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Other(format!(
-        "{}: cannot be read as a trove table: {e} (run `trove verify` on the bundle)",
-        p.display()
-    ))
+    Error::failed(
+        trove_base::error::ErrorKind::Corrupt,
+        format!(
+            "{}: cannot be read as a trove table: {e} (run `trove verify` on the bundle)",
+            p.display()
+        ),
+    )
 }
 
 /// A table's record batches, each error naming the file.

@@ -86,7 +86,7 @@ impl Source {
         let lower = src.to_ascii_lowercase();
         if lower.starts_with("http://") || lower.starts_with("https://") {
             if src.contains(['?', '#']) {
-                return Err(Error::Other(format!(
+                return Err(Error::bad_input(format!(
                     "{}: a URL with a query string or fragment cannot be carried over to each \
                      file of the bundle: give the plain URL of the bundle folder (an access token \
                      goes in $TROVE_SYNC_TOKEN)",
@@ -111,7 +111,7 @@ impl Source {
             #[cfg(not(feature = "http"))]
             {
                 let _ = opts;
-                return Err(Error::Other(format!(
+                return Err(Error::bad_input(format!(
                     "{}: this trove was built without HTTP support (cargo feature `openai`)",
                     trove_base::util::hide_userinfo(src)
                 )));
@@ -125,7 +125,7 @@ impl Source {
                 .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
             && !Path::new(src).exists()
         {
-            return Err(Error::Other(format!(
+            return Err(Error::bad_input(format!(
                 "{}: trove sync reads http:// and https:// URLs, bundle directories and .trove \
                  files, not {scheme}:// (copy the bundle here first, or publish it over HTTP)",
                 trove_base::util::hide_userinfo(src)
@@ -150,7 +150,7 @@ impl Source {
                 let mut out = Vec::new();
                 client
                     .get_into(&format!("{base}/{name}"), &mut out, limit)
-                    .map_err(|e| Error::Other(format!("cannot fetch {name}: {e}")))?;
+                    .map_err(|e| Error::remote(format!("cannot fetch {name}: {e}")))?;
                 Ok(out)
             }
         }
@@ -189,7 +189,7 @@ impl Source {
                 let got = stage.download(e, |f| {
                     client
                         .get_resuming(&url, f, e.bytes)
-                        .map_err(|err| Error::Other(format!("cannot fetch {}: {err}", e.name)))
+                        .map_err(|err| Error::remote(format!("cannot fetch {}: {err}", e.name)))
                 })?;
                 super::link_or_copy(&stage.done(e), dst)?;
                 got
@@ -228,11 +228,14 @@ fn same_filesystem(a: &Path, b: &Path) -> bool {
 fn check_fetched(e: &FileEntry, at: &Path) -> Result<()> {
     let (bytes, sha) = super::table::hash_file(at)?;
     if bytes != e.bytes || sha != e.sha256 {
-        return Err(Error::Other(format!(
-            "{} does not match the size and sha256 its manifest records (damaged, or changed \
+        return Err(Error::failed(
+            trove_base::error::ErrorKind::Corrupt,
+            format!(
+                "{} does not match the size and sha256 its manifest records (damaged, or changed \
              while syncing)",
-            e.name
-        )));
+                e.name
+            ),
+        ));
     }
     Ok(())
 }
@@ -276,7 +279,7 @@ impl Staged {
         if m.is_dir() && m.uid() == rustix::process::geteuid().as_raw() && m.mode() & 0o022 == 0 {
             return Ok(());
         }
-        Err(Error::Other(format!(
+        Err(Error::bad_input(format!(
             "refusing {}: a sync keeps its downloads there, and it is not a folder of this \
              user's that only this user can write (remove it)",
             self.dir.display()
@@ -582,17 +585,20 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
     if let Some(free) = super::free_bytes(parent)
         && need > free
     {
-        return Err(Error::Other(format!(
-            "{} needs {need} bytes {} {}, and {} has {free} free: nothing was changed",
-            dest.display(),
-            if source.downloads() {
-                "fetched from"
-            } else {
-                "copied from"
-            },
-            label.display(),
-            parent.display()
-        )));
+        return Err(Error::failed(
+            trove_base::error::ErrorKind::DiskFull,
+            format!(
+                "{} needs {need} bytes {} {}, and {} has {free} free: nothing was changed",
+                dest.display(),
+                if source.downloads() {
+                    "fetched from"
+                } else {
+                    "copied from"
+                },
+                label.display(),
+                parent.display()
+            ),
+        ));
     }
     let mut fetched_segments = std::collections::BTreeSet::new();
     super::build_beside(&dest, |tmp| {

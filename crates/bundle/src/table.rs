@@ -136,7 +136,7 @@ impl Table {
     pub fn create(dir: &Path, name: &'static str, dim: usize) -> Result<Self> {
         let path = dir.join(format!("{name}.parquet"));
         let schema = expected_schema(name, dim)
-            .ok_or_else(|| Error::Other(format!("no schema for {name}")))?;
+            .ok_or_else(|| Error::internal(format!("no schema for {name}")))?;
         let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
         let mut writer =
             ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(props(name)?))?;
@@ -150,10 +150,10 @@ impl Table {
                     parquet::errors::ParquetError::External(b) => {
                         match b.downcast::<std::io::Error>() {
                             Ok(io) => Error::io(&at, *io),
-                            Err(b) => Error::Other(format!("{}: {b}", at.display())),
+                            Err(b) => Error::internal(format!("{}: {b}", at.display())),
                         }
                     }
-                    e => Error::Other(format!("{}: {e}", at.display())),
+                    e => Error::internal(format!("{}: {e}", at.display())),
                 };
                 for batch in rx {
                     writer.write(&batch).map_err(named)?;
@@ -186,7 +186,7 @@ impl Table {
             Ok(())
         } else {
             // The encoder stopped: its error says why.
-            self.join().and(Err(Error::Other(format!(
+            self.join().and(Err(Error::internal(format!(
                 "writing {}.parquet stopped",
                 self.name
             ))))
@@ -198,7 +198,7 @@ impl Table {
         self.tx = None;
         match self.encoder.take() {
             Some(h) => h.join().unwrap_or_else(|_| {
-                Err(Error::Other(format!(
+                Err(Error::internal(format!(
                     "writing {}.parquet panicked",
                     self.name
                 )))

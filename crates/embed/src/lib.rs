@@ -7,6 +7,15 @@
 //! the embedding cache and throughput counters. Invariants: the hash embedder gives the same vector
 //! on every machine; the manifest stamps backend, model, dim and fingerprint, so a query or an
 //! incremental run with another embedder is refused or rebuilt, never mixed.
+//!
+//! ```
+//! use trove_embed::{Embedder, HashEmbedder};
+//! let e = HashEmbedder::new(256, 64);
+//! let v = e.embed(&["fn parse_request(req: &Request)"]).unwrap();
+//! assert_eq!(v[0].len(), 256);
+//! let norm: f32 = v[0].iter().map(|x| x * x).sum::<f32>().sqrt();
+//! assert!((norm - 1.0).abs() < 1e-4);
+//! ```
 mod cache;
 pub mod config;
 #[cfg(feature = "local")]

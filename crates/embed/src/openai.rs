@@ -52,13 +52,13 @@ impl OpenAiEmbedder {
             let v = e.request(&["dimension probe".to_string()])?;
             e.dim = v.first().map_or(0, Vec::len);
             if e.dim == 0 {
-                return Err(Error::Other(format!(
+                return Err(Error::remote(format!(
                     "embedding server {}: the probe call returned an empty vector",
                     trove_base::util::hide_userinfo(&e.url)
                 )));
             }
             if e.dim > trove_bundle::MAX_DIM {
-                return Err(Error::Other(format!(
+                return Err(Error::remote(format!(
                     "embedding server {}: the probe call returned a vector of {} dimensions, more \
                      than a bundle holds ({}): ask for fewer with embed.dimensions",
                     trove_base::util::hide_userinfo(&e.url),
@@ -67,7 +67,7 @@ impl OpenAiEmbedder {
                 )));
             }
             if e.dimensions > 0 && e.dim != e.dimensions {
-                return Err(Error::Other(format!(
+                return Err(Error::remote(format!(
                     "embedding server {}: asked for {} dimensions, got {} (does model {} support `dimensions`?)",
                     trove_base::util::hide_userinfo(&e.url),
                     e.dimensions,
@@ -91,15 +91,15 @@ impl OpenAiEmbedder {
             body["dimensions"] = self.dimensions.into();
         }
         let reply = self.client.post(&self.url, &body).map_err(|f| match f {
-            Failure::TooLong(m) => Error::Other(format!("TOO_LONG {m}")),
-            other => Error::Other(format!("embedding server: {other}")),
+            Failure::TooLong(m) => Error::TooLong(m),
+            other => Error::remote(format!("embedding server: {other}")),
         })?;
         self.parse(&reply, inputs.len())
     }
 
     fn parse(&self, reply: &serde_json::Value, n: usize) -> Result<Vec<Vec<f32>>> {
         let bad = |m: String| {
-            Error::Other(format!(
+            Error::remote(format!(
                 "embedding server {}: {m}",
                 trove_base::util::hide_userinfo(&self.url)
             ))
@@ -193,14 +193,11 @@ impl Embedder for OpenAiEmbedder {
             .collect();
         for _ in 0..=MAX_CUTS {
             match self.request(&inputs) {
-                Err(Error::Other(m)) if m.starts_with("TOO_LONG ") => {
+                Err(Error::TooLong(m)) => {
                     // Cut the longer half of the inputs in half and try again.
                     let longest = inputs.iter().map(String::len).max().unwrap_or(0);
                     if longest < 32 {
-                        return Err(Error::Other(format!(
-                            "embedding server: {}",
-                            &m["TOO_LONG ".len()..]
-                        )));
+                        return Err(Error::remote(format!("embedding server: {}", m)));
                     }
                     for s in inputs.iter_mut().filter(|s| s.len() * 2 >= longest) {
                         *s = cut(s, s.len() / 2);
@@ -210,7 +207,7 @@ impl Embedder for OpenAiEmbedder {
                 other => return other,
             }
         }
-        Err(Error::Other(format!(
+        Err(Error::remote(format!(
             "embedding server {}: inputs still too long after {MAX_CUTS} cuts",
             trove_base::util::hide_userinfo(&self.url)
         )))

@@ -201,7 +201,7 @@ impl EmbedStage {
         if vectors == texts {
             return Ok(());
         }
-        Err(Error::Other(format!(
+        Err(Error::remote(format!(
             "embedder {} returned {vectors} vectors for {texts} texts",
             self.backend.backend(),
         )))
@@ -211,14 +211,14 @@ impl EmbedStage {
     fn check(&self, v: &[f32]) -> Result<()> {
         let dim = self.backend.dim();
         if v.len() != dim {
-            return Err(Error::Other(format!(
+            return Err(Error::remote(format!(
                 "embedder {} returned a vector of dimension {} (expected {dim})",
                 self.backend.backend(),
                 v.len()
             )));
         }
         if v.iter().any(|x| !x.is_finite()) {
-            return Err(Error::Other(format!(
+            return Err(Error::remote(format!(
                 "embedder {} returned a vector with NaN or infinite values",
                 self.backend.backend()
             )));
@@ -295,10 +295,10 @@ impl EmbedStage {
                     texts: ask.iter().map(|t| t.to_string()).collect(),
                     reply: tx,
                 })
-                .map_err(|_| Error::Other("the embedding queue has stopped".into()))?;
+                .map_err(|_| Error::internal("the embedding queue has stopped"))?;
                 rx.recv()
-                    .map_err(|_| Error::Other("an embedding dispatcher stopped".into()))?
-                    .map_err(Error::Other)?
+                    .map_err(|_| Error::internal("an embedding dispatcher stopped"))?
+                    .map_err(Error::internal)?
             }
             None => self.shared.call(&*self.backend, &ask)?,
         };

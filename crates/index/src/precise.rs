@@ -72,7 +72,7 @@ impl ScipIndex {
         for file in files {
             let bytes = std::fs::read(file).map_err(|e| Error::io(file, e))?;
             let index = Index::parse_from_bytes(&bytes).map_err(|e| {
-                Error::Other(format!(
+                Error::bad_input(format!(
                     "{}: not a SCIP index ({e}); make one with an indexer such as scip-typescript or scip-python, or index without it (--no-scip)",
                     file.display()
                 ))

@@ -163,7 +163,7 @@ impl BundleWriter {
         for (index, mut rec) in std::mem::take(&mut f.chunks).into_iter().enumerate() {
             // `chunk_ord` is an INT32 column: refuse what it cannot hold rather than clamp it.
             let ord = i32::try_from(first + index as u64)
-                .map_err(|_| Error::Other("more than 2^31 chunks in one bundle".into()))?
+                .map_err(|_| Error::internal("more than 2^31 chunks in one bundle"))?
                 .unsigned_abs();
             self.total_tokens += u64::from(rec.token_len);
             for (term, tf) in std::mem::take(&mut rec.terms) {
@@ -273,7 +273,7 @@ impl BundleWriter {
         let mut raw = self
             .refs_raw
             .take()
-            .ok_or_else(|| Error::Other("refs finished twice".into()))?;
+            .ok_or_else(|| Error::internal("refs finished twice"))?;
         write_raw_refs(&mut raw, &std::mem::take(&mut self.ref_rows))?;
         let raw_path = raw.path.clone();
         raw.finish()?;
@@ -399,7 +399,7 @@ impl BundleWriter {
             .flat_map(|x| x.rec.embedding.iter().copied())
             .collect();
         if values.len() != r.len() * self.dim {
-            return Err(Error::Other(format!(
+            return Err(Error::remote(format!(
                 "embedder returned vectors of the wrong size (want {})",
                 self.dim
             )));
@@ -412,7 +412,7 @@ impl BundleWriter {
             None,
         )?;
         if let Some(x) = r.iter().find(|x| x.rec.windows.len() % self.dim != 0) {
-            return Err(Error::Other(format!(
+            return Err(Error::remote(format!(
                 "chunk {} has window vectors of the wrong size (want multiples of {})",
                 x.rec.chunk_id, self.dim
             )));
@@ -493,7 +493,7 @@ impl BundleWriter {
             let refs = self.finish_refs();
             let postings = postings
                 .join()
-                .unwrap_or_else(|_| Err(Error::Other("writing postings panicked".into())));
+                .unwrap_or_else(|_| Err(Error::internal("writing postings panicked")));
             (refs, postings)
         });
         let (refs, refs_resolved) = refs?;

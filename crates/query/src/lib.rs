@@ -10,6 +10,14 @@
 //! for filters and for name lookups in `symbols`.
 //! Invariants: the query is tokenized by the same code as the index; a bundle made with another
 //! embedder than this build can reproduce is refused.
+//!
+//! A bundle is opened with [`Bundle::open`] and searched with its query methods; the filters a
+//! query takes are checked first, e.g. a `--path` glob:
+//!
+//! ```
+//! assert!(trove_query::check_glob("src/**/*.rs").is_ok());
+//! assert!(trove_query::check_glob("src/[").is_err());
+//! ```
 pub mod inverted;
 pub mod rows;
 pub mod sql;
@@ -582,8 +590,8 @@ impl Bundle {
 
     /// Writes (or finds) the cached resolution and points the view at it: its path.
     fn try_cache_refs(&self) -> Result<std::path::PathBuf> {
-        let dir = trove_base::util::cache_dir()
-            .ok_or_else(|| Error::Other("no cache directory".into()))?;
+        let dir =
+            trove_base::util::cache_dir().ok_or_else(|| Error::not_found("no cache directory"))?;
         // The views' own text (the live rows and the resolution rules, by this build) and the
         // tables' sha256s.
         let mut key = format!(
@@ -627,7 +635,7 @@ impl Bundle {
             let _ = std::fs::remove_file(&path);
         }
         cache::prune_unused(&dir);
-        let io = |e: std::io::Error| Error::Other(e.to_string());
+        let io = |e: std::io::Error| Error::internal(e.to_string());
         std::fs::create_dir_all(&dir).map_err(io)?;
         let tmp = cache::tmp_path(&path);
         // Resolved on a connection of its own, never on one a user's statements may have changed
@@ -997,7 +1005,7 @@ impl Bundle {
                 if let Some(h) = pending.take() {
                     let conn = h
                         .join()
-                        .map_err(|_| Error::Other("opening DuckDB panicked".into()))??;
+                        .map_err(|_| Error::internal("opening DuckDB panicked"))??;
                     let _ = self.conn.set(conn);
                 }
                 Ok(())
@@ -1045,7 +1053,7 @@ impl Bundle {
                     Some(h) => {
                         let (top, segment) = h
                             .join()
-                            .map_err(|_| Error::Other("the BM25 arm panicked".into()))??;
+                            .map_err(|_| Error::internal("the BM25 arm panicked"))??;
                         self.found_in(segment);
                         top
                     }
@@ -1423,7 +1431,7 @@ impl QueryModel {
                 }
                 let mut v = m.embed_query(query)?;
                 if v.len() != m.dim() || v.iter().any(|x| !x.is_finite()) {
-                    return Err(Error::Other(format!(
+                    return Err(Error::remote(format!(
                         "embedder {} returned a bad query vector (dimension {}, expected {})",
                         m.backend(),
                         v.len(),
@@ -1687,7 +1695,7 @@ struct Glob<'a> {
 
 impl Glob<'_> {
     fn bad(&self, why: String) -> Error {
-        Error::Other(format!("invalid path glob {:?}: {why}", self.text))
+        Error::bad_input(format!("invalid path glob {:?}: {why}", self.text))
     }
 
     /// The index of the `]` that closes the `[` at `i`, its ranges checked.

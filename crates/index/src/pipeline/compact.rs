@@ -78,7 +78,7 @@ pub fn write_live(tmp: &Path, inputs: &[(PathBuf, Manifest)]) -> Result<Finished
     let dim = inputs
         .first()
         .map(|(_, m)| m.embedder.dim)
-        .ok_or_else(|| Error::Other("nothing to write".into()))?;
+        .ok_or_else(|| Error::internal("nothing to write"))?;
     // Every source segment, numbered across the inputs.
     let mut sources: Vec<PathBuf> = Vec::new();
     let mut rows: Vec<(FileRow, usize, usize)> = Vec::new();
@@ -93,7 +93,7 @@ pub fn write_live(tmp: &Path, inputs: &[(PathBuf, Manifest)]) -> Result<Finished
     rows.sort_by(|a, b| a.0.path.cmp(&b.0.path));
     for w in rows.windows(2) {
         if w[0].0.path == w[1].0.path {
-            return Err(Error::Other(format!(
+            return Err(Error::bad_input(format!(
                 "{} is in both {} and {}: the inputs overlap (merge the shards of one split, each once)",
                 w[0].0.path,
                 inputs[w[0].2].0.display(),

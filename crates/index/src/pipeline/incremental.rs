@@ -162,7 +162,7 @@ pub(crate) struct Plan {
 
 /// A refusal: the run stops with this message (exit code 2) and the bundle is left as it was.
 fn refuse(msg: String) -> Error {
-    Error::Other(msg)
+    Error::bad_input(msg)
 }
 
 /// Why `m`'s rows cannot be reused by this run, if they cannot.

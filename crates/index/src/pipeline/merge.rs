@@ -62,8 +62,8 @@ fn mismatch(a: &Manifest, b: &Manifest) -> Option<&'static str> {
 pub fn run_merge(out: &Path, inputs: &[PathBuf]) -> Result<(Manifest, MergeSummary)> {
     let started = Instant::now();
     if inputs.is_empty() {
-        return Err(Error::Other(
-            "give at least one input bundle: trove merge OUT IN...".into(),
+        return Err(Error::bad_input(
+            "give at least one input bundle: trove merge OUT IN...",
         ));
     }
     // Locked before the inputs are read: OUT may be one of them (a shard added to a merged
@@ -220,7 +220,7 @@ fn live_union(inputs: &[PathBuf], manifests: &[Manifest]) -> Result<(Vec<FileRow
     paths.sort();
     for w in paths.windows(2) {
         if w[0].0 == w[1].0 {
-            return Err(Error::Other(format!(
+            return Err(Error::bad_input(format!(
                 "{} is in both {} and {}: the inputs overlap (merge the shards of one split, each once)",
                 w[0].0,
                 inputs[w[0].1].display(),
@@ -234,7 +234,7 @@ fn live_union(inputs: &[PathBuf], manifests: &[Manifest]) -> Result<(Vec<FileRow
                 if let Ok(k) = paths.binary_search_by(|(p, _)| p.as_str().cmp(&dead))
                     && paths[k].1 < n
                 {
-                    return Err(Error::Other(format!(
+                    return Err(Error::bad_input(format!(
                         "a tombstone of {} names {}, live in {}: the inputs overlap (merge the \
                          shards of one split, each once)",
                         dir.display(),

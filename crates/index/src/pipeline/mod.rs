@@ -444,7 +444,7 @@ fn embed_line(s: &EmbedStats) -> String {
 /// that is the indexed tree itself or contains it.
 fn check_output(out: &Path, root: &Path) -> Result<()> {
     if root.starts_with(out) {
-        return Err(Error::Other(format!(
+        return Err(Error::bad_input(format!(
             "output {} would contain the indexed tree {}: choose another -o",
             out.display(),
             root.display()
@@ -545,7 +545,7 @@ fn build_into(
         for _ in 0..WINDOW_FILES {
             tok_tx
                 .send(())
-                .map_err(|_| Error::Other("token channel closed".into()))?;
+                .map_err(|_| Error::internal("token channel closed"))?;
         }
         for i in 0..threads {
             let task_rx: Receiver<(usize, &Candidate)> = task_rx.clone();
@@ -572,7 +572,7 @@ fn build_into(
                         }
                     }
                 })
-                .map_err(|e| Error::Other(format!("cannot start a worker thread: {e}")))?;
+                .map_err(|e| Error::internal(format!("cannot start a worker thread: {e}")))?;
         }
         drop(res_tx);
         drop(task_rx);
@@ -592,7 +592,7 @@ fn build_into(
                     }
                 }
             })
-            .map_err(|e| Error::Other(format!("cannot start the feeder thread: {e}")))?;
+            .map_err(|e| Error::internal(format!("cannot start the feeder thread: {e}")))?;
         // This thread is the writer: results arrive in any order and are written in path order.
         let mut pending: HashMap<usize, FileResult> = HashMap::new();
         let mut next = 0usize;
@@ -622,7 +622,7 @@ fn build_into(
                         Ok(None)
                     }
                     FileResult::Failed(e) => {
-                        Err(Error::Other(format!("{}: {e}", files[next - 1].rel)))
+                        Err(Error::internal(format!("{}: {e}", files[next - 1].rel)))
                     }
                     FileResult::Carried => {
                         let rel = &files[next - 1].rel;
@@ -632,7 +632,7 @@ fn build_into(
                                 kept.insert(rel);
                                 Ok(None)
                             }
-                            None => Err(Error::Other(format!("{rel}: kept without a base row"))),
+                            None => Err(Error::internal(format!("{rel}: kept without a base row"))),
                         }
                     }
                 };
@@ -650,7 +650,7 @@ fn build_into(
                 written += 1;
                 progress.advance(bytes, &embed_progress);
                 if fail_after.is_some_and(|n| written >= n) {
-                    outcome = Err(Error::Other(format!(
+                    outcome = Err(Error::internal(format!(
                         "{} reached: failing on purpose after {written} files",
                         hooks::FAIL_AFTER_ENV
                     )));

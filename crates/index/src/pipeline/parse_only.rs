@@ -57,7 +57,7 @@ pub fn run_parse_only(opts: &IndexOptions) -> Result<ParseOnlySummary> {
         .num_threads(opts.threads)
         .thread_name(|i| format!("trove-parse-{i}"))
         .build()
-        .map_err(|e| Error::Other(format!("cannot start the worker threads: {e}")))?;
+        .map_err(|e| Error::internal(format!("cannot start the worker threads: {e}")))?;
     let s = Counters::default();
     pool.install(|| {
         walked

@@ -360,7 +360,7 @@ pub fn walk(
 ) -> Result<WalkResult> {
     let root = root.canonicalize().map_err(|e| Error::io(root, e))?;
     if !root.is_dir() {
-        return Err(Error::Other(format!(
+        return Err(Error::bad_input(format!(
             "{} is not a directory",
             root.display()
         )));
@@ -464,11 +464,11 @@ pub fn walk(
     });
     let found = found
         .into_inner()
-        .map_err(|_| Error::Other("walk lock poisoned".into()))?;
+        .map_err(|_| Error::internal("walk lock poisoned"))?;
     let dir_skips = std::mem::take(
         &mut *dir_skips
             .lock()
-            .map_err(|_| Error::Other("walk lock poisoned".into()))?,
+            .map_err(|_| Error::internal("walk lock poisoned"))?,
     );
     let dir_skipped: HashSet<String> = dir_skips.iter().map(|s| s.path.clone()).collect();
     // What the ignore rules hid: a child of a walked directory that the walk never yielded.

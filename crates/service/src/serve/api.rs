@@ -18,6 +18,7 @@ use crate::structure::{
     symbols_sql,
 };
 use crate::tools::ToolError;
+use trove_base::error::ErrorKind;
 
 /// A JSON error: `{"error": {"status", "code", "message"}}`.
 #[derive(Debug)]
@@ -62,15 +63,25 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The status and code of a trove error of kind `kind` ([`ErrorKind::http_status`]).
+fn of_kind(kind: ErrorKind, message: String) -> ApiError {
+    let status =
+        StatusCode::from_u16(kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    ApiError::new(status, kind.code(), message)
+}
+
 impl From<anyhow::Error> for ApiError {
     fn from(e: anyhow::Error) -> Self {
-        ApiError::internal(format!("{e:#}"))
+        let kind = e
+            .chain()
+            .find_map(|c| c.downcast_ref::<trove_base::Error>().map(|t| t.kind()));
+        of_kind(kind.unwrap_or(ErrorKind::Internal), format!("{e:#}"))
     }
 }
 
 impl From<trove_base::Error> for ApiError {
     fn from(e: trove_base::Error) -> Self {
-        ApiError::internal(e.to_string())
+        of_kind(e.kind(), e.to_string())
     }
 }
 

@@ -429,7 +429,7 @@ impl Served {
             snap.version = trove_base::util::sha256_hex(&bytes)[..16].to_string();
         }
         let report = trove_bundle::verify(&snap.dir).map_err(|e| {
-            if disk_full_error(&e) {
+            if e.kind() == trove_base::error::ErrorKind::DiskFull {
                 anyhow::Error::new(e)
             } else {
                 anyhow::anyhow!("verification failed: {e}")
@@ -705,25 +705,15 @@ impl Served {
     }
 }
 
-/// Whether `e` is a write that found the disk (or the user's quota) full.
+/// Whether `e` is a write that found the disk (or the user's quota) full: by the kind of the
+/// trove error or the OS error in its chain, never by its text.
 fn disk_full(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(trove_base::error::disk_full)
             || c.downcast_ref::<trove_base::Error>()
-                .is_some_and(disk_full_error)
+                .is_some_and(|t| t.kind() == trove_base::error::ErrorKind::DiskFull)
     })
-}
-
-fn disk_full_error(e: &trove_base::Error) -> bool {
-    match e {
-        trove_base::Error::Io { cause, .. } => trove_base::error::disk_full(cause),
-        // Parquet's and DuckDB's writers carry the OS error as text.
-        other => {
-            let text = other.to_string();
-            text.contains("No space left on device") || text.contains("Disk quota exceeded")
-        }
-    }
 }
 
 /// A packed bundle's size, mtime and inode.
