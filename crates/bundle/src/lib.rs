@@ -1,9 +1,11 @@
-//! Bundle stage: the on-disk format (DESIGN.md §4) — Parquet tables plus `manifest.json`.
+//! The bundle format (DESIGN.md §4, docs/bundle-format.md): Parquet tables in segment folders,
+//! `manifest.json` and `views.sql`.
 //!
-//! Input: per-file results in path order. Output: a bundle directory, written into a temp directory
-//! beside the target and swapped in only when complete (`manifest.json` last). Invariants: the same
-//! input gives byte-identical Parquet files (fixed writer settings, rows ordered by path then
-//! position, postings by term then chunk id); no absolute path of the indexing machine is written.
+//! A bundle is written (by trove-index's writer, with this crate's table encoders) into a temp
+//! directory beside the target and swapped in only when complete (`manifest.json` last).
+//! Invariants: the same input gives byte-identical Parquet files (fixed writer settings, rows
+//! ordered by path then position, postings by term then chunk id); no absolute path of the
+//! indexing machine is written.
 //!
 //! A bundle is read with this crate alone, without DuckDB or tree-sitter: its manifest
 //! ([`read_manifest`]), its live files ([`reader::Live`]), its tables a batch at a time

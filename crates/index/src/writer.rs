@@ -1,7 +1,8 @@
 //! The bundle writer: one thread owns it. Files arrive in path order with their records; it
-//! buffers rows into batches for each table's encoder ([`trove_bundle::table`]), hands BM25 terms to the
-//! postings spill ([`trove_bundle::postings`]), and counts every definition so the references left open
-//! in their files resolve against the whole bundle at the end ([`crate::resolve`]).
+//! buffers rows into batches for each table's encoder ([`trove_bundle::table`]), hands BM25
+//! terms to the postings spill ([`trove_bundle::postings`]), and counts every definition so the
+//! references left open in their files resolve against the whole bundle at the end
+//! ([`crate::resolve`]).
 use arrow::array::{
     Array, ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Int64Array, ListArray,
     ListBuilder, StringBuilder,
