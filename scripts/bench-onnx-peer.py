@@ -10,7 +10,7 @@ normalisation in numpy, one text per pass. Two ways of using N cores:
   pool:  N Python threads sharing one session of 1 intra-op thread (session.run drops the GIL);
   intra: one call at a time on a session of N intra-op threads;
 each with onnxruntime's default graph optimizations and with the ones trove's sessions use
-(SkipLayerNormFusion off, see src/embed/onnx.rs); the best of the four is the peer's figure.
+(SkipLayerNormFusion off, see crates/embed/src/onnx.rs); the best of the four is the peer's figure.
 Prints chunks/s per file and length (--json: one JSON object) for scripts/bench-embed.sh.
 """
 import argparse
@@ -39,7 +39,7 @@ def text_of(tokens, seed):
     return "".join(WORDS[(i * 7 + seed) % len(WORDS)] + " " for i in range(tokens * 3 // 4))
 
 
-# What trove's sessions turn off (src/embed/onnx.rs: DISABLED_OPTIMIZERS).
+# What trove's sessions turn off (crates/embed/src/onnx.rs: DISABLED_OPTIMIZERS).
 TROVE_DISABLED = "SkipLayerNormFusion"
 
 

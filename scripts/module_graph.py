@@ -66,7 +66,12 @@ def modules(src_dir):
             rel = os.path.relpath(os.path.join(dirpath, f), src_dir)[:-3].split(os.sep)
             if rel[-1] == "mod":
                 rel = rel[:-1]
-            if rel in (["lib"], ["main"]):
+            if rel == ["main"] and os.path.exists(os.path.join(src_dir, "lib.rs")):
+                # A package with a library and a binary: two crates. The binary's root is
+                # `main.rs` (its modules are the files it declares); the library's modules are
+                # the rest. Both cannot be `()`; the binary's root is named `(bin)`.
+                rel = ["(bin)"]
+            elif rel in (["lib"], ["main"]):
                 rel = []
             if rel and rel[0] in ("bin",):
                 continue
@@ -119,7 +124,7 @@ def reexports_of(mods):
     out = {}
     for mod, path in mods.items():
         src = strip(open(path, encoding="utf-8").read())
-        for m in re.finditer(r"\bpub\s+use\s+([^;]+);", src):
+        for m in re.finditer(r"\bpub(?:\([a-z]+\))?\s+use\s+([^;]+);", src):
             for p in expand_use(re.sub(r"\s+", "", re.sub(r"\s+as\s+", "@", m.group(1)))):
                 segs = [s for s in p.split("::") if s]
                 if segs and segs[0] == "self":
@@ -144,6 +149,11 @@ def edges_of(mods):
     top = {m[0] for m in mods if m}
     for mod, path in mods.items():
         src = strip(open(path, encoding="utf-8").read())
+        # An inline `mod tests` (at a file's end, by convention) sees the file's module as
+        # `super`: its paths are the file's own, not its parent's.
+        cut = re.search(r"#\[cfg\(test\)\]\s*mod\s+\w+\s*\{", src)
+        if cut:
+            src = src[: cut.start()]
         paths = []
         for m in re.finditer(r"\buse\s+([^;]+);", src):
             paths += [p.split("@")[0] for p in expand_use(re.sub(r"\s+", "", re.sub(r"\s+as\s+", "@", m.group(1))))]
@@ -158,7 +168,7 @@ def edges_of(mods):
                 base = []
                 segs = segs[1:]
             elif segs[0] in ("super", "self"):
-                base = list(mod) if is_mod_rs else list(mod[:-1])
+                base = list(mod)
                 while segs and segs[0] in ("super", "self"):
                     if segs[0] == "super":
                         base = base[:-1]
@@ -232,11 +242,28 @@ def self_test():
         mods = modules(src)
         found = sccs(mods, edges_of(mods))
         assert found and sorted(found[0]) == [("a",), ("b",)], found
+        # Siblings in a folder that name each other through `super::`.
+        os.makedirs(os.path.join(src, "d"))
+        for name, text in {
+            "d/mod.rs": "mod e;\nmod f;\n",
+            "d/e.rs": "pub struct E(super::f::F);\n",
+            "d/f.rs": "pub struct F;\nfn g(_: super::e::E) {}\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n",
+        }.items():
+            with open(os.path.join(src, name), "w") as f:
+                f.write(text)
+        with open(os.path.join(src, "lib.rs"), "a") as f:
+            f.write("mod d;\n")
+        mods = modules(src)
+        found = sorted(sorted(c) for c in sccs(mods, edges_of(mods)))
+        assert [("d", "e"), ("d", "f")] in found, found
+        os.remove(os.path.join(src, "d", "f.rs"))
+        with open(os.path.join(src, "d", "f.rs"), "w") as f:
+            f.write("pub struct F;\n")
         with open(os.path.join(src, "b.rs"), "w") as f:
             f.write("pub struct Other;\n")
         mods = modules(src)
         assert not sccs(mods, edges_of(mods))
-    print("module_graph self-test: a cycle through a re-export is found, its removal passes")
+    print("module_graph self-test: cycles through a re-export and through super:: are found, their removal passes")
 
 
 def main():

@@ -17,7 +17,7 @@ pub fn cache_dir() -> Option<PathBuf> {
 }
 
 /// Sets the mtime of the file `path` to now when it is a day old or more: a cache file's mtime
-/// says when it was last used, and unused ones are removed (`query::cache::prune_unused`).
+/// says when it was last used, and unused ones are removed (`trove_bundle::cache::prune_unused`).
 pub fn touch(path: &std::path::Path) {
     let day = std::time::Duration::from_secs(86_400);
     let stale = std::fs::metadata(path)

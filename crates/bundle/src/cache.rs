@@ -192,7 +192,7 @@ pub fn prune_unused(dir: &Path) {
             continue;
         }
         let unused = if name.len() == 64 && hex_start(&name, 64) {
-            // Its manifest's mtime says when it was last used (`bundle::pack::open_path`).
+            // Its manifest's mtime says when it was last used (`pack::open_path`).
             std::fs::metadata(e.path().join(crate::MANIFEST))
                 .map_or(older(&m, max), |mm| older(&mm, max))
         } else {

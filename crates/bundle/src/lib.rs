@@ -75,7 +75,7 @@ pub const VIEWS: &str = "views.sql";
 /// The bytes of a bundle's small file `p` (the manifest, the views) when it is a regular file (a
 /// link is followed) of at most `max` bytes: a FIFO would block the read for ever and a device
 /// such as `/dev/zero` would fill memory, so both are refused, as is anything larger.
-pub fn read_small(p: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_small(p: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> {
     // Looked at before it is opened: opening a FIFO blocks until a writer comes.
     if !std::fs::metadata(p)?.is_file() {
         return Err(std::io::Error::other("not a regular file"));
@@ -103,14 +103,14 @@ pub fn read_small_from(mut f: std::fs::File, max: u64) -> std::io::Result<Vec<u8
 }
 
 /// The bytes free to this user on the filesystem of `dir`, when it says.
-pub fn free_bytes(dir: &std::path::Path) -> Option<u64> {
+pub(crate) fn free_bytes(dir: &std::path::Path) -> Option<u64> {
     rustix::fs::statvfs(dir)
         .ok()
         .map(|v| v.f_bavail.saturating_mul(v.f_frsize))
 }
 
 /// The first bytes of a zstd frame, which a packed bundle (`trove pack`) starts with.
-pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+pub(crate) const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
 /// Whether `p` is a file that starts like a packed bundle.
 pub fn is_packed(p: &std::path::Path) -> bool {

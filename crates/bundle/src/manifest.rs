@@ -454,7 +454,7 @@ pub struct SourceInfo {
     /// Whether the work tree had changes against HEAD.
     pub dirty: bool,
     /// A fingerprint of git's checkout settings outside the tree (`.git/info/attributes`,
-    /// `core.attributesFile`, `core.autocrlf`, `core.eol`; [`trove_index::source::checkout_settings`]):
+    /// `core.attributesFile`, `core.autocrlf`, `core.eol`; `trove_index::source::checkout_settings`):
     /// `--since` reads every file again when it changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkout: Option<String>,

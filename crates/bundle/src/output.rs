@@ -278,11 +278,10 @@ pub fn link_or_copy(src: &Path, dst: &Path) -> Result<bool> {
         if trove_base::error::disk_full(&err) {
             Error::io(dst, err)
         } else {
-            Error::internal(format!(
-                "copying {} to {}: {err}",
-                src.display(),
-                dst.display()
-            ))
+            Error::failed(
+                trove_base::error::io_kind(&err),
+                format!("copying {} to {}: {err}", src.display(), dst.display()),
+            )
         }
     })?;
     std::fs::File::open(dst)

@@ -17,7 +17,7 @@ use super::manifest::{MANIFEST, MAX_MANIFEST_BYTES, Manifest};
 use crate::{Error, Result};
 
 /// The first four bytes of a zstd frame: how a packed bundle is told from anything else.
-pub use crate::{ZSTD_MAGIC, is_packed};
+pub use crate::is_packed;
 /// zstd level: the Parquet pages are already zstd-compressed, so more effort buys almost nothing.
 const LEVEL: i32 = 3;
 
@@ -293,7 +293,7 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
 /// fine; where it was unpacked is not).
 fn damaged_unless_full(e: Error, damaged: &dyn Fn(String) -> Error) -> Error {
     match &e {
-        Error::Io { cause, .. } if trove_base::error::disk_full(cause) => e,
+        _ if e.kind() == trove_base::error::ErrorKind::DiskFull => e,
         _ => damaged(e.to_string()),
     }
 }
@@ -393,7 +393,7 @@ pub fn open_path(p: &Path) -> Result<PathBuf> {
 
 /// The sha256 of the file at `p`, remembered under `root` by (path, size, mtime, inode) so a file
 /// that has not changed is hashed once.
-pub fn content_key(p: &Path, root: &Path) -> Result<String> {
+pub(crate) fn content_key(p: &Path, root: &Path) -> Result<String> {
     memo_sha(&p.canonicalize().map_err(|e| Error::io(p, e))?, root)
 }
 
@@ -413,7 +413,7 @@ fn memo_sha(p: &Path, root: &Path) -> Result<String> {
 }
 
 /// The folder of the sha256 memos of bundle files (see [`content_key`]).
-pub fn memo_root() -> std::path::PathBuf {
+pub(crate) fn memo_root() -> std::path::PathBuf {
     let d = trove_base::util::cache_dir()
         .unwrap_or_else(|| std::env::temp_dir().join("trove-cache"))
         .join("verified");
@@ -432,7 +432,7 @@ fn write_memo(root: &Path, name: &str, body: &[u8]) {
 
 /// Records that the file `p`, as it is now, has sha256 `sha` (a file this process just wrote and
 /// hashed): later checks of it cost a stat.
-pub fn remember(p: &Path, sha: &str, root: &Path) {
+pub(crate) fn remember(p: &Path, sha: &str, root: &Path) {
     if let Ok(c) = p.canonicalize() {
         remember_at(&c, sha, root);
     }

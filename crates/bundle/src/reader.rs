@@ -19,7 +19,7 @@ use crate::{Error, Result};
 use trove_base::sets::SkipReason;
 
 /// Rows decoded per batch.
-pub const READ_BATCH: usize = 4096;
+pub(crate) const READ_BATCH: usize = 4096;
 
 pub use crate::schema::FileRow;
 
@@ -44,7 +44,7 @@ pub fn open_parquet(p: &Path) -> Result<Table> {
 
 /// A table file that cannot be decoded (its hash matched, or it was not checked: a bug, or a
 /// publisher's file): named, with the way to check the bundle.
-pub fn unreadable(p: &Path, e: impl std::fmt::Display) -> Error {
+pub(crate) fn unreadable(p: &Path, e: impl std::fmt::Display) -> Error {
     Error::failed(
         trove_base::error::ErrorKind::Corrupt,
         format!(
@@ -234,7 +234,7 @@ pub struct PostingStream {
 
 impl PostingStream {
     /// Opens the postings of the segment folder `dir`, each chunk ordinal `o` renumbered to
-    /// `renumber[o]` (from [`crate::BundleWriter::renumbering`]); rows of chunks it does
+    /// `renumber[o]` (from `trove_index::writer::BundleWriter::renumbering`); rows of chunks it does
     /// not map (`u32::MAX`, or beyond its end: chunks not carried) are dropped, and terms left with
     /// none are not produced.
     pub fn open(dir: &Path, renumber: Vec<u32>) -> Result<Self> {

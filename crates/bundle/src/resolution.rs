@@ -91,7 +91,7 @@ impl Class {
 pub const ONE_FUNCTION_OVERLOADS: &[&str] = &["python", "typescript", "tsx", "javascript"];
 /// Languages that share a family with others: (language, family). Any other language is its own
 /// family; no language is the family `""`.
-pub const FAMILIES: &[(&str, &str)] = &[
+pub(crate) const FAMILIES: &[(&str, &str)] = &[
     ("javascript", "js"),
     ("typescript", "js"),
     ("tsx", "js"),
@@ -109,7 +109,7 @@ pub fn language_family(lang: Option<&str>) -> &str {
 }
 
 /// `'a', 'b'`: SQL string literals.
-pub fn sql_list(items: &[&str]) -> String {
+pub(crate) fn sql_list(items: &[&str]) -> String {
     items
         .iter()
         .map(|s| format!("'{}'", s.replace('\'', "''")))
@@ -118,8 +118,8 @@ pub fn sql_list(items: &[&str]) -> String {
 }
 
 /// The bundle-wide step in SQL: a `SELECT` over the stored references `stored` (the `refs` table
-/// with its [`Pending`] columns) and the definitions `symbols` that gives every reference with
-/// the columns of `refs` and `target_symbol_id`/`resolution` as [`Definitions::resolve`] would
+/// with its `Pending` (trove-index) columns) and the definitions `symbols` that gives every reference with
+/// the columns of `refs` and `target_symbol_id`/`resolution` as `Definitions::resolve` (trove-index) would
 /// set them against those definitions: references resolved in their file (no `family`) as
 /// stored; a SCIP reference, the one definition with its SCIP symbol; through an import, the one
 /// definition in the module's candidate files (or, when the module is in the bundle and defines
@@ -339,7 +339,7 @@ LEFT JOIN members mb ON r.receiver_type IS NOT NULL AND mb.family = r.family
     )
 }
 
-/// How many levels of base types [`Definitions::member`] (and its SQL) climb: a bound for a
+/// How many levels of base types `Definitions::member` (trove-index) (and its SQL) climb: a bound for a
 /// cycle of base names in bad input as much as for depth.
 pub const MAX_BASES: usize = 16;
 
@@ -363,16 +363,16 @@ pub const BASE_NAME_RE: &str = "[A-Za-z_$][A-Za-z0-9_$]*";
 /// workspace). Without it, an import whose module is not in the bundle resolves nowhere.
 pub const ANYWHERE: &str = "*";
 /// Whether `path` is a TypeScript declaration file (`.d.ts`, `.d.mts`, `.d.cts`): its functions
-/// and methods are no call's target ([`Definitions::add_file`]).
+/// and methods are no call's target (`Definitions::add_file` (trove-index)).
 pub fn is_declaration_file(path: &str) -> bool {
     DECLARATION_SUFFIXES.iter().any(|e| path.ends_with(e))
 }
 
 /// What a TypeScript declaration file's name ends with.
-pub const DECLARATION_SUFFIXES: [&str; 3] = [".d.ts", ".d.mts", ".d.cts"];
+pub(crate) const DECLARATION_SUFFIXES: [&str; 3] = [".d.ts", ".d.mts", ".d.cts"];
 
 /// [`is_declaration_file`] in SQL, of the path column `col`.
-pub fn declaration_sql(col: &str) -> String {
+pub(crate) fn declaration_sql(col: &str) -> String {
     let any: Vec<String> = DECLARATION_SUFFIXES
         .iter()
         .map(|e| format!("ends_with({col}, '{e}')"))

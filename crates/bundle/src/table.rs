@@ -46,7 +46,7 @@ pub fn column(dotted: &str) -> ColumnPath {
 }
 
 /// The Parquet writer settings of table `table` (row group size, compression, statistics).
-pub fn props(table: &str) -> Result<WriterProperties> {
+pub(crate) fn props(table: &str) -> Result<WriterProperties> {
     let rows = match table {
         "chunks" => CHUNKS_ROW_GROUP_ROWS,
         "embeddings" => WIDE_ROW_GROUP_ROWS,
@@ -229,7 +229,7 @@ impl Drop for Table {
 }
 
 /// (size, sha256 hex) of a file, streamed.
-pub fn hash_file(path: &Path) -> Result<(u64, String)> {
+pub(crate) fn hash_file(path: &Path) -> Result<(u64, String)> {
     use sha2::{Digest, Sha256};
     let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut h = Sha256::new();

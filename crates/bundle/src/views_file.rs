@@ -7,14 +7,14 @@ use crate::manifest::{FileEntry, SegmentInfo, views_entry, views_text};
 use crate::{Error, Result};
 
 /// Where the views of a segment added in place wait for its manifest's commit.
-pub fn staged_views(bundle: &Path) -> PathBuf {
+pub(crate) fn staged_views(bundle: &Path) -> PathBuf {
     bundle.join(format!(".{}.next", crate::VIEWS))
 }
 
 /// Writes `sql` where views wait to be moved in ([`install_views`]): into a file of its own, made
 /// anew, never through whatever a damaged or hostile bundle left under that name (a link would
 /// write outside the bundle).
-pub fn stage(bundle: &Path, sql: &str) -> Result<()> {
+pub(crate) fn stage(bundle: &Path, sql: &str) -> Result<()> {
     use std::io::Write;
     let p = staged_views(bundle);
     match std::fs::symlink_metadata(&p) {

@@ -539,7 +539,7 @@ impl LocalEmbedder {
 
     /// A failed pass, named by the model.
     fn failed(&self, e: String) -> Error {
-        Error::bad_input(format!("local model {}: {e}", self.name))
+        Error::internal(format!("local model {}: {e}", self.name))
     }
 
     /// The word pieces of `text` and their vectors (normalised; special tokens and the prompt's

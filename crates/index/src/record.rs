@@ -69,7 +69,7 @@ pub struct ChunkRecord {
     pub terms: Vec<(String, u32)>,
     /// The embedding (of the chunk's start, when the model reads only the start).
     pub embedding: Vec<f32>,
-    /// The embeddings of the chunk's further windows (`embed::window_texts`), one after another
+    /// The embeddings of the chunk's further windows (`trove_embed::window_texts`), one after another
     /// (a multiple of the dimension; empty when the first one read it all).
     pub windows: Vec<f32>,
     /// One-sentence summary (doc comment, else built from what it is and calls).

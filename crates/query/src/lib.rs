@@ -635,7 +635,7 @@ impl Bundle {
             let _ = std::fs::remove_file(&path);
         }
         cache::prune_unused(&dir);
-        let io = |e: std::io::Error| Error::internal(e.to_string());
+        let io = |e: std::io::Error| Error::failed(trove_base::error::io_kind(&e), e.to_string());
         std::fs::create_dir_all(&dir).map_err(io)?;
         let tmp = cache::tmp_path(&path);
         // Resolved on a connection of its own, never on one a user's statements may have changed

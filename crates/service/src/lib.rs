@@ -2,7 +2,7 @@
 //! symbols, references, file text), the repository map ([`map`]), symbols, references and
 //! dependencies ([`structure`]), file text ([`show`]), the research loop of `trove ask`
 //! ([`ask`]), the MCP server ([`mcp`]) and the HTTP server ([`serve`]). The `trove` binary's
-//! `cli/` parses arguments and calls in here.
+//! `src/cli/` parses arguments and calls in here.
 //!
 //! ```
 //! // `trove show BUNDLE PATH:START-END`: a file and a line range.
