@@ -21,7 +21,7 @@
 //!   definition. Locals, parameters and modules are not references.
 //!
 //! The target definition is found when the bundle is written, by SCIP symbol string, across all
-//! files and segments ([`crate::resolve`]): exact whatever the names, and never a guess.
+//! files and segments (`resolve`): exact whatever the names, and never a guess.
 use std::path::{Path, PathBuf};
 
 use protobuf::Message;

@@ -88,7 +88,7 @@ pub struct SymbolRecord {
     /// The chunk that holds the definition's start.
     pub chunk_id: Option<i64>,
     /// Its SCIP symbol string, when a SCIP index given to the run defines it
-    /// ([`crate::precise`]).
+    /// (SCIP import, `precise`).
     pub scip_symbol: Option<String>,
 }
 
@@ -105,7 +105,7 @@ pub struct RefRecord {
     pub from_symbol_id: Option<i64>,
     /// The chunk it occurs in.
     pub chunk_id: Option<i64>,
-    /// The definition it resolves to (see [`crate::resolve`]); none when there are none or
+    /// The definition it resolves to (see `resolve`); none when there are none or
     /// several candidates (never a guess).
     pub target_symbol_id: Option<i64>,
     /// How `target_symbol_id` was found.
@@ -123,7 +123,7 @@ pub struct RefRecord {
     pub scope: Scope,
 }
 
-/// Where the bundle-wide step may look for a reference's target ([`crate::resolve`]).
+/// Where the bundle-wide step may look for a reference's target (`resolve`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Scope {
     /// A bare name (`f()`, a base type): through the file's import of the name, else the one

@@ -10,7 +10,7 @@
 //! their file's references land on them. A bare call of a name an enclosing function binds (a
 //! parameter, loop variable or local: `def f(load): load(x)`) lands nowhere. Two candidates or none leave it unresolved: never a
 //! guess. A reference taken from a SCIP index
-//! ([`crate::precise`]) resolves by its SCIP symbol string alone: to the one definition that
+//! (SCIP import, `precise`) resolves by its SCIP symbol string alone: to the one definition that
 //! carries it (`scip`), wherever it is, or to none when the symbol is defined outside the bundle.
 //!
 //! Keys are typed ([`NameKey`], [`FileKey`]); a reference's context for the second step
