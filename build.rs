@@ -1,8 +1,43 @@
-//! `TROVE_GIT_COMMIT` for `trove --version`.
-use std::{env, path::Path};
+//! `TROVE_GIT_COMMIT` for `trove --version` and `TROVE_SOURCE_HASH`, the build stamp the binary
+//! gives trove-bundle for the manifests it writes (`tool.build`).
+use std::{env, fs, path::Path};
 
 fn main() {
     git_commit();
+    source_hash();
+}
+
+/// `TROVE_SOURCE_HASH`: FNV-1a over every source and pipeline file, stamped into manifests so an
+/// incremental run never reuses rows written by other code under the same version number. Only
+/// the binary depends on it, so an edit recompiles the crates it touches and the binary, not
+/// every crate.
+fn source_hash() {
+    let roots = ["src", "crates", "pipelines"];
+    for d in roots {
+        println!("cargo:rerun-if-changed={d}");
+    }
+    let mut files = Vec::new();
+    let mut stack: Vec<_> = roots.iter().map(|d| Path::new(d).to_path_buf()).collect();
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).expect("source dir").flatten() {
+            let p = e.path();
+            if p.is_dir() && !p.ends_with("target") {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for f in files {
+        let bytes = fs::read(&f).expect("source file");
+        for b in f.to_string_lossy().bytes().chain([0]).chain(bytes) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    println!("cargo:rustc-env=TROVE_SOURCE_HASH={h:016x}");
 }
 
 /// `TROVE_GIT_COMMIT`: the commit the binary was built from, for `trove --version`. Taken from

@@ -11,7 +11,7 @@ pub use trove_base::{Error, Result, error, sets, util};
 pub use trove_bundle as bundle;
 pub use trove_embed as embed;
 pub use trove_index::{
-    config, extract, pipeline, precise, reader, record, resolve, source, summarize, writer,
+    config, extract, pipeline, reader, record, resolve, scip_import, source, summarize, writer,
 };
 pub use trove_lang::{chunk, highlight, lang};
 #[cfg(feature = "engine")]

@@ -40,6 +40,10 @@ fn use_mimalloc_for_tree_sitter() {
 
 fn main() {
     use_mimalloc_for_tree_sitter();
+    trove::bundle::set_build_stamp(env!("TROVE_SOURCE_HASH"));
+    // The fail points the reliability tests set through `FAILPOINTS` (test builds only).
+    #[cfg(feature = "test-hooks")]
+    let _fail_points = fail::FailScenario::setup();
     let cli = cli::Cli::parse();
     let mut versions = cli.versions();
     let mut result = cli::run(cli);
@@ -74,9 +78,7 @@ fn main() {
         Err(e) => {
             // Names in a message (paths, revisions, URLs) cannot move the cursor or hide text.
             eprintln!("trove: error: {}", trove::util::visible(&format!("{e:#}")));
-            let kind = e
-                .chain()
-                .find_map(|c| c.downcast_ref::<trove::Error>().map(|t| t.kind()));
+            let kind = e.chain().find_map(trove::query::kind_of);
             std::process::exit(kind.map_or(2, |k| k.exit_code()));
         }
     }

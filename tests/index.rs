@@ -203,7 +203,7 @@ fn a_failed_run_leaves_the_previous_bundle_intact() {
         .arg("-o")
         .arg(&b)
         .arg("--quiet")
-        .env("TROVE_FAIL_AFTER_FILES", "3")
+        .env("FAILPOINTS", "index-file-written=2*off->return")
         .assert()
         .code(2)
         .stderr(predicates::str::contains("left as it was"));

@@ -71,7 +71,6 @@ fn crates_depend_only_on_lower_layers() {
         let text = std::fs::read_to_string(repo().join("crates").join(dir).join("Cargo.toml"));
         let doc: toml::Table = toml::from_str(&text.unwrap()).unwrap();
         for (dep, spec) in doc["dependencies"].as_table().unwrap() {
-            let optional = spec.get("optional").and_then(|o| o.as_bool()) == Some(true);
             let features: Vec<&str> = spec
                 .get("features")
                 .and_then(|f| f.as_array())
@@ -82,9 +81,9 @@ fn crates_depend_only_on_lower_layers() {
                 "crates/{dir} turns on {dep}'s duckdb feature: the format crate stays without DuckDB"
             );
             assert!(
-                !dep.starts_with("tree-sitter") && (dep != "duckdb" || optional),
-                "crates/{dir} must not depend on {dep} (only on an optional DuckDB, for the \
-                 engine's errors)"
+                !dep.starts_with("tree-sitter") && dep != "duckdb",
+                "crates/{dir} must not depend on {dep}: the format crate stays without DuckDB and \
+                 the grammars (the engine's errors are trove-query's)"
             );
         }
     }

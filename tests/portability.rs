@@ -98,3 +98,102 @@ fn pyarrow_reads_every_file() {
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("ok: 9 tables"));
 }
+
+/// A third party reads a bundle with the format crate alone (`trove_bundle::open`): the live
+/// files, chunks, symbols and references of a bundle of two segments (one file changed, so its
+/// first rows are tombstoned) are DuckDB's rows of the same tables with tombstones applied, the
+/// text of a file is its text on disk, and the packed bundle reads the same.
+#[test]
+fn the_format_crate_reads_live_rows_without_an_engine() {
+    use trove::bundle::open::OpenBundle;
+    let repo = sample_repo();
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    index(repo.path(), &b, &[]);
+    let changed = "billing/billing.py";
+    let text = format!(
+        "{}\n\ndef refund(invoice):\n    return -format_amount(invoice.total())\n",
+        std::fs::read_to_string(repo.path().join(changed)).unwrap()
+    );
+    crate::util::write(repo.path(), changed, text.as_bytes());
+    crate::util::commit(repo.path(), "refund");
+    index(repo.path(), &b, &["--since", "auto", "--no-compact"]);
+    assert_eq!(manifest(&b)["segments"].as_array().unwrap().len(), 2);
+
+    let ob = OpenBundle::open(&b).unwrap();
+    let col = |sql: &str| -> Vec<String> {
+        let mut rows: Vec<String> = duck(sql).into_iter().map(|r| r.join("|")).collect();
+        rows.sort();
+        rows
+    };
+    let files: Vec<String> = ob.files().unwrap().into_iter().map(|f| f.path).collect();
+    assert_eq!(
+        files,
+        col(&format!(
+            "SELECT path FROM {} ORDER BY path",
+            pq(&b, "files")
+        ))
+    );
+    assert!(files.iter().any(|p| p == changed));
+    let chunks = ob.chunks().unwrap();
+    let mut ours: Vec<String> = chunks
+        .iter()
+        .map(|c| format!("{}|{}|{}|{}", c.chunk_id, c.path, c.start_line, c.end_line))
+        .collect();
+    ours.sort();
+    assert_eq!(
+        ours,
+        col(&format!(
+            "SELECT chunk_id, path, start_line, end_line FROM {}",
+            pq(&b, "chunks")
+        ))
+    );
+    assert!(chunks.windows(2).all(|w| w[0].path <= w[1].path));
+    assert!(
+        chunks
+            .iter()
+            .any(|c| c.path == changed && c.content.contains("refund"))
+    );
+    let mut symbols: Vec<String> = ob
+        .symbols()
+        .unwrap()
+        .iter()
+        .map(|s| format!("{}|{}|{}", s.symbol_id, s.path, s.name))
+        .collect();
+    symbols.sort();
+    assert_eq!(
+        symbols,
+        col(&format!(
+            "SELECT symbol_id, path, name FROM {}",
+            pq(&b, "symbols")
+        ))
+    );
+    assert!(symbols.iter().any(|s| s.ends_with("|refund")));
+    let mut refs: Vec<String> = ob
+        .refs()
+        .unwrap()
+        .iter()
+        .map(|r| format!("{}|{}|{}|{}", r.path, r.line, r.kind, r.target))
+        .collect();
+    refs.sort();
+    let stored = col(&format!(
+        "SELECT path, line, kind, target FROM {}",
+        pq(&b, "refs")
+    ));
+    assert_eq!(refs, stored);
+    assert!(!refs.is_empty());
+    assert_eq!(
+        ob.file_text(changed).unwrap().as_deref(),
+        Some(text.as_str())
+    );
+    assert_eq!(ob.file_text("no/such/file.py").unwrap(), None);
+
+    let packed = out.path().join("b.trove");
+    crate::util::pack(&b, &packed);
+    let again = OpenBundle::open(&packed).unwrap();
+    assert_eq!(again.chunks().unwrap(), chunks);
+    assert_eq!(
+        again.file_text(changed).unwrap().as_deref(),
+        Some(text.as_str())
+    );
+}

@@ -423,7 +423,7 @@ fn a_panicking_file_is_skipped_and_strict_makes_it_an_error() {
     let (r, w) = (many_files(6), tempfile::tempdir().unwrap());
     let b = w.path().join("b");
     let out = index_cmd(r.path(), &b, &[])
-        .env("TROVE_PANIC_ON", "pkg3/mod_3.py")
+        .env("FAILPOINTS", "index-file=return(pkg3/mod_3.py)")
         .assert()
         .success();
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
@@ -434,7 +434,7 @@ fn a_panicking_file_is_skipped_and_strict_makes_it_an_error() {
     );
     assert_eq!(indexed_paths(&b).len(), 5);
     index_cmd(r.path(), &w.path().join("b2"), &["--strict", "--quiet"])
-        .env("TROVE_PANIC_ON", "pkg3/mod_3.py")
+        .env("FAILPOINTS", "index-file=return(pkg3/mod_3.py)")
         .assert()
         .code(3);
     index_cmd(r.path(), &w.path().join("b3"), &["--strict", "--quiet"])

@@ -394,7 +394,7 @@ fn serve_needs_a_token_off_loopback_and_answers_503_and_504_under_pressure() {
             "--workers",
             "2",
         ],
-        &[("TROVE_TEST_SERVE_DELAY_MS", "1500")],
+        &[("FAILPOINTS", "serve-request=sleep(1500)")],
     );
     let started = Instant::now();
     let answers: Vec<Answer> = std::thread::scope(|sc| {

@@ -172,6 +172,68 @@ pub struct IndexArgs {
 /// Runs `trove index`.
 pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
+    let config = pipeline_config(&a)?;
+    check_embedder_flags(&a, &config)?;
+    check_root(&a.path)?;
+    let progress = if a.quiet {
+        Progress::Quiet
+    } else if pipeline::stderr_is_tty() {
+        Progress::Bar
+    } else {
+        Progress::Lines
+    };
+    let output = a.output.clone().unwrap_or_default();
+    let opts = IndexOptions {
+        root: a.path.clone(),
+        out: output.clone(),
+        config,
+        walk: WalkOptions {
+            include: a.include,
+            exclude: a.exclude,
+            ..WalkOptions::default()
+        },
+        threads: a.threads,
+        languages_dirs: a.languages,
+        progress,
+        since: a.since.as_deref().map(Since::parse),
+        include_uncommitted: a.include_uncommitted,
+        shard: a.shard,
+        compact: match (a.compact, a.no_compact) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
+        scip: a.scip,
+        no_scip: a.no_scip,
+    };
+    if a.parse_only {
+        let s = pipeline::run_parse_only(&opts)
+            .with_context(|| format!("parsing {} failed", a.path.display()))?;
+        if a.json {
+            writeln!(out, "{}", serde_json::to_string_pretty(&s)?)?;
+        } else if !a.quiet {
+            print_parse_only(&s);
+        }
+        return Ok(0);
+    }
+    let (_manifest, summary) = pipeline::run_index(&opts).with_context(|| {
+        format!(
+            "indexing {} failed; {} was left as it was",
+            a.path.display(),
+            output.display()
+        )
+    })?;
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;
+    } else if !a.quiet {
+        print_summary(&summary, &output);
+    }
+    Ok(exit_code(&summary, a.strict, a.compact))
+}
+
+/// The pipeline config: the defaults or `--config`'s overlay, with the flags that change it
+/// applied, validated.
+fn pipeline_config(a: &IndexArgs) -> anyhow::Result<PipelineConfig> {
     let mut config = match &a.config {
         Some(p) => PipelineConfig::with_overlay_file(p)?,
         None => PipelineConfig::defaults()?,
@@ -229,123 +291,89 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
         config.summary.budget = v;
     }
     config.validate()?;
-    // A flag for another embedder than the one in use would be ignored: say so instead (a
-    // `--model-dir` without `--embedder local` built a hash bundle and exited 0).
+    Ok(config)
+}
+
+/// Refuses a flag for another embedder than the one `config` uses: it would be ignored (a
+/// `--model-dir` without `--embedder local` built a hash bundle and exited 0).
+fn check_embedder_flags(a: &IndexArgs, config: &PipelineConfig) -> anyhow::Result<()> {
+    use trove::embed::EmbedBackend;
+    let backend = config.embed.backend;
+    let given: [(&str, bool, &[EmbedBackend]); 5] = [
+        (
+            "--embed-url",
+            a.embed_url.is_some(),
+            &[EmbedBackend::Openai],
+        ),
+        (
+            "--embed-model",
+            a.embed_model.is_some(),
+            &[EmbedBackend::Openai],
+        ),
+        ("--model-dir", a.model_dir.is_some(), &[EmbedBackend::Local]),
+        (
+            "--embed-runtime",
+            a.embed_runtime.is_some(),
+            &[EmbedBackend::Local],
+        ),
+        ("--onnx-file", a.onnx_file.is_some(), &[EmbedBackend::Local]),
+    ];
+    if let Some((flag, _, for_)) = given
+        .iter()
+        .find(|(_, set, for_)| *set && !for_.contains(&backend))
     {
-        use trove::embed::EmbedBackend;
-        let backend = config.embed.backend;
-        let given: [(&str, bool, &[EmbedBackend]); 5] = [
-            (
-                "--embed-url",
-                a.embed_url.is_some(),
-                &[EmbedBackend::Openai],
-            ),
-            (
-                "--embed-model",
-                a.embed_model.is_some(),
-                &[EmbedBackend::Openai],
-            ),
-            ("--model-dir", a.model_dir.is_some(), &[EmbedBackend::Local]),
-            (
-                "--embed-runtime",
-                a.embed_runtime.is_some(),
-                &[EmbedBackend::Local],
-            ),
-            ("--onnx-file", a.onnx_file.is_some(), &[EmbedBackend::Local]),
-        ];
-        if let Some((flag, _, for_)) = given
-            .iter()
-            .find(|(_, set, for_)| *set && !for_.contains(&backend))
-        {
-            let needs = if for_.contains(&EmbedBackend::Local) {
-                "local"
-            } else {
-                "openai"
-            };
-            anyhow::bail!(
-                "{flag} is for the {needs} embedder, and this run uses {}: add --embedder {needs} \
-                 (or leave the flag out)",
-                backend.as_str()
-            );
-        }
+        let needs = if for_.contains(&EmbedBackend::Local) {
+            "local"
+        } else {
+            "openai"
+        };
+        anyhow::bail!(
+            "{flag} is for the {needs} embedder, and this run uses {}: add --embedder {needs} \
+             (or leave the flag out)",
+            backend.as_str()
+        );
     }
-    if !a.path.exists() {
+    Ok(())
+}
+
+/// Refuses a PATH that does not exist or is not a directory.
+fn check_root(path: &std::path::Path) -> anyhow::Result<()> {
+    if !path.exists() {
         anyhow::bail!(
             "{} does not exist: give the root of the tree to index",
-            a.path.display()
+            path.display()
         );
     }
-    if !a.path.is_dir() {
+    if !path.is_dir() {
         anyhow::bail!(
             "{} is not a directory: give the root of the tree to index",
-            a.path.display()
+            path.display()
         );
     }
-    let progress = if a.quiet {
-        Progress::Quiet
-    } else if pipeline::stderr_is_tty() {
-        Progress::Bar
-    } else {
-        Progress::Lines
-    };
-    let output = a.output.clone().unwrap_or_default();
-    let opts = IndexOptions {
-        root: a.path.clone(),
-        out: output.clone(),
-        config,
-        walk: WalkOptions {
-            include: a.include,
-            exclude: a.exclude,
-            ..WalkOptions::default()
-        },
-        threads: a.threads,
-        languages_dirs: a.languages,
-        progress,
-        since: a.since.as_deref().map(Since::parse),
-        include_uncommitted: a.include_uncommitted,
-        shard: a.shard,
-        compact: match (a.compact, a.no_compact) {
-            (true, _) => Some(true),
-            (_, true) => Some(false),
-            _ => None,
-        },
-        scip: a.scip,
-        no_scip: a.no_scip,
-    };
-    if a.parse_only {
-        let s = pipeline::run_parse_only(&opts)
-            .with_context(|| format!("parsing {} failed", a.path.display()))?;
-        if a.json {
-            writeln!(out, "{}", serde_json::to_string_pretty(&s)?)?;
-        } else if !a.quiet {
-            eprintln!(
-                "parse-only: {} files ({}), {} parsed, {} past the time bound, {} without a grammar, {} skipped, in {:.2}s ({:.1} MB/s), peak memory {}",
-                s.files,
-                human_bytes(s.source_bytes),
-                s.parsed,
-                s.parse_fallbacks,
-                s.no_grammar,
-                s.skipped,
-                s.wall_secs,
-                s.source_bytes as f64 / 1e6 / s.wall_secs.max(1e-3),
-                s.peak_rss_bytes
-                    .map_or_else(|| "unknown".into(), human_bytes),
-            );
-        }
-        return Ok(0);
-    }
-    let (_manifest, summary) = pipeline::run_index(&opts).with_context(|| {
-        format!(
-            "indexing {} failed; {} was left as it was",
-            a.path.display(),
-            output.display()
-        )
-    })?;
-    if a.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;
-    } else if !a.quiet {
-        print_summary(&summary, &output);
-    }
+    Ok(())
+}
+
+/// The one line of `--parse-only`'s summary, on stderr.
+fn print_parse_only(s: &pipeline::ParseOnlySummary) {
+    eprintln!(
+        "parse-only: {} files ({}), {} parsed, {} past the time bound, {} without a grammar, {} skipped, in {:.2}s ({:.1} MB/s), peak memory {}",
+        s.files,
+        human_bytes(s.source_bytes),
+        s.parsed,
+        s.parse_fallbacks,
+        s.no_grammar,
+        s.skipped,
+        s.wall_secs,
+        s.source_bytes as f64 / 1e6 / s.wall_secs.max(1e-3),
+        s.peak_rss_bytes
+            .map_or_else(|| "unknown".into(), human_bytes),
+    );
+}
+
+/// The exit code of a run that wrote the bundle: 3 for a file's internal error under `strict`,
+/// 4 for a failed compaction `compact` asked for, else 0; either is said on stderr whatever the
+/// output mode.
+fn exit_code(summary: &IndexSummary, strict: bool, compact: bool) -> i32 {
     let internal = summary
         .skipped
         .get(trove::source::SkipReason::InternalError.as_str())
@@ -354,14 +382,14 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
     if internal > 0 {
         eprintln!(
             "trove: {internal} file(s) hit an internal error and were skipped (reason internal-error in skipped.parquet){}",
-            if a.strict {
+            if strict {
                 "; --strict: exit code 3"
             } else {
                 ""
             }
         );
-        if a.strict {
-            return Ok(3);
+        if strict {
+            return 3;
         }
     }
     // Said whatever the output mode (a quiet nightly job must learn it); asked for with
@@ -370,15 +398,16 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
         eprintln!(
             "warning: {e}; the run's segment is committed and the bundle keeps {} segments{}",
             summary.segments,
-            if a.compact { ": exit code 4" } else { "" }
+            if compact { ": exit code 4" } else { "" }
         );
-        if a.compact {
-            return Ok(4);
+        if compact {
+            return 4;
         }
     }
-    Ok(0)
+    0
 }
 
+/// The summary of a run, on stderr (what `trove index` says without --json or --quiet).
 fn print_summary(s: &IndexSummary, out: &std::path::Path) {
     let mb = s.source_bytes as f64 / 1e6;
     eprintln!(
@@ -400,6 +429,25 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
             s.files_reused, s.files_indexed, s.chunks_reused, s.chunks_embedded
         );
     }
+    print_embedding(s);
+    print_summaries(s);
+    print_counts(s);
+    print_scip(s);
+    if let Some(c) = &s.compacted {
+        eprintln!(
+            "compacted {} segments into one ({}): {} dead chunks dropped in {:.2}s",
+            c.segments_before, c.reason, c.dead_chunks, c.wall_secs
+        );
+    }
+    eprintln!(
+        "bundle: {} ({})",
+        out.display(),
+        human_bytes(s.bundle_bytes)
+    );
+}
+
+/// The summary's embedding lines (none when nothing was embedded or looked up).
+fn print_embedding(s: &IndexSummary) {
     let e = &s.embed;
     if e.texts + e.cache_hits > 0 {
         let mut line = format!(
@@ -420,6 +468,10 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
             eprintln!("embedding ran on {r}");
         }
     }
+}
+
+/// The summary's line on the llm summarizer (none for the extractive one).
+fn print_summaries(s: &IndexSummary) {
     let sm = &s.summaries;
     if sm.backend == trove::summarize::SummaryBackend::Llm.as_str() {
         let fb: Vec<String> = sm
@@ -439,6 +491,11 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
             }
         );
     }
+}
+
+/// The summary's counts: redactions, chunks by language, skipped files, line fallbacks and
+/// segments, each line only when it has something to say.
+fn print_counts(s: &IndexSummary) {
     if s.redactions > 0 {
         let kinds: Vec<String> = s
             .redactions_by_kind
@@ -482,6 +539,11 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
             s.tombstones
         );
     }
+}
+
+/// The summary's SCIP lines: what the indexes gave, and the documents that no longer fit their
+/// files (none without a SCIP index).
+fn print_scip(s: &IndexSummary) {
     if let Some(sc) = &s.scip {
         let inputs: Vec<String> = sc
             .inputs
@@ -522,17 +584,6 @@ fn print_summary(s: &IndexSummary, out: &std::path::Path) {
             }
         }
     }
-    if let Some(c) = &s.compacted {
-        eprintln!(
-            "compacted {} segments into one ({}): {} dead chunks dropped in {:.2}s",
-            c.segments_before, c.reason, c.dead_chunks, c.wall_secs
-        );
-    }
-    eprintln!(
-        "bundle: {} ({})",
-        out.display(),
-        human_bytes(s.bundle_bytes)
-    );
 }
 
 /// `--embed-window-tokens`: 0 (the model's own length) or 16 to 8192 word pieces.

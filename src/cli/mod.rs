@@ -156,11 +156,13 @@ impl Cli {
 pub fn vanished_under(e: &anyhow::Error) -> bool {
     use trove_base::error::ErrorKind;
     e.chain().any(|c| {
-        if let Some(t) = c.downcast_ref::<trove::Error>() {
-            // DuckDB names a file it could not open only in its text: any DuckDB failure counts,
-            // as the caller runs again only when a bundle's version changed meanwhile.
-            return matches!(t.kind(), ErrorKind::NotFound | ErrorKind::Corrupt)
-                || matches!(t, trove::Error::Duck(_));
+        // DuckDB names a file it could not open only in its text: any DuckDB failure counts,
+        // as the caller runs again only when a bundle's version changed meanwhile.
+        if matches!(c.downcast_ref(), Some(trove::query::Error::Duck(_))) {
+            return true;
+        }
+        if let Some(kind) = trove::query::kind_of(c) {
+            return matches!(kind, ErrorKind::NotFound | ErrorKind::Corrupt);
         }
         c.downcast_ref::<duckdb::Error>().is_some()
             || c.downcast_ref::<std::io::Error>()

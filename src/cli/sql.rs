@@ -1,7 +1,7 @@
 //! `trove sql BUNDLE ["SQL"]`.
 use clap::Args;
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use trove::query::Bundle;
 use trove::query::sql::{Cells, split_statements, unique_names};
@@ -60,38 +60,7 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
     let Some((last, before)) = stmts.split_last() else {
         anyhow::bail!("no SQL given: pass it as an argument or on stdin");
     };
-    // DuckDB reads `~` as its `home_directory` setting where one is set: a script that sets it
-    // makes its `~` paths unknown until they run.
-    let home_set = stmts
-        .iter()
-        .any(|s| setting_of(s).is_some_and(|(name, _)| name == "home_directory"));
-    for s in &stmts {
-        match writes_into(s, &bundle.dir, home_set) {
-            Writes::None => {}
-            Writes::Into(target) => anyhow::bail!(
-                "refusing to write {} inside the bundle {}: its files are checked against \
-                 manifest.json, and a changed one would break every later command (write \
-                 elsewhere)",
-                target.display(),
-                a.bundle.display()
-            ),
-            Writes::Computed(what) => anyhow::bail!(
-                "refusing {what} to a path that is not written as a string: trove sql makes sure \
-                 nothing is written inside the bundle {}, which it can tell only of a path in \
-                 quotes (write the path as a literal)",
-                a.bundle.display()
-            ),
-            Writes::Unknown(what) => anyhow::bail!(
-                "refusing {what}: trove sql makes sure nothing is written inside the bundle {}, \
-                 and where this path leads is known only when it runs (write the whole path)",
-                a.bundle.display()
-            ),
-            Writes::Install => anyhow::bail!(
-                "refusing INSTALL: trove sql never downloads DuckDB extensions (those compiled \
-                 in, such as parquet, are there)"
-            ),
-        }
-    }
+    refuse_writes(&stmts, &bundle.dir, &a.bundle)?;
     if !before.is_empty() {
         // A statement may redefine what `refs` resolves over (`symbols`, `deps`): no cached
         // resolution then.
@@ -101,7 +70,7 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
         bundle
             .conn()?
             .execute_batch(s)
-            .map_err(trove::Error::from)?;
+            .map_err(trove::query::Error::from)?;
     }
     let (names, batches) = bundle.run_sql_arrow(last)?;
     // Each batch's columns made ready to print once, then read row by row.
@@ -114,90 +83,158 @@ pub fn run(a: SqlArgs) -> anyhow::Result<()> {
             )
         })
         .collect();
-    let rows = || {
-        columns
-            .iter()
-            .flat_map(|(n, cols)| (0..*n).map(move |i| cols.iter().map(move |c| (c, i))))
-    };
     let mut out = std::io::stdout().lock();
     match a.format {
-        SqlFormat::Json => {
-            let keys = unique_names(&names);
-            let arr: Vec<serde_json::Value> = rows()
-                .map(|r| {
-                    serde_json::Value::Object(
-                        keys.iter()
-                            .cloned()
-                            .zip(r.map(|(c, i)| c.json(i)))
-                            .collect(),
-                    )
-                })
-                .collect();
-            writeln!(out, "{}", serde_json::to_string_pretty(&arr)?)?;
-        }
-        SqlFormat::Csv => {
-            writeln!(
-                out,
-                "{}",
-                names.iter().map(|n| csv(n)).collect::<Vec<_>>().join(",")
-            )?;
-            // NULL is an empty field, the empty string `""`: the two stay apart.
-            for r in rows() {
-                writeln!(
-                    out,
-                    "{}",
-                    r.map(|(c, i)| if c.is_null(i) {
-                        String::new()
-                    } else {
-                        match c.text(i) {
-                            t if t.is_empty() => "\"\"".to_string(),
-                            t => csv(&t),
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join(",")
-                )?;
-            }
-        }
-        SqlFormat::Table => {
-            let cells: Vec<Vec<String>> = rows()
-                .map(|r| r.map(|(c, i)| cell(&c.text(i))).collect())
-                .collect();
-            let widths: Vec<usize> = (0..names.len())
-                .map(|i| {
-                    cells
-                        .iter()
-                        .map(|r| r[i].chars().count())
-                        .chain([names[i].chars().count()])
-                        .max()
-                        .unwrap_or(0)
-                })
-                .collect();
-            let line = |vals: &[String]| {
-                vals.iter()
-                    .zip(&widths)
-                    .map(|(v, w)| format!("{v:<w$}"))
-                    .collect::<Vec<_>>()
-                    .join("  ")
-                    .trim_end()
-                    .to_string()
-            };
-            writeln!(out, "{}", line(&names))?;
-            writeln!(
-                out,
-                "{}",
-                widths
-                    .iter()
-                    .map(|w| "-".repeat(*w))
-                    .collect::<Vec<_>>()
-                    .join("  ")
-            )?;
-            for r in &cells {
-                writeln!(out, "{}", line(r))?;
-            }
-            writeln!(out, "({} rows)", cells.len())?;
+        SqlFormat::Json => print_json(&mut out, &names, &columns)?,
+        SqlFormat::Csv => print_csv(&mut out, &names, &columns)?,
+        SqlFormat::Table => print_table(&mut out, &names, &columns)?,
+    }
+    Ok(())
+}
+
+/// Refuses the script when one of its statements would write inside the bundle at `dir`
+/// (`shown` as given on the command line), might (a path known only when it runs), or would
+/// download an extension.
+fn refuse_writes(stmts: &[String], dir: &Path, shown: &Path) -> anyhow::Result<()> {
+    // DuckDB reads `~` as its `home_directory` setting where one is set: a script that sets it
+    // makes its `~` paths unknown until they run.
+    let home_set = stmts
+        .iter()
+        .any(|s| setting_of(s).is_some_and(|(name, _)| name == "home_directory"));
+    for s in stmts {
+        match writes_into(s, dir, home_set) {
+            Writes::None => {}
+            Writes::Into(target) => anyhow::bail!(
+                "refusing to write {} inside the bundle {}: its files are checked against \
+                 manifest.json, and a changed one would break every later command (write \
+                 elsewhere)",
+                target.display(),
+                shown.display()
+            ),
+            Writes::Computed(what) => anyhow::bail!(
+                "refusing {what} to a path that is not written as a string: trove sql makes sure \
+                 nothing is written inside the bundle {}, which it can tell only of a path in \
+                 quotes (write the path as a literal)",
+                shown.display()
+            ),
+            Writes::Unknown(what) => anyhow::bail!(
+                "refusing {what}: trove sql makes sure nothing is written inside the bundle {}, \
+                 and where this path leads is known only when it runs (write the whole path)",
+                shown.display()
+            ),
+            Writes::Install => anyhow::bail!(
+                "refusing INSTALL: trove sql never downloads DuckDB extensions (those compiled \
+                 in, such as parquet, are there)"
+            ),
         }
     }
+    Ok(())
+}
+
+/// The result's rows, each as its cells: a batch's cells (`columns`, with the batch's row
+/// count) and the row's index in them.
+fn rows<'c, 'a>(
+    columns: &'c [(usize, Vec<Cells<'a>>)],
+) -> impl Iterator<Item = impl Iterator<Item = (&'c Cells<'a>, usize)>> {
+    columns
+        .iter()
+        .flat_map(|(n, cols)| (0..*n).map(move |i| cols.iter().map(move |c| (c, i))))
+}
+
+/// `--format json`: one array of objects, keyed by the column names made unique.
+fn print_json(
+    out: &mut impl Write,
+    names: &[String],
+    columns: &[(usize, Vec<Cells<'_>>)],
+) -> anyhow::Result<()> {
+    let keys = unique_names(names);
+    let arr: Vec<serde_json::Value> = rows(columns)
+        .map(|r| {
+            serde_json::Value::Object(
+                keys.iter()
+                    .cloned()
+                    .zip(r.map(|(c, i)| c.json(i)))
+                    .collect(),
+            )
+        })
+        .collect();
+    writeln!(out, "{}", serde_json::to_string_pretty(&arr)?)?;
+    Ok(())
+}
+
+/// `--format csv`: a header, then a line per row.
+fn print_csv(
+    out: &mut impl Write,
+    names: &[String],
+    columns: &[(usize, Vec<Cells<'_>>)],
+) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "{}",
+        names.iter().map(|n| csv(n)).collect::<Vec<_>>().join(",")
+    )?;
+    // NULL is an empty field, the empty string `""`: the two stay apart.
+    for r in rows(columns) {
+        writeln!(
+            out,
+            "{}",
+            r.map(|(c, i)| if c.is_null(i) {
+                String::new()
+            } else {
+                match c.text(i) {
+                    t if t.is_empty() => "\"\"".to_string(),
+                    t => csv(&t),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+        )?;
+    }
+    Ok(())
+}
+
+/// `--format table`: aligned columns under a header and a rule, then the row count.
+fn print_table(
+    out: &mut impl Write,
+    names: &[String],
+    columns: &[(usize, Vec<Cells<'_>>)],
+) -> anyhow::Result<()> {
+    let cells: Vec<Vec<String>> = rows(columns)
+        .map(|r| r.map(|(c, i)| cell(&c.text(i))).collect())
+        .collect();
+    let widths: Vec<usize> = (0..names.len())
+        .map(|i| {
+            cells
+                .iter()
+                .map(|r| r[i].chars().count())
+                .chain([names[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |vals: &[String]| {
+        vals.iter()
+            .zip(&widths)
+            .map(|(v, w)| format!("{v:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    writeln!(out, "{}", line(names))?;
+    writeln!(
+        out,
+        "{}",
+        widths
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .join("  ")
+    )?;
+    for r in &cells {
+        writeln!(out, "{}", line(r))?;
+    }
+    writeln!(out, "({} rows)", cells.len())?;
     Ok(())
 }
 

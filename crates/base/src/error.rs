@@ -79,11 +79,12 @@ pub enum Error {
         path: PathBuf,
         /// What is wrong with it.
         msg: String,
-        /// Missing ([`ErrorKind::NotFound`]), or corrupt ([`ErrorKind::Corrupt`]).
+        /// Missing ([`ErrorKind::NotFound`]), corrupt ([`ErrorKind::Corrupt`]), or sound but
+        /// unusable for the request ([`ErrorKind::BadInput`]).
         kind: ErrorKind,
     },
     // The wrapped errors below are part of the message, not a `source()`, as for `Io`: a chained
-    // report would print each twice (DuckDB's twice and then "Error code 1: Unknown error code").
+    // report would print each twice.
     /// Arrow failures (building record batches).
     #[error("arrow: {0}")]
     Arrow(arrow::error::ArrowError),
@@ -93,10 +94,6 @@ pub enum Error {
     /// JSON (manifest) failures.
     #[error("json: {0}")]
     Json(serde_json::Error),
-    /// DuckDB failures (query engine).
-    #[cfg(feature = "duckdb")]
-    #[error("duckdb: {0}")]
-    Duck(duckdb::Error),
     /// A walk failure from the `ignore` crate.
     #[error("walk: {0}")]
     Walk(ignore::Error),
@@ -108,9 +105,6 @@ pub enum Error {
         /// What failed, and what to do.
         msg: String,
     },
-    /// An embedding server refused inputs as too long (the caller cuts them and tries again).
-    #[error("TOO_LONG {0}")]
-    TooLong(String),
 }
 
 impl Error {
@@ -127,6 +121,15 @@ impl Error {
             path: path.into(),
             msg: msg.into(),
             kind: ErrorKind::Corrupt,
+        }
+    }
+    /// A sound bundle at `path` that cannot serve the request: a packed bundle where a
+    /// directory is needed, an embedder this build cannot run ([`ErrorKind::BadInput`]).
+    pub fn bundle_unusable(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
+        Error::Bundle {
+            path: path.into(),
+            msg: msg.into(),
+            kind: ErrorKind::BadInput,
         }
     }
     /// A bundle that is not there at `path`.
@@ -162,7 +165,7 @@ impl Error {
     }
 
     /// What kind of failure this is. I/O errors are told apart by their OS error kind, Parquet's
-    /// by the I/O error they wrap, never by text; DuckDB's carry no kind and are internal.
+    /// by the I/O error they wrap, never by text.
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Io { cause, .. } => io_kind(cause),
@@ -180,10 +183,7 @@ impl Error {
             }
             Error::Json(_) => ErrorKind::Corrupt,
             Error::Walk(e) => e.io_error().map_or(ErrorKind::Internal, io_kind),
-            Error::TooLong(_) => ErrorKind::Remote,
             Error::Arrow(_) => ErrorKind::Internal,
-            #[cfg(feature = "duckdb")]
-            Error::Duck(_) => ErrorKind::Internal,
         }
     }
 }
@@ -225,8 +225,6 @@ wraps!(
     Json(serde_json::Error),
     Walk(ignore::Error),
 );
-#[cfg(feature = "duckdb")]
-wraps!(Duck(duckdb::Error));
 
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,6 +1,6 @@
 //! trove's shared ground, below every other crate: the error type ([`Error`]), the closed sets
-//! of names the bundle and the config store ([`sets`], [`named_set!`]), hashing, path and text
-//! helpers ([`util`]) and, with the `http` feature, the HTTP client ([`http`]).
+//! of names the bundle and the config store ([`sets`], [`named_set!`]), the built-in pipeline
+//! defaults ([`defaults`]), hashing, path and text helpers ([`util`]) and, with the `http` feature, the HTTP client ([`http`]).
 //!
 //! ```
 //! use trove_base::sets::RefKind;
@@ -9,7 +9,9 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod defaults;
 pub mod error;
+pub mod glob;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod sets;

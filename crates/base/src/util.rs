@@ -187,6 +187,11 @@ pub fn floor_char_boundary(s: &str, i: usize) -> usize {
     i
 }
 
+/// `s` as an SQL string literal: in single quotes, a quote doubled.
+pub fn sql_lit(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::hide_userinfo;

@@ -7,21 +7,24 @@
 //! ordered by path then position, postings by term then chunk id); no absolute path of the
 //! indexing machine is written.
 //!
-//! A bundle is read with this crate alone, without DuckDB or tree-sitter: its manifest
-//! ([`read_manifest`]), its live files ([`reader::Live`]), its tables a batch at a time
-//! ([`reader::open_parquet`]), and a query tokenized as the bundle's postings were:
+//! A bundle is read with this crate alone, without DuckDB or tree-sitter: [`open::OpenBundle`]
+//! gives its manifest, live files, chunks, symbols, references and file text; lower down, its
+//! tables a batch at a time ([`reader::open_parquet`]); and a query is tokenized as the bundle's
+//! postings were:
 //!
 //! ```
 //! use trove_bundle::tokenizer::{TOKENIZER, tokens};
 //! assert_eq!(TOKENIZER, "code-v1");
 //! assert_eq!(tokens("parseHTTPRequest", 64), ["parsehttprequest", "parse", "http", "request"]);
 //! // A path that is no bundle is said to be none, not read.
-//! let err = trove_bundle::read_manifest(std::path::Path::new("/no/such/bundle")).unwrap_err();
+//! let err = trove_bundle::open::OpenBundle::open("/no/such/bundle".as_ref()).unwrap_err();
+//! assert_eq!(err.kind(), trove_base::error::ErrorKind::NotFound);
 //! assert!(err.to_string().contains("does not exist"));
 //! ```
 pub mod cache;
 pub mod lookup;
 mod manifest;
+pub mod open;
 mod output;
 pub mod pack;
 pub mod postings;
@@ -63,10 +66,20 @@ pub const FORMAT: &str = "trove-bundle";
 /// 9: `embeddings.windows`, the vectors of a long chunk's further windows for a model that reads
 /// only a text's start; the vector arm scores a chunk by its best window.)
 pub const FORMAT_VERSION: u32 = 9;
-/// A hash of every source and pipeline file of the build that wrote a bundle (`tool.build` in
-/// its manifest), so an incremental run never reuses rows written by other code under the same
-/// version number.
-pub const SOURCE_HASH: &str = env!("TROVE_SOURCE_HASH");
+static BUILD_STAMP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Sets the stamp of the program that writes bundles (`tool.build` in their manifests), once, at
+/// start: the `trove` binary passes a hash of every source and pipeline file it was built from, so
+/// an incremental run never reuses rows written by other code under the same version number.
+/// Later calls are ignored.
+pub fn set_build_stamp(stamp: impl Into<String>) {
+    let _ = BUILD_STAMP.set(stamp.into());
+}
+
+/// The stamp [`set_build_stamp`] set, or `None` when the program set none.
+pub fn build_stamp() -> Option<&'static str> {
+    BUILD_STAMP.get().map(String::as_str)
+}
 /// The folder of the segments.
 pub const SEGMENTS: &str = "segments";
 /// The DuckDB views over the live rows of every table, with paths relative to the bundle.

@@ -188,8 +188,19 @@ impl Manifest {
                 ),
             ));
         }
+        if let Some(why) = self.bm25_problem() {
+            return Err(Error::bundle(dir, format!("manifest.json: {why}")));
+        }
+        for s in &self.segments {
+            self.check_segment(dir, s)?;
+        }
+        Ok(())
+    }
+
+    /// What is wrong with the manifest's BM25 stamp (one no build writes), if anything.
+    fn bm25_problem(&self) -> Option<String> {
         let bm = &self.bm25;
-        let why = if !(bm.k1.is_finite() && bm.k1 >= 0.0) {
+        if !(bm.k1.is_finite() && bm.k1 >= 0.0) {
             Some(format!("bm25.k1 {} is not a number of at least 0", bm.k1))
         } else if !(0.0..=1.0).contains(&bm.b) {
             Some(format!("bm25.b {} is not between 0 and 1", bm.b))
@@ -213,39 +224,39 @@ impl Manifest {
             Some("bm25.max_token_len is 0".to_string())
         } else {
             None
-        };
-        if let Some(why) = why {
-            return Err(Error::bundle(dir, format!("manifest.json: {why}")));
         }
-        for s in &self.segments {
-            if s.embedder != self.embedder.fingerprint {
+    }
+
+    /// Refuses the segment `s` when another embedder made it, or when the rows it claims are not
+    /// what its tables' entries hold.
+    fn check_segment(&self, dir: &Path, s: &SegmentInfo) -> Result<()> {
+        if s.embedder != self.embedder.fingerprint {
+            return Err(Error::bundle(
+                dir,
+                format!(
+                    "segment {} was made with another embedder than the bundle's ({} {}): re-index it",
+                    s.id, self.embedder.backend, self.embedder.model
+                ),
+            ));
+        }
+        // What a reader sizes its per-chunk state by must be what the segment's tables hold
+        // (a claimed 10^18 chunks would be allocated before any table is read).
+        for (table, claimed) in [
+            ("chunks", s.chunks),
+            ("files", s.files),
+            (TOMBSTONES, s.tombstones),
+        ] {
+            let rows = self.entry(&s.file(table)).map(|e| e.rows);
+            if rows.is_some_and(|r| r != claimed) || (rows.is_none() && claimed > 0) {
                 return Err(Error::bundle(
                     dir,
                     format!(
-                        "segment {} was made with another embedder than the bundle's ({} {}): re-index it",
-                        s.id, self.embedder.backend, self.embedder.model
+                        "manifest.json: segment {} claims {claimed} {table} rows, and its \
+                         {table}.parquet holds {}",
+                        s.id,
+                        rows.map_or("none (it is not listed)".to_string(), |r| r.to_string())
                     ),
                 ));
-            }
-            // What a reader sizes its per-chunk state by must be what the segment's tables hold
-            // (a claimed 10^18 chunks would be allocated before any table is read).
-            for (table, claimed) in [
-                ("chunks", s.chunks),
-                ("files", s.files),
-                (TOMBSTONES, s.tombstones),
-            ] {
-                let rows = self.entry(&s.file(table)).map(|e| e.rows);
-                if rows.is_some_and(|r| r != claimed) || (rows.is_none() && claimed > 0) {
-                    return Err(Error::bundle(
-                        dir,
-                        format!(
-                            "manifest.json: segment {} claims {claimed} {table} rows, and its \
-                             {table}.parquet holds {}",
-                            s.id,
-                            rows.map_or("none (it is not listed)".to_string(), |r| r.to_string())
-                        ),
-                    ));
-                }
             }
         }
         Ok(())
@@ -657,15 +668,18 @@ pub fn read_manifest(bundle: &Path) -> Result<Manifest> {
         ));
     }
     if !bundle.is_dir() {
-        return Err(Error::bundle(
-            bundle,
-            if super::is_packed(bundle) {
-                "is a packed bundle, and this needs a bundle directory (`trove unpack` makes one)"
-            } else {
+        return Err(if super::is_packed(bundle) {
+            Error::bundle_unusable(
+                bundle,
+                "is a packed bundle, and this needs a bundle directory (`trove unpack` makes one)",
+            )
+        } else {
+            Error::bundle(
+                bundle,
                 "is a file but not a packed bundle (expected a bundle directory written by `trove \
-                 index`, or a .trove file from `trove pack`)"
-            },
-        ));
+                 index`, or a .trove file from `trove pack`)",
+            )
+        });
     }
     let text = super::read_small(&p, MAX_MANIFEST_BYTES)
         .and_then(|b| String::from_utf8(b).map_err(std::io::Error::other))
@@ -956,7 +970,7 @@ pub fn manifest_tool() -> Tool {
     Tool {
         name: "trove".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        build: Some(crate::SOURCE_HASH.into()),
+        build: crate::build_stamp().map(Into::into),
     }
 }
 

@@ -56,6 +56,36 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
             "changed while it was checked (a run committed to it): pack it again",
         ));
     }
+    check_pack_target(dir, out)?;
+    let mut names = vec![MANIFEST.to_string()];
+    names.extend(report.manifest.files.iter().map(|f| f.name.clone()));
+    // One pack into `out` at a time; holding the lock, what a killed pack left beside it goes.
+    let _lock = super::lock_output(out)?;
+    let tmp = super::temp_beside(out);
+    let written = write_pack(&tmp, dir, &names, &manifest_bytes);
+    let bundle_bytes = match written {
+        Ok(n) => n,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
+    std::fs::rename(&tmp, out).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(out, e)
+    })?;
+    let (packed_bytes, sha256) = super::table::hash_file(out)?;
+    Ok(PackSummary {
+        files: names.len(),
+        bundle_bytes,
+        packed_bytes,
+        sha256,
+    })
+}
+
+/// Refuses to pack the bundle at `dir` into `out` where `out` is a folder, lies inside the bundle,
+/// has no folder, or is a file other than a packed bundle.
+fn check_pack_target(dir: &Path, out: &Path) -> Result<()> {
     if out.is_dir() {
         return Err(Error::bad_input(format!(
             "{} is a directory: give the packed file's path (e.g. app.trove)",
@@ -89,67 +119,46 @@ pub fn pack(dir: &Path, out: &Path) -> Result<PackSummary> {
             out.display()
         )));
     }
-    let mut names = vec![MANIFEST.to_string()];
-    names.extend(report.manifest.files.iter().map(|f| f.name.clone()));
-    // One pack into `out` at a time; holding the lock, what a killed pack left beside it goes.
-    let _lock = super::lock_output(out)?;
-    let tmp = super::temp_beside(out);
-    let written = (|| -> Result<u64> {
-        let io = |e| Error::io(&tmp, e);
-        let f = File::create(&tmp).map_err(io)?;
-        let mut z = zstd::Encoder::new(BufWriter::new(f), LEVEL).map_err(io)?;
-        z.include_checksum(true).map_err(io)?;
-        let mut tar = tar::Builder::new(z);
-        let mut bundle_bytes = 0;
-        for name in &names {
-            let p = dir.join(name);
-            // The manifest from the bytes verified; every other file from its segment.
-            let (src, len): (Box<dyn Read>, u64) = if name == MANIFEST {
-                (
-                    Box::new(manifest_bytes.as_slice()),
-                    manifest_bytes.len() as u64,
-                )
-            } else {
-                let f = File::open(&p).map_err(|e| Error::io(&p, e))?;
-                let len = f.metadata().map_err(|e| Error::io(&p, e))?.len();
-                (Box::new(f), len)
-            };
-            bundle_bytes += len;
-            let mut h = tar::Header::new_ustar();
-            h.set_path(name).map_err(io)?;
-            h.set_size(len);
-            h.set_mode(0o644);
-            h.set_mtime(0);
-            h.set_uid(0);
-            h.set_gid(0);
-            h.set_entry_type(tar::EntryType::Regular);
-            h.set_cksum();
-            tar.append(&h, BufReader::new(src)).map_err(io)?;
-        }
-        let z = tar.into_inner().map_err(io)?;
-        let w = z.finish().map_err(io)?;
-        let f = w.into_inner().map_err(|e| io(e.into_error()))?;
-        f.sync_all().map_err(io)?;
-        Ok(bundle_bytes)
-    })();
-    let bundle_bytes = match written {
-        Ok(n) => n,
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
-    };
-    std::fs::rename(&tmp, out).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(out, e)
-    })?;
-    let (packed_bytes, sha256) = super::table::hash_file(out)?;
-    Ok(PackSummary {
-        files: names.len(),
-        bundle_bytes,
-        packed_bytes,
-        sha256,
-    })
+    Ok(())
+}
+
+/// Writes the packed file `tmp`: the files `names` of the bundle at `dir` (the manifest from
+/// `manifest_bytes`) as a tar with fixed headers in one zstd frame, synced. Returns the bytes of
+/// the bundle's files.
+fn write_pack(tmp: &Path, dir: &Path, names: &[String], manifest_bytes: &[u8]) -> Result<u64> {
+    let io = |e| Error::io(tmp, e);
+    let f = File::create(tmp).map_err(io)?;
+    let mut z = zstd::Encoder::new(BufWriter::new(f), LEVEL).map_err(io)?;
+    z.include_checksum(true).map_err(io)?;
+    let mut tar = tar::Builder::new(z);
+    let mut bundle_bytes = 0;
+    for name in names {
+        let p = dir.join(name);
+        // The manifest from the bytes verified; every other file from its segment.
+        let (src, len): (Box<dyn Read>, u64) = if name == MANIFEST {
+            (Box::new(manifest_bytes), manifest_bytes.len() as u64)
+        } else {
+            let f = File::open(&p).map_err(|e| Error::io(&p, e))?;
+            let len = f.metadata().map_err(|e| Error::io(&p, e))?.len();
+            (Box::new(f), len)
+        };
+        bundle_bytes += len;
+        let mut h = tar::Header::new_ustar();
+        h.set_path(name).map_err(io)?;
+        h.set_size(len);
+        h.set_mode(0o644);
+        h.set_mtime(0);
+        h.set_uid(0);
+        h.set_gid(0);
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_cksum();
+        tar.append(&h, BufReader::new(src)).map_err(io)?;
+    }
+    let z = tar.into_inner().map_err(io)?;
+    let w = z.finish().map_err(io)?;
+    let f = w.into_inner().map_err(|e| io(e.into_error()))?;
+    f.sync_all().map_err(io)?;
+    Ok(bundle_bytes)
 }
 
 /// Unpacks `file` into the directory `dir` (created if missing; it must be empty): entries checked one by
@@ -183,96 +192,16 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
                 e.header().entry_type()
             )));
         }
-        let plain = super::is_bundle_file(&name);
-        let older = !name.contains('/')
-            && name
-                .strip_suffix(".parquet")
-                .is_some_and(|t| super::TABLES.contains(&t));
-        if older {
-            return Err(damaged(format!(
-                "entry {name:?} is a table of an older bundle format (before v5, tables sat at the root): unpack it with the trove that packed it and re-index"
-            )));
-        }
-        if !plain {
-            return Err(damaged(format!(
-                "entry {name:?} is not a bundle file name (paths, `..` and other files are refused)"
-            )));
-        }
-        if seen.contains(&name) {
-            return Err(damaged(format!("entry {name:?} appears twice")));
-        }
+        check_entry_name(&name, &seen, &damaged)?;
         // The manifest comes first (`pack` writes it first): every later entry must be a file it
         // lists, at the size it records, so a crafted pack cannot fill the disk before the
         // checksums are read.
         let size = e.header().size().map_err(|e| damaged(e.to_string()))?;
-        match &listed {
-            None if name != MANIFEST => {
-                return Err(damaged(format!(
-                    "its first entry is {name:?}, not {MANIFEST} (`trove pack` writes that first)"
-                )));
-            }
-            None if size > MAX_MANIFEST_BYTES => {
-                return Err(damaged(format!(
-                    "its {MANIFEST} is {size} bytes (more than {MAX_MANIFEST_BYTES})"
-                )));
-            }
-            None => {}
-            Some(m) => match m.files.iter().find(|f| f.name == name) {
-                None => {
-                    return Err(damaged(format!(
-                        "entry {name:?} is not a file its {MANIFEST} lists"
-                    )));
-                }
-                Some(f) if f.bytes != size => {
-                    return Err(damaged(format!(
-                        "entry {name:?} is {size} bytes, its {MANIFEST} says {}",
-                        f.bytes
-                    )));
-                }
-                Some(_) => {}
-            },
-        }
+        check_listed(listed.as_ref(), &name, size, &damaged)?;
         let p = dir.join(&name);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-        }
-        let mut w = File::create_new(&p).map_err(|e| Error::io(&p, e))?;
-        // A read that fails is the pack's fault; a write that fails (a full disk) is the
-        // destination's, and says so with its path.
-        let mut buf = vec![0u8; 1 << 16];
-        loop {
-            let n = e
-                .read(&mut buf)
-                .map_err(|e| damaged(format!("{name}: {e}")))?;
-            if n == 0 {
-                break;
-            }
-            w.write_all(&buf[..n]).map_err(|e| Error::io(&p, e))?;
-        }
-        w.sync_all().map_err(|e| Error::io(&p, e))?;
+        write_entry(&mut e, &p, &name, &damaged)?;
         if listed.is_none() {
-            let m = super::read_manifest(dir).map_err(|e| damaged_unless_full(e, &damaged))?;
-            m.check_segments(dir)
-                .map_err(|e| damaged_unless_full(e, &damaged))?;
-            // What the manifest lists must fit where it is unpacked (a pack whose zeros
-            // decompress to more than the disk holds would fill it before a sha256 is checked).
-            let need: u64 = m.files.iter().map(|f| f.bytes).sum();
-            if let Some(free) = super::free_bytes(dir)
-                && need > free
-            {
-                // A full disk, typed as one: a server then unpacks into the cache instead.
-                return Err(Error::io(
-                    dir,
-                    std::io::Error::new(
-                        std::io::ErrorKind::StorageFull,
-                        format!(
-                            "{} unpacks to {need} bytes, and this folder's disk has {free} free",
-                            file.display()
-                        ),
-                    ),
-                ));
-            }
-            listed = Some(m);
+            listed = Some(read_listed(file, dir, &damaged)?);
         }
         seen.push(name);
     }
@@ -286,6 +215,121 @@ fn extract(file: &Path, dir: &Path) -> Result<Manifest> {
     let m = super::verify(dir)
         .map(|r| r.manifest)
         .map_err(|e| damaged_unless_full(e, &damaged))?;
+    Ok(m)
+}
+
+/// Refuses a pack entry named `name` unless it is a bundle file's name not `seen` before.
+fn check_entry_name(name: &str, seen: &[String], damaged: &dyn Fn(String) -> Error) -> Result<()> {
+    let plain = super::is_bundle_file(name);
+    let older = !name.contains('/')
+        && name
+            .strip_suffix(".parquet")
+            .is_some_and(|t| super::TABLES.contains(&t));
+    if older {
+        return Err(damaged(format!(
+            "entry {name:?} is a table of an older bundle format (before v5, tables sat at the root): unpack it with the trove that packed it and re-index"
+        )));
+    }
+    if !plain {
+        return Err(damaged(format!(
+            "entry {name:?} is not a bundle file name (paths, `..` and other files are refused)"
+        )));
+    }
+    if seen.iter().any(|s| s == name) {
+        return Err(damaged(format!("entry {name:?} appears twice")));
+    }
+    Ok(())
+}
+
+/// Refuses a pack entry `name` of `size` bytes unless it is the manifest, first, within
+/// [`MAX_MANIFEST_BYTES`], or a file the manifest (`listed`, once read) lists at that size.
+fn check_listed(
+    listed: Option<&Manifest>,
+    name: &str,
+    size: u64,
+    damaged: &dyn Fn(String) -> Error,
+) -> Result<()> {
+    match listed {
+        None if name != MANIFEST => {
+            return Err(damaged(format!(
+                "its first entry is {name:?}, not {MANIFEST} (`trove pack` writes that first)"
+            )));
+        }
+        None if size > MAX_MANIFEST_BYTES => {
+            return Err(damaged(format!(
+                "its {MANIFEST} is {size} bytes (more than {MAX_MANIFEST_BYTES})"
+            )));
+        }
+        None => {}
+        Some(m) => match m.files.iter().find(|f| f.name == name) {
+            None => {
+                return Err(damaged(format!(
+                    "entry {name:?} is not a file its {MANIFEST} lists"
+                )));
+            }
+            Some(f) if f.bytes != size => {
+                return Err(damaged(format!(
+                    "entry {name:?} is {size} bytes, its {MANIFEST} says {}",
+                    f.bytes
+                )));
+            }
+            Some(_) => {}
+        },
+    }
+    Ok(())
+}
+
+/// Writes the pack entry `e` (named `name`) to the new file `p`, synced.
+fn write_entry(
+    e: &mut impl Read,
+    p: &Path,
+    name: &str,
+    damaged: &dyn Fn(String) -> Error,
+) -> Result<()> {
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    let mut w = File::create_new(p).map_err(|e| Error::io(p, e))?;
+    // A read that fails is the pack's fault; a write that fails (a full disk) is the
+    // destination's, and says so with its path.
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = e
+            .read(&mut buf)
+            .map_err(|e| damaged(format!("{name}: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        w.write_all(&buf[..n]).map_err(|e| Error::io(p, e))?;
+    }
+    w.sync_all().map_err(|e| Error::io(p, e))?;
+    Ok(())
+}
+
+/// The manifest just unpacked into `dir` from the pack `file`, checked, and refused where what it
+/// lists cannot fit on `dir`'s disk.
+fn read_listed(file: &Path, dir: &Path, damaged: &dyn Fn(String) -> Error) -> Result<Manifest> {
+    let m = super::read_manifest(dir).map_err(|e| damaged_unless_full(e, damaged))?;
+    m.check_segments(dir)
+        .map_err(|e| damaged_unless_full(e, damaged))?;
+    // What the manifest lists must fit where it is unpacked (a pack whose zeros
+    // decompress to more than the disk holds would fill it before a sha256 is checked).
+    let need: u64 = m.files.iter().map(|f| f.bytes).sum();
+    if let Some(free) = super::free_bytes(dir)
+        && need > free
+    {
+        // A full disk, typed as one: a server then unpacks into the cache instead.
+        return Err(Error::io(
+            dir,
+            std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                format!(
+                    "{} unpacks to {need} bytes, and this folder's disk has {free} free",
+                    file.display()
+                ),
+            ),
+        ));
+    }
     Ok(m)
 }
 

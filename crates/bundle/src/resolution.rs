@@ -129,6 +129,9 @@ pub(crate) fn sql_list(items: &[&str]) -> String {
 /// method of its name in the family; else the one definition of the name in the family. Over a
 /// bundle's live rows this keeps references exact whatever segments the rows sit in; on a
 /// one-segment bundle it equals what the writer stored.
+///
+/// Long on purpose: it is the text of one SQL statement, whose common table expressions name one
+/// another, so it reads (and is diffed against the Rust rules) best whole.
 pub fn resolved_refs_sql(stored: &str, symbols: &str, deps: &str) -> String {
     let family = {
         let mut arms = String::new();

@@ -33,6 +33,9 @@ pub fn windows_type(dim: usize) -> DataType {
 }
 
 /// The schema of table `name` (`dim` sizes the embedding column).
+///
+/// Long on purpose: it is a table, one arm per bundle table and one line per column, that reads
+/// best whole beside docs/bundle-format.md.
 pub fn expected_schema(name: &str, dim: usize) -> Option<SchemaRef> {
     let i64f = |n: &str| Field::new(n, DataType::Int64, false);
     let i32f = |n: &str| Field::new(n, DataType::Int32, false);

@@ -480,17 +480,24 @@ impl Drop for Scratch {
     }
 }
 
-/// Brings the bundle at `dest` up to `src`; see the module docs.
-pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest, SyncSummary)> {
-    let started = Instant::now();
-    let dest = super::output_path(dest)?;
+/// SRC opened: where its files come from, the path messages name it by, and for a packed SRC,
+/// DEST's lock and the folder it was unpacked into.
+struct Opened {
+    /// DEST's lock, taken before unpacking, and the scratch folder SRC was unpacked into.
+    unpacked: Option<(super::OutputLock, Scratch)>,
+    source: Source,
+    label: PathBuf,
+}
+
+/// Opens SRC for a sync into `dest`.
+fn open_source(src: &str, dest: &Path, opts: &SyncOptions) -> Result<Opened> {
     // A packed file is unpacked beside DEST for this run (links into DEST cost nothing there) and
     // removed after, not into the shared cache, which would keep a full copy of every version
     // synced.
     let packed = Path::new(src);
     let unpacked = if !src.contains("://") && super::pack::is_packed(packed) {
-        let lock = super::lock_output(&dest)?;
-        let mut dir = super::temp_beside(&dest).into_os_string();
+        let lock = super::lock_output(dest)?;
+        let mut dir = super::temp_beside(dest).into_os_string();
         dir.push("-src");
         let dir = Scratch(PathBuf::from(dir));
         super::pack::unpack_into(packed, &dir.0)?;
@@ -506,6 +513,115 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
             (s, label)
         }
     };
+    Ok(Opened {
+        unpacked,
+        source,
+        label,
+    })
+}
+
+/// The byte-count progress bar of a sync fetching `to_fetch` bytes; hidden unless `show`.
+fn progress_bar(show: bool, to_fetch: u64) -> indicatif::ProgressBar {
+    if show {
+        let b = indicatif::ProgressBar::with_draw_target(
+            Some(to_fetch),
+            indicatif::ProgressDrawTarget::stderr(),
+        );
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{spinner} syncing [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        ) {
+            b.set_style(style.progress_chars("=> "));
+        }
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    }
+}
+
+/// Refuses the sync before a byte is fetched where `wanted` and the manifest (`manifest_bytes`)
+/// cannot fit beside `dest`, less the `held` bytes an interrupted sync fetched.
+fn check_space(
+    dest: &Path,
+    source: &Source,
+    label: &Path,
+    wanted: &[&FileEntry],
+    manifest_bytes: u64,
+    held: u64,
+) -> Result<()> {
+    // Refused before a byte is fetched where it cannot fit (a server that declares more than the
+    // disk holds would otherwise fill it before the first sha256 fails). Each file takes whole
+    // blocks, the manifest too; a directory on DEST's filesystem is hard-linked, at no cost.
+    let parent = dest.parent().unwrap_or(Path::new("."));
+    let block = |n: u64| n.div_ceil(4096) * 4096;
+    let copied = match source {
+        Source::Dir(d) => !same_filesystem(d, parent),
+        #[cfg(feature = "http")]
+        Source::Http { .. } => true,
+    };
+    let need = if copied {
+        wanted.iter().map(|e| block(e.bytes)).sum::<u64>() + block(manifest_bytes)
+    } else {
+        block(manifest_bytes)
+    }
+    .saturating_sub(held);
+    if let Some(free) = super::free_bytes(parent)
+        && need > free
+    {
+        return Err(Error::failed(
+            trove_base::error::ErrorKind::DiskFull,
+            format!(
+                "{} needs {need} bytes {} {}, and {} has {free} free: nothing was changed",
+                dest.display(),
+                if source.downloads() {
+                    "fetched from"
+                } else {
+                    "copied from"
+                },
+                label.display(),
+                parent.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Fetches `e` from `source` to `dst`; a failure says that `dest` was not changed, and where the
+/// bytes fetched so far are kept for the next sync.
+fn fetch_file(
+    source: &Source,
+    stage: &Staged,
+    label: &Path,
+    dest: &Path,
+    e: &FileEntry,
+    dst: &Path,
+) -> Result<Got> {
+    source.fetch(e, dst, stage).map_err(|err| {
+        let held = stage.held();
+        let resume = if source.downloads() && held > 0 {
+            format!(
+                "; the {held} bytes fetched are kept in {} and the next sync resumes \
+                 from them",
+                stage.dir.display()
+            )
+        } else {
+            String::new()
+        };
+        Error::bundle(
+            label,
+            format!("{err}: nothing was changed in {}{resume}", dest.display()),
+        )
+    })
+}
+
+/// Brings the bundle at `dest` up to `src`; see the module docs.
+pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest, SyncSummary)> {
+    let started = Instant::now();
+    let dest = super::output_path(dest)?;
+    let Opened {
+        unpacked,
+        source,
+        label,
+    } = open_source(src, &dest, opts)?;
     let text = source.read(MANIFEST, MAX_MANIFEST_BYTES)?;
     let text = String::from_utf8(text)
         .map_err(|_| Error::bundle(&label, format!("{MANIFEST} is not UTF-8 text")))?;
@@ -552,54 +668,8 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
     } else {
         0
     };
-    let bar = if opts.progress {
-        let b = indicatif::ProgressBar::with_draw_target(
-            Some(to_fetch),
-            indicatif::ProgressDrawTarget::stderr(),
-        );
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{spinner} syncing [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-        ) {
-            b.set_style(style.progress_chars("=> "));
-        }
-        b
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    // Refused before a byte is fetched where it cannot fit (a server that declares more than the
-    // disk holds would otherwise fill it before the first sha256 fails). Each file takes whole
-    // blocks, the manifest too; a directory on DEST's filesystem is hard-linked, at no cost.
-    let parent = dest.parent().unwrap_or(Path::new("."));
-    let block = |n: u64| n.div_ceil(4096) * 4096;
-    let copied = match &source {
-        Source::Dir(d) => !same_filesystem(d, parent),
-        #[cfg(feature = "http")]
-        Source::Http { .. } => true,
-    };
-    let need = if copied {
-        wanted.iter().map(|e| block(e.bytes)).sum::<u64>() + block(text.len() as u64)
-    } else {
-        block(text.len() as u64)
-    }
-    .saturating_sub(held);
-    if let Some(free) = super::free_bytes(parent)
-        && need > free
-    {
-        return Err(Error::failed(
-            trove_base::error::ErrorKind::DiskFull,
-            format!(
-                "{} needs {need} bytes {} {}, and {} has {free} free: nothing was changed",
-                dest.display(),
-                if source.downloads() {
-                    "fetched from"
-                } else {
-                    "copied from"
-                },
-                label.display(),
-                parent.display()
-            ),
-        ));
-    }
+    let bar = progress_bar(opts.progress, to_fetch);
+    check_space(&dest, &source, &label, &wanted, text.len() as u64, held)?;
     let mut fetched_segments = std::collections::BTreeSet::new();
     super::build_beside(&dest, |tmp| {
         for (e, keep) in m.files.iter().zip(&keep) {
@@ -612,22 +682,7 @@ pub fn run_sync(src: &str, dest: &Path, opts: &SyncOptions) -> Result<(Manifest,
                 summary.bytes_reused += e.bytes;
                 continue;
             }
-            let got = source.fetch(e, &dst, &stage).map_err(|err| {
-                let held = stage.held();
-                let resume = if source.downloads() && held > 0 {
-                    format!(
-                        "; the {held} bytes fetched are kept in {} and the next sync resumes \
-                         from them",
-                        stage.dir.display()
-                    )
-                } else {
-                    String::new()
-                };
-                Error::bundle(
-                    &label,
-                    format!("{err}: nothing was changed in {}{resume}", dest.display()),
-                )
-            })?;
+            let got = fetch_file(&source, &stage, &label, &dest, e, &dst)?;
             super::pack::remember(&dst, &e.sha256, &memo);
             summary.files_fetched += 1;
             summary.bytes_fetched += got.fetched;

@@ -1,10 +1,11 @@
 //! `trove verify`: re-hash every file, check sizes, row counts and schemas against the manifest
 //! (and bring a stale `views.sql`, which is derived from it, up to date).
+use arrow::datatypes::Schema;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::fs::File;
 use std::path::Path;
 
-use super::manifest::{MANIFEST, Manifest, is_bundle_file, read_manifest};
+use super::manifest::{FileEntry, MANIFEST, Manifest, is_bundle_file, read_manifest};
 use super::schema::expected_schema;
 use super::table::hash_file;
 use crate::{Error, Result};
@@ -50,90 +51,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
         }
     }
     for entry in &manifest.files {
-        if !is_bundle_file(&entry.name) || entry.name == MANIFEST {
-            return Err(bad(format!(
-                "{MANIFEST} names a file outside the bundle: {:?}",
-                entry.name
-            )));
-        }
-        let p = dir.join(&entry.name);
-        if !p.is_file() {
-            return Err(bad(format!("{} is missing", entry.name)));
-        }
-        // A link is no file of the bundle (`trove sync` refuses one too): what it points to may
-        // change under the bundle, and a copy of the bundle would carry the link.
-        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(bad(format!(
-                "{} is a symbolic link, not a file of the bundle (copy the file in its place)",
-                entry.name
-            )));
-        }
-        let (bytes, sha) = hash_file(&p)?;
-        bytes_hashed += bytes;
-        if bytes != entry.bytes {
-            return Err(bad(format!(
-                "{} is {bytes} bytes, the manifest says {}",
-                entry.name, entry.bytes
-            )));
-        }
-        if sha != entry.sha256 {
-            return Err(bad(format!(
-                "{} sha256 {sha} does not match the manifest's {}",
-                entry.name, entry.sha256
-            )));
-        }
-        let base = entry.name.rsplit('/').next().unwrap_or(&entry.name);
-        let table = base.trim_end_matches(".parquet");
-        let Some(expected) = expected_schema(table, manifest.embedder.dim) else {
-            continue;
-        };
-        let f = File::open(&p).map_err(|e| Error::io(&p, e))?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(f)
-            .map_err(|e| bad(format!("{} is not readable Parquet: {e}", entry.name)))?;
-        // What trove writes and reads: zstd or nothing. A file another writer compressed with
-        // another codec (DuckDB's default is snappy) has the right rows and schema but cannot be
-        // read by the query engine.
-        for col in reader
-            .metadata()
-            .row_groups()
-            .iter()
-            .flat_map(|g| g.columns())
-        {
-            let c = col.compression();
-            if !matches!(
-                c,
-                parquet::basic::Compression::UNCOMPRESSED | parquet::basic::Compression::ZSTD(_)
-            ) {
-                return Err(bad(format!(
-                    "{} column {} is compressed with {c}, which trove does not read (it writes \
-                     zstd)",
-                    entry.name,
-                    col.column_path()
-                )));
-            }
-        }
-        let rows = reader.metadata().file_metadata().num_rows();
-        if rows < 0 || rows as u64 != entry.rows {
-            return Err(bad(format!(
-                "{} has {rows} rows, the manifest says {}",
-                entry.name, entry.rows
-            )));
-        }
-        let got = reader.schema();
-        if got.fields().len() != expected.fields().len()
-            || got
-                .fields()
-                .iter()
-                .zip(expected.fields())
-                .any(|(a, b)| a.name() != b.name() || a.data_type() != b.data_type())
-        {
-            return Err(bad(format!(
-                "{} has schema {:?}, expected {:?}",
-                entry.name,
-                field_list(got),
-                field_list(&expected)
-            )));
-        }
+        bytes_hashed += check_file(dir, entry, manifest.embedder.dim)?;
     }
     check_counts(dir, &manifest)?;
     let unlisted = super::manifest::unlisted_segments(dir, &manifest)
@@ -148,6 +66,103 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
         views_rewritten,
         unlisted,
     })
+}
+
+/// Checks one file the manifest lists: a file of the bundle, there, no link, at the size and
+/// sha256 the manifest records, and a table as [`check_table`] checks it. Returns the bytes hashed.
+fn check_file(dir: &Path, entry: &FileEntry, dim: usize) -> Result<u64> {
+    let bad = |m: String| Error::bundle(dir, m);
+    if !is_bundle_file(&entry.name) || entry.name == MANIFEST {
+        return Err(bad(format!(
+            "{MANIFEST} names a file outside the bundle: {:?}",
+            entry.name
+        )));
+    }
+    let p = dir.join(&entry.name);
+    if !p.is_file() {
+        return Err(bad(format!("{} is missing", entry.name)));
+    }
+    // A link is no file of the bundle (`trove sync` refuses one too): what it points to may
+    // change under the bundle, and a copy of the bundle would carry the link.
+    if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(bad(format!(
+            "{} is a symbolic link, not a file of the bundle (copy the file in its place)",
+            entry.name
+        )));
+    }
+    let (bytes, sha) = hash_file(&p)?;
+    if bytes != entry.bytes {
+        return Err(bad(format!(
+            "{} is {bytes} bytes, the manifest says {}",
+            entry.name, entry.bytes
+        )));
+    }
+    if sha != entry.sha256 {
+        return Err(bad(format!(
+            "{} sha256 {sha} does not match the manifest's {}",
+            entry.name, entry.sha256
+        )));
+    }
+    let base = entry.name.rsplit('/').next().unwrap_or(&entry.name);
+    let table = base.trim_end_matches(".parquet");
+    if let Some(expected) = expected_schema(table, dim) {
+        check_table(dir, &p, entry, &expected)?;
+    }
+    Ok(bytes)
+}
+
+/// Checks the table file `p` (`entry`'s) as Parquet: its codecs, its row count against the
+/// manifest, and its schema against `expected`.
+fn check_table(dir: &Path, p: &Path, entry: &FileEntry, expected: &Schema) -> Result<()> {
+    let bad = |m: String| Error::bundle(dir, m);
+    let f = File::open(p).map_err(|e| Error::io(p, e))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+        .map_err(|e| bad(format!("{} is not readable Parquet: {e}", entry.name)))?;
+    // What trove writes and reads: zstd or nothing. A file another writer compressed with
+    // another codec (DuckDB's default is snappy) has the right rows and schema but cannot be
+    // read by the query engine.
+    for col in reader
+        .metadata()
+        .row_groups()
+        .iter()
+        .flat_map(|g| g.columns())
+    {
+        let c = col.compression();
+        if !matches!(
+            c,
+            parquet::basic::Compression::UNCOMPRESSED | parquet::basic::Compression::ZSTD(_)
+        ) {
+            return Err(bad(format!(
+                "{} column {} is compressed with {c}, which trove does not read (it writes \
+                 zstd)",
+                entry.name,
+                col.column_path()
+            )));
+        }
+    }
+    let rows = reader.metadata().file_metadata().num_rows();
+    if rows < 0 || rows as u64 != entry.rows {
+        return Err(bad(format!(
+            "{} has {rows} rows, the manifest says {}",
+            entry.name, entry.rows
+        )));
+    }
+    let got = reader.schema();
+    if got.fields().len() != expected.fields().len()
+        || got
+            .fields()
+            .iter()
+            .zip(expected.fields())
+            .any(|(a, b)| a.name() != b.name() || a.data_type() != b.data_type())
+    {
+        return Err(bad(format!(
+            "{} has schema {:?}, expected {:?}",
+            entry.name,
+            field_list(got),
+            field_list(expected)
+        )));
+    }
+    Ok(())
 }
 
 /// The counts the manifest states against the rows (the files are checked by then): each

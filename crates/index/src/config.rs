@@ -11,7 +11,7 @@ use trove_embed::config::default_true;
 pub use trove_lang::chunk::ChunkConfig;
 
 /// The built-in defaults, fully commented in `pipelines/default.toml`.
-pub const DEFAULT_TOML: &str = include_str!("../../../pipelines/default.toml");
+pub use trove_base::defaults::PIPELINE_TOML as DEFAULT_TOML;
 
 /// The whole pipeline config.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -88,7 +88,7 @@ pub struct SymbolRecord {
     /// The chunk that holds the definition's start.
     pub chunk_id: Option<i64>,
     /// Its SCIP symbol string, when a SCIP index given to the run defines it
-    /// (SCIP import, `precise`).
+    /// (SCIP import, `scip_import`).
     pub scip_symbol: Option<String>,
 }
 

@@ -19,7 +19,7 @@ use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use crate::{Error, Result};
+use trove_base::{Error, Result};
 use trove_bundle::cache::{self, Bytes, u64_at};
 use trove_bundle::reader::column;
 use trove_bundle::{Manifest, SegmentInfo};
@@ -271,7 +271,7 @@ impl Inverted {
             }
         }
         let mut out: Vec<(i64, f64)> = heap.into_iter().map(|w| (w.1, w.0)).collect();
-        out.sort_by(super::best_first);
+        out.sort_by(crate::fusion::best_first);
         out
     }
 }

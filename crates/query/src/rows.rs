@@ -7,7 +7,7 @@
 //! out for lookup: ids sorted, fixed-width rows, each distinct string stored once.
 //!
 //! Each row also names the function or method the chunk is a piece of, when the chunker split one
-//! no longer than [`super::WHOLE_FUNCTION_BYTES`] (from `symbols.parquet`, read once with the
+//! no longer than [`crate::options::WHOLE_FUNCTION_BYTES`] (from `symbols.parquet`, read once with the
 //! chunks): a query shows that function whole in place of the piece.
 //!
 //! Layout (little endian): magic, n (u64), strings (u64), heap bytes (u64); n sorted ids (i64);
@@ -18,7 +18,7 @@ use arrow::array::{Array, Int32Array, Int64Array, StringArray};
 use rustc_hash::FxHashMap;
 use std::path::Path;
 
-use crate::{Error, Result};
+use trove_base::{Error, Result};
 use trove_bundle::cache::{self, Bytes, i64_at, u32_at, u64_at};
 use trove_bundle::reader::column;
 use trove_bundle::{Manifest, SegmentInfo};
@@ -104,7 +104,10 @@ impl Rows {
             .map_or("none", |s| s.get(..16).unwrap_or(s));
         let symbols_path = symbols.as_ref().map(|_| bundle.join(seg.file("symbols")));
         let bytes = cache::load(
-            &format!("rows-{sha}-{sym_key}-w{}.bin", super::WHOLE_FUNCTION_BYTES),
+            &format!(
+                "rows-{sha}-{sym_key}-w{}.bin",
+                crate::options::WHOLE_FUNCTION_BYTES
+            ),
             |b| Self::check(b).is_some(),
             || build(&path, symbols_path.as_deref()),
         )?;
@@ -217,7 +220,7 @@ struct Def {
     row: usize,
 }
 
-/// The functions and methods of at most [`super::WHOLE_FUNCTION_BYTES`] in `symbols.parquet`, by
+/// The functions and methods of at most [`crate::options::WHOLE_FUNCTION_BYTES`] in `symbols.parquet`, by
 /// path, each file's by start (an enclosing definition before the ones it holds).
 fn callables(path: &Path) -> Result<FxHashMap<String, Vec<Def>>> {
     let cols = [
@@ -240,7 +243,7 @@ fn callables(path: &Path) -> Result<FxHashMap<String, Vec<Def>>> {
         let eb = column::<Int64Array>(&batch, "end_byte", path)?;
         for r in 0..batch.num_rows() {
             if matches!(kind.value(r), "function" | "method")
-                && eb.value(r) - sb.value(r) <= super::WHOLE_FUNCTION_BYTES
+                && eb.value(r) - sb.value(r) <= crate::options::WHOLE_FUNCTION_BYTES
             {
                 let def = Def {
                     start_byte: sb.value(r),
@@ -333,74 +336,44 @@ fn build(path: &Path, symbols: Option<&Path>) -> Result<Vec<u8>> {
         Some(s) => callables(s)?,
         None => FxHashMap::default(),
     };
-    let wanted: Vec<&str> = [
-        "chunk_id",
-        "start_line",
-        "end_line",
-        "start_byte",
-        "end_byte",
-    ]
-    .into_iter()
-    .chain(STRING_COLUMNS)
-    .collect();
-    let reader = trove_bundle::lookup::projected(path, &wanted, None)?;
-    let mut ids: Vec<i64> = Vec::new();
-    let mut rows: Vec<u32> = Vec::new();
-    let mut interned: FxHashMap<String, u32> = FxHashMap::default();
-    let mut heap: Vec<u8> = Vec::new();
-    let mut offsets: Vec<u64> = vec![0];
-    let mut intern = |v: &str| -> Result<u32> {
-        if let Some(k) = interned.get(v) {
-            return Ok(*k);
-        }
-        let k = u32::try_from(offsets.len() - 1)
-            .ok()
-            .filter(|k| *k != NULL)
-            .ok_or_else(|| Error::bundle(path, "too many distinct strings"))?;
-        heap.extend_from_slice(v.as_bytes());
-        offsets.push(heap.len() as u64);
-        interned.insert(v.to_string(), k);
-        Ok(k)
+    let mut cache = Layout::new(path);
+    let files = cache.read_chunks(&defs)?;
+    let used = whole_definitions(&defs, files, &cache.rows);
+    let mut wanted: Vec<usize> = used.keys().copied().collect();
+    wanted.sort_unstable();
+    let strings = match symbols {
+        Some(s) => def_strings(s, &wanted)?,
+        None => FxHashMap::default(),
     };
-    let line = |v: i64| u32::try_from(v).unwrap_or(0);
-    // Per file with definitions: its chunks as (start byte, end byte, row).
-    let mut files: FxHashMap<&str, Vec<(i64, i64, usize)>> = FxHashMap::default();
-    for batch in reader {
-        let batch = batch?;
-        let id = column::<Int64Array>(&batch, "chunk_id", path)?;
-        let start = column::<Int32Array>(&batch, "start_line", path)?;
-        let end = column::<Int32Array>(&batch, "end_line", path)?;
-        let sb = column::<Int64Array>(&batch, "start_byte", path)?;
-        let eb = column::<Int64Array>(&batch, "end_byte", path)?;
-        let strs = STRING_COLUMNS
-            .iter()
-            .map(|c| column::<StringArray>(&batch, c, path))
-            .collect::<Result<Vec<_>>>()?;
-        for r in 0..batch.num_rows() {
-            if let Some((p, _)) = defs.get_key_value(strs[0].value(r)) {
-                files
-                    .entry(p.as_str())
-                    .or_default()
-                    .push((sb.value(r), eb.value(r), ids.len()));
-            }
-            ids.push(id.value(r));
-            rows.push(line(i64::from(start.value(r))));
-            rows.push(line(i64::from(end.value(r))));
-            // The whole function's lines and strings: filled in below.
-            rows.extend([NULL, NULL]);
-            for col in &strs {
-                rows.push(if col.is_null(r) {
-                    NULL
-                } else {
-                    intern(col.value(r))?
-                });
-            }
-            rows.extend([NULL; WHOLE_STRINGS]);
+    for (d, (first, last, at)) in used {
+        let Some([name, sp, kind]) = strings.get(&d) else {
+            continue;
+        };
+        let k = [cache.intern(name)?, cache.intern(sp)?, cache.intern(kind)?];
+        for row in at {
+            let f = &mut cache.rows[row * FIELDS..(row + 1) * FIELDS];
+            f[2] = first;
+            f[3] = last;
+            f[LINES + STRING_COLUMNS.len()..].copy_from_slice(&k);
         }
     }
-    // Each definition some chunk is a piece of: its first line (the earliest of its pieces': the
-    // first piece starts at the doc comment, which the definition's own range leaves out), its
-    // last, and its pieces' rows.
+    Ok(cache.encode())
+}
+
+/// A line number as stored in the cache (0 for a value that does not fit).
+fn line(v: i64) -> u32 {
+    u32::try_from(v).unwrap_or(0)
+}
+
+/// Each definition some chunk is a piece of (by its row in `symbols`): its first line (the
+/// earliest of its pieces': the first piece starts at the doc comment, which the definition's
+/// own range leaves out), its last, and its pieces' rows. `files`: per file with definitions,
+/// its chunks as (start byte, end byte, row); `rows`: the cache's fields so far.
+fn whole_definitions(
+    defs: &FxHashMap<String, Vec<Def>>,
+    files: FxHashMap<&str, Vec<(i64, i64, usize)>>,
+    rows: &[u32],
+) -> FxHashMap<usize, (u32, u32, Vec<usize>)> {
     let mut used: FxHashMap<usize, (u32, u32, Vec<usize>)> = FxHashMap::default();
     for (p, mut chunks) in files {
         let file_defs = &defs[p];
@@ -416,47 +389,135 @@ fn build(path: &Path, symbols: Option<&Path>) -> Result<Vec<u8>> {
             }
         }
     }
-    let mut wanted: Vec<usize> = used.keys().copied().collect();
-    wanted.sort_unstable();
-    let strings = match symbols {
-        Some(s) => def_strings(s, &wanted)?,
-        None => FxHashMap::default(),
-    };
-    for (d, (first, last, at)) in used {
-        let Some([name, sp, kind]) = strings.get(&d) else {
-            continue;
-        };
-        let k = [intern(name)?, intern(sp)?, intern(kind)?];
-        for row in at {
-            let f = &mut rows[row * FIELDS..(row + 1) * FIELDS];
-            f[2] = first;
-            f[3] = last;
-            f[LINES + STRING_COLUMNS.len()..].copy_from_slice(&k);
+    used
+}
+
+/// Per file with definitions, its chunks as (start byte, end byte, row).
+type FileSpans<'d> = FxHashMap<&'d str, Vec<(i64, i64, usize)>>;
+
+/// The cache being built: chunk ids, each chunk's fields, and the strings they point to,
+/// interned.
+struct Layout<'p> {
+    /// The chunks file (for errors).
+    path: &'p Path,
+    ids: Vec<i64>,
+    /// [`FIELDS`] per chunk, in file order.
+    rows: Vec<u32>,
+    interned: FxHashMap<String, u32>,
+    heap: Vec<u8>,
+    offsets: Vec<u64>,
+}
+
+impl<'p> Layout<'p> {
+    fn new(path: &'p Path) -> Self {
+        Layout {
+            path,
+            ids: Vec::new(),
+            rows: Vec::new(),
+            interned: FxHashMap::default(),
+            heap: Vec::new(),
+            offsets: vec![0],
         }
     }
-    let n = ids.len();
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_unstable_by_key(|&i| ids[i as usize]);
-    let strings = offsets.len() - 1;
-    let mut out =
-        Vec::with_capacity(HEADER + n * (12 + 4 * FIELDS) + offsets.len() * 8 + heap.len());
-    out.extend_from_slice(MAGIC);
-    for v in [n as u64, strings as u64, heap.len() as u64] {
-        out.extend_from_slice(&v.to_le_bytes());
+
+    /// The index of string `v` in the heap, added when new.
+    fn intern(&mut self, v: &str) -> Result<u32> {
+        if let Some(k) = self.interned.get(v) {
+            return Ok(*k);
+        }
+        let k = u32::try_from(self.offsets.len() - 1)
+            .ok()
+            .filter(|k| *k != NULL)
+            .ok_or_else(|| Error::bundle(self.path, "too many distinct strings"))?;
+        self.heap.extend_from_slice(v.as_bytes());
+        self.offsets.push(self.heap.len() as u64);
+        self.interned.insert(v.to_string(), k);
+        Ok(k)
     }
-    order
-        .iter()
-        .for_each(|&i| out.extend_from_slice(&ids[i as usize].to_le_bytes()));
-    order
-        .iter()
-        .for_each(|i| out.extend_from_slice(&i.to_le_bytes()));
-    rows.iter()
-        .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
-    offsets
-        .iter()
-        .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
-    out.extend_from_slice(&heap);
-    Ok(out)
+
+    /// Reads every chunk's row (the whole function's lines and strings left for later); returns,
+    /// per file with definitions (`defs`), its chunks as (start byte, end byte, row).
+    fn read_chunks<'d>(&mut self, defs: &'d FxHashMap<String, Vec<Def>>) -> Result<FileSpans<'d>> {
+        let path = self.path;
+        let wanted: Vec<&str> = [
+            "chunk_id",
+            "start_line",
+            "end_line",
+            "start_byte",
+            "end_byte",
+        ]
+        .into_iter()
+        .chain(STRING_COLUMNS)
+        .collect();
+        let reader = trove_bundle::lookup::projected(path, &wanted, None)?;
+        let mut files: FxHashMap<&str, Vec<(i64, i64, usize)>> = FxHashMap::default();
+        for batch in reader {
+            let batch = batch?;
+            let id = column::<Int64Array>(&batch, "chunk_id", path)?;
+            let start = column::<Int32Array>(&batch, "start_line", path)?;
+            let end = column::<Int32Array>(&batch, "end_line", path)?;
+            let sb = column::<Int64Array>(&batch, "start_byte", path)?;
+            let eb = column::<Int64Array>(&batch, "end_byte", path)?;
+            let strs = STRING_COLUMNS
+                .iter()
+                .map(|c| column::<StringArray>(&batch, c, path))
+                .collect::<Result<Vec<_>>>()?;
+            for r in 0..batch.num_rows() {
+                if let Some((p, _)) = defs.get_key_value(strs[0].value(r)) {
+                    files.entry(p.as_str()).or_default().push((
+                        sb.value(r),
+                        eb.value(r),
+                        self.ids.len(),
+                    ));
+                }
+                self.ids.push(id.value(r));
+                self.rows.push(line(i64::from(start.value(r))));
+                self.rows.push(line(i64::from(end.value(r))));
+                // The whole function's lines and strings: filled in later.
+                self.rows.extend([NULL, NULL]);
+                for col in &strs {
+                    let v = if col.is_null(r) {
+                        NULL
+                    } else {
+                        self.intern(col.value(r))?
+                    };
+                    self.rows.push(v);
+                }
+                self.rows.extend([NULL; WHOLE_STRINGS]);
+            }
+        }
+        Ok(files)
+    }
+
+    /// The cache file's bytes: header, ids sorted with their rows' order, the rows, the string
+    /// offsets and the heap.
+    fn encode(self) -> Vec<u8> {
+        let n = self.ids.len();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_unstable_by_key(|&i| self.ids[i as usize]);
+        let strings = self.offsets.len() - 1;
+        let mut out = Vec::with_capacity(
+            HEADER + n * (12 + 4 * FIELDS) + self.offsets.len() * 8 + self.heap.len(),
+        );
+        out.extend_from_slice(MAGIC);
+        for v in [n as u64, strings as u64, self.heap.len() as u64] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        order
+            .iter()
+            .for_each(|&i| out.extend_from_slice(&self.ids[i as usize].to_le_bytes()));
+        order
+            .iter()
+            .for_each(|i| out.extend_from_slice(&i.to_le_bytes()));
+        self.rows
+            .iter()
+            .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+        self.offsets
+            .iter()
+            .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+        out.extend_from_slice(&self.heap);
+        out
+    }
 }
 
 #[cfg(test)]

@@ -326,46 +326,106 @@ fn research_loop(
     run: &Run,
     trail: &mut Trail,
 ) -> anyhow::Result<String> {
-    let (max_steps, progress) = (run.max_steps, run.progress);
-    let give_up = || -> anyhow::Result<()> {
-        if (run.cancelled)() {
-            anyhow::bail!("the research was cancelled (its client went away or its time ran out)");
-        }
-        Ok(())
-    };
-    let (url, model, client, prompts) = (&cfg.url, &cfg.model, &cfg.client, &cfg.prompts);
-    // Messages name the server without the URL's user and password (`/ask` sends them to clients).
-    let shown = trove_base::util::hide_userinfo(url);
-    let listing = tools.call("list_bundles", &json!({})).unwrap_or_default();
-    let fill = |t: &str| {
-        t.replace("{bundles}", &listing)
-            .replace("{max_steps}", &max_steps.to_string())
-            .replace("{question}", question)
-    };
-    let mut messages = vec![
-        json!({"role": "system", "content": fill(&prompts.system)}),
-        json!({"role": "user", "content": fill(&prompts.user)}),
-    ];
-    let Trail {
-        steps,
-        stopped,
-        calls,
-        tokens,
-    } = trail;
-    let mut nudged = false;
+    let max_steps = run.max_steps;
+    let mut chat = Chat::new(tools, cfg, question, run);
     loop {
-        let budget_left = steps.len() < max_steps && *tokens < cfg.max_tokens;
-        if !budget_left && stopped.is_none() {
-            *stopped = Some(if steps.len() >= max_steps {
+        let budget_left = trail.steps.len() < max_steps && trail.tokens < cfg.max_tokens;
+        if !budget_left && trail.stopped.is_none() {
+            trail.stopped = Some(if trail.steps.len() >= max_steps {
                 "max-steps"
             } else {
                 "max-tokens"
             });
-            messages.push(json!({"role": "user", "content": prompts.final_}));
+            chat.messages
+                .push(json!({"role": "user", "content": cfg.prompts.final_}));
         }
+        let msg = chat.send(budget_left, trail)?;
+        let tool_calls = msg
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if tool_calls.is_empty() || !budget_left {
+            match chat.answer(&msg, &tool_calls, trail.steps.len())? {
+                Some(text) => return Ok(text),
+                None => continue,
+            }
+        }
+        chat.messages.push(json!({
+            "role": "assistant",
+            "content": msg.get("content").cloned().unwrap_or(Value::Null),
+            "tool_calls": tool_calls,
+        }));
+        for call in &tool_calls {
+            chat.call_tool(call, trail)?;
+        }
+    }
+}
+
+/// One research loop's conversation with the model: the messages so far, and what the loop
+/// needs to go on (the tools, the server and its prompts, the budget).
+struct Chat<'a> {
+    tools: &'a Tools,
+    cfg: &'a AskConfig,
+    run: &'a Run<'a>,
+    /// The server as messages name it: without the URL's user and password (`/ask` sends them
+    /// to clients).
+    shown: std::borrow::Cow<'a, str>,
+    /// The messages sent so far, the prompts' first.
+    messages: Vec<Value>,
+    /// Whether the model was told once that no more tools can be called.
+    nudged: bool,
+}
+
+impl<'a> Chat<'a> {
+    /// The conversation's start: the system and user prompts, filled in with the bundles, the
+    /// step budget and `question`.
+    fn new(tools: &'a Tools, cfg: &'a AskConfig, question: &str, run: &'a Run<'a>) -> Self {
+        let max_steps = run.max_steps;
+        // Messages name the server without the URL's user and password (`/ask` sends them to
+        // clients).
+        let shown = trove_base::util::hide_userinfo(&cfg.url);
+        let listing = tools.call("list_bundles", &json!({})).unwrap_or_default();
+        let fill = |t: &str| {
+            t.replace("{bundles}", &listing)
+                .replace("{max_steps}", &max_steps.to_string())
+                .replace("{question}", question)
+        };
+        let messages = vec![
+            json!({"role": "system", "content": fill(&cfg.prompts.system)}),
+            json!({"role": "user", "content": fill(&cfg.prompts.user)}),
+        ];
+        Chat {
+            tools,
+            cfg,
+            run,
+            shown,
+            messages,
+            nudged: false,
+        }
+    }
+
+    /// An error once the research is cancelled (asked before every model and tool call).
+    fn give_up(&self) -> anyhow::Result<()> {
+        if (self.run.cancelled)() {
+            anyhow::bail!("the research was cancelled (its client went away or its time ran out)");
+        }
+        Ok(())
+    }
+
+    /// Sends the conversation to the model, with the tools while `budget_left`, and returns the
+    /// message it replied; the call and its tokens are counted in `trail`.
+    fn send(&self, budget_left: bool, trail: &mut Trail) -> anyhow::Result<Value> {
+        let (url, model, client, prompts) = (
+            &self.cfg.url,
+            &self.cfg.model,
+            &self.cfg.client,
+            &self.cfg.prompts,
+        );
+        let shown = &self.shown;
         let mut body = json!({
             "model": model,
-            "messages": messages,
+            "messages": self.messages,
             "temperature": prompts.temperature,
             "max_tokens": prompts.max_tokens,
         });
@@ -373,12 +433,12 @@ fn research_loop(
             body["tools"] = openai_tools();
             body["tool_choice"] = json!("auto");
         }
-        give_up()?;
-        *calls += 1;
+        self.give_up()?;
+        trail.calls += 1;
         let reply = client
             .post(url, &body)
             .map_err(|e| anyhow::anyhow!("chat server {e}"))?;
-        *tokens += usage_tokens(&reply, &body);
+        trail.tokens += usage_tokens(&reply, &body);
         let msg = reply
             .pointer("/choices/0/message")
             .cloned()
@@ -388,97 +448,106 @@ fn research_loop(
                     cut(&reply.to_string(), 300)
                 )
             })?;
-        let tool_calls = msg
-            .get("tool_calls")
-            .and_then(Value::as_array)
+        Ok(msg)
+    }
+
+    /// The answer in the model's message `msg`, which has no tool calls or came past the
+    /// budget: `None` when the model, still asking for `tool_calls`, is told once more that
+    /// none can be called (the loop goes on); an error when it gives no answer after
+    /// `steps` research steps.
+    fn answer(
+        &mut self,
+        msg: &Value,
+        tool_calls: &[Value],
+        steps: usize,
+    ) -> anyhow::Result<Option<String>> {
+        let text = msg
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        if text.is_empty() && !tool_calls.is_empty() && !self.nudged {
+            // Tools past the budget: told once more that none can be called.
+            self.nudged = true;
+            self.messages
+                .push(json!({"role": "user", "content": self.cfg.prompts.no_more_tools}));
+            return Ok(None);
+        }
+        let shown = &self.shown;
+        if text.is_empty() && !tool_calls.is_empty() {
+            anyhow::bail!(
+                "chat server {shown}: the model kept asking for tools after its budget was spent \
+                 ({} research steps) and gave no answer",
+                steps
+            );
+        }
+        if text.is_empty() {
+            anyhow::bail!(
+                "chat server {shown}: the model gave neither an answer nor a tool call ({})",
+                cut(&msg.to_string(), 300)
+            );
+        }
+        Ok(Some(text))
+    }
+
+    /// Runs one of the model's tool calls (unless the step budget is spent or its arguments are
+    /// not JSON), records it in `trail` as a step, and gives the model its output.
+    fn call_tool(&mut self, call: &Value, trail: &mut Trail) -> anyhow::Result<()> {
+        let (max_steps, steps) = (self.run.max_steps, &mut trail.steps);
+        let id = call.get("id").and_then(Value::as_str).unwrap_or("");
+        let name = call
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let raw = call
+            .pointer("/function/arguments")
             .cloned()
-            .unwrap_or_default();
-        if tool_calls.is_empty() || !budget_left {
-            let text = msg
-                .get("content")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .trim()
-                .to_string();
-            if text.is_empty() && !tool_calls.is_empty() && !nudged {
-                // Tools past the budget: told once more that none can be called.
-                nudged = true;
-                messages.push(json!({"role": "user", "content": prompts.no_more_tools}));
-                continue;
+            .unwrap_or(Value::Null);
+        // Arguments come as a JSON string (some servers send the object itself).
+        let parsed = match &raw {
+            Value::String(s) if s.trim().is_empty() => Ok(json!({})),
+            Value::String(s) => serde_json::from_str::<Value>(s)
+                .map_err(|e| format!("the arguments are not JSON ({e}): {}", cut(s, 200))),
+            Value::Null => Ok(json!({})),
+            v => Ok(v.clone()),
+        };
+        let over = steps.len() >= max_steps;
+        let out = match parsed.clone() {
+            _ if over => Err(format!(
+                "step budget spent ({} tool calls): answer now",
+                max_steps
+            )),
+            Err(e) => Err(e),
+            Ok(args) => {
+                self.give_up()?;
+                self.tools.call(name, &args).map_err(|e| e.to_string())
             }
-            if text.is_empty() && !tool_calls.is_empty() {
-                anyhow::bail!(
-                    "chat server {shown}: the model kept asking for tools after its budget was spent \
-                     ({} research steps) and gave no answer",
-                    steps.len()
-                );
-            }
-            if text.is_empty() {
-                anyhow::bail!(
-                    "chat server {shown}: the model gave neither an answer nor a tool call ({})",
-                    cut(&msg.to_string(), 300)
-                );
-            }
-            return Ok(text);
+        };
+        let (ok, content) = match &out {
+            Ok(t) => (true, t.clone()),
+            Err(e) => (false, format!("ERROR: {e}")),
+        };
+        if !over {
+            steps.push(Step {
+                step: steps.len() + 1,
+                tool: name.to_string(),
+                arguments: parsed.unwrap_or(raw),
+                ok,
+                result: cut(&content, EVIDENCE_CHARS),
+                lines: content.lines().count(),
+            });
         }
-        messages.push(json!({
-            "role": "assistant",
-            "content": msg.get("content").cloned().unwrap_or(Value::Null),
-            "tool_calls": tool_calls,
-        }));
-        for call in &tool_calls {
-            let id = call.get("id").and_then(Value::as_str).unwrap_or("");
-            let name = call
-                .pointer("/function/name")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let raw = call
-                .pointer("/function/arguments")
-                .cloned()
-                .unwrap_or(Value::Null);
-            // Arguments come as a JSON string (some servers send the object itself).
-            let parsed = match &raw {
-                Value::String(s) if s.trim().is_empty() => Ok(json!({})),
-                Value::String(s) => serde_json::from_str::<Value>(s)
-                    .map_err(|e| format!("the arguments are not JSON ({e}): {}", cut(s, 200))),
-                Value::Null => Ok(json!({})),
-                v => Ok(v.clone()),
-            };
-            let over = steps.len() >= max_steps;
-            let out = match parsed.clone() {
-                _ if over => Err(format!(
-                    "step budget spent ({} tool calls): answer now",
-                    max_steps
-                )),
-                Err(e) => Err(e),
-                Ok(args) => {
-                    give_up()?;
-                    tools.call(name, &args).map_err(|e| e.to_string())
-                }
-            };
-            let (ok, content) = match &out {
-                Ok(t) => (true, t.clone()),
-                Err(e) => (false, format!("ERROR: {e}")),
-            };
-            if !over {
-                steps.push(Step {
-                    step: steps.len() + 1,
-                    tool: name.to_string(),
-                    arguments: parsed.unwrap_or(raw),
-                    ok,
-                    result: cut(&content, EVIDENCE_CHARS),
-                    lines: content.lines().count(),
-                });
-            }
-            if progress {
-                eprintln!(
-                    "trove ask: step {}: {name} {}",
-                    steps.len(),
-                    if ok { "ok" } else { "failed" }
-                );
-            }
-            messages.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+        if self.run.progress {
+            eprintln!(
+                "trove ask: step {}: {name} {}",
+                steps.len(),
+                if ok { "ok" } else { "failed" }
+            );
         }
+        self.messages
+            .push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+        Ok(())
     }
 }
 

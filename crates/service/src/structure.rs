@@ -278,7 +278,7 @@ pub fn refs_rows(
     name: &str,
     follow: Follow,
     k: usize,
-) -> trove_base::Result<(Vec<String>, Vec<Vec<duckdb::types::Value>>)> {
+) -> trove_query::Result<(Vec<String>, Vec<Vec<duckdb::types::Value>>)> {
     let found = b.run_sql(&refs_sql(name, follow, k))?;
     if found.1.is_empty() {
         return b.run_sql(&refs_sql_any_case(name, follow, k));

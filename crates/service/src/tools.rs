@@ -56,6 +56,12 @@ impl From<trove_base::Error> for ToolError {
     }
 }
 
+impl From<trove_query::Error> for ToolError {
+    fn from(e: trove_query::Error) -> Self {
+        ToolError::Failed(e.to_string())
+    }
+}
+
 /// The tools' names, in the order they are listed.
 pub const TOOL_NAMES: &[&str] = &[
     "read_map",
@@ -254,7 +260,7 @@ impl Tools {
         let bundles = paths
             .iter()
             .map(|p| Bundle::open(p))
-            .collect::<trove_base::Result<Vec<_>>>()?;
+            .collect::<trove_query::Result<Vec<_>>>()?;
         Ok(Tools::from_bundles(bundles))
     }
 

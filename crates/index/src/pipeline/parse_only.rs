@@ -37,8 +37,8 @@ pub struct ParseOnlySummary {
 /// Walks, reads, decodes and parses `opts.root` as `trove index` would, writing nothing.
 pub fn run_parse_only(opts: &IndexOptions) -> Result<ParseOnlySummary> {
     let started = Instant::now();
-    let root = super::checked_root(opts)?;
-    let registry = super::load_registry(&root, &opts.languages_dirs)?;
+    let root = super::setup::checked_root(opts)?;
+    let registry = super::setup::load_registry(&root, &opts.languages_dirs)?;
     let mut walk_opts = opts.walk.clone();
     let repo = git2::Repository::discover(&root).ok();
     walk_opts.skip_nested_repos = repo.is_some();
@@ -47,7 +47,7 @@ pub fn run_parse_only(opts: &IndexOptions) -> Result<ParseOnlySummary> {
         .as_ref()
         .and_then(|r| r.workdir())
         .and_then(|w| w.canonicalize().ok());
-    let walked = super::walk_tree(
+    let walked = super::walk::walk_tree(
         &root,
         &rules,
         &walk_opts,

@@ -1,8 +1,10 @@
 //! Progress for long runs: an indicatif bar on a terminal, a plain line every few seconds in CI logs,
 //! nothing with `--quiet`.
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use trove_embed::EmbedStats;
 
 /// Seconds between plain progress lines when stderr is not a terminal.
 const PLAIN_EVERY: Duration = Duration::from_secs(5);
@@ -97,4 +99,23 @@ impl Running {
             b.finish_and_clear();
         }
     }
+}
+
+/// The embedding part of a progress line (empty until something was embedded or cached).
+pub(super) fn embed_line(s: &EmbedStats) -> String {
+    if s.texts + s.cache_hits == 0 {
+        return String::new();
+    }
+    format!(
+        ", embedded {} texts ({:.0} texts/s, {:.0} tokens/s), {} cache hits",
+        s.texts,
+        s.chunks_per_sec(),
+        s.tokens_per_sec(),
+        s.cache_hits
+    )
+}
+
+/// Whether stderr is a terminal (progress bars, colours).
+pub fn stderr_is_tty() -> bool {
+    std::io::stderr().is_terminal()
 }

@@ -5,12 +5,13 @@
 //! indexed, with its reason. Invariants: symlinks are never followed; nothing outside the root is
 //! read; the output bundle itself is never walked; the walk order does not matter because the result
 //! is sorted by path.
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::GlobSet;
 use ignore::WalkBuilder;
 use regex::RegexSet;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use trove_base::glob::{globset, with_dir_forms};
 use trove_base::util::floor_char_boundary;
 
 use crate::config::SourceConfig;
@@ -75,17 +76,6 @@ pub struct Rules {
     include: Option<GlobSet>,
     exclude: GlobSet,
     generated: RegexSet,
-}
-
-fn globset(globs: &[String], what: &str) -> Result<GlobSet> {
-    let mut b = GlobSetBuilder::new();
-    for g in globs {
-        if g.trim().is_empty() {
-            return Err(Error::Config(format!("{what} glob {g:?} is empty")));
-        }
-        b.add(Glob::new(g).map_err(|e| Error::Config(format!("{what} glob {g:?}: {e}")))?);
-    }
-    b.build().map_err(|e| Error::Config(format!("{what}: {e}")))
 }
 
 impl Rules {
@@ -204,27 +194,6 @@ pub fn read_capped(path: &Path, max: u64) -> std::io::Result<std::result::Result
     let mut buf = Vec::with_capacity(size as usize + 1);
     f.read_to_end(&mut buf)?;
     Ok(Ok(buf))
-}
-
-/// `web/**` excludes everything under `web`, so it also names `web` itself: the walk then prunes the
-/// directory (one `skipped` row) instead of visiting and skipping every file below it.
-/// A folder's name (`web`, or `web/` as .gitignore writes it) names everything under it too
-/// (`web/**`): `--exclude web/` excluded nothing, `--include src` nothing but a file named `src`.
-fn with_dir_forms(globs: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    for g in globs {
-        let g = match g.trim_end_matches('/') {
-            "" => g.as_str(),
-            t => t,
-        };
-        out.push(g.to_string());
-        match g.strip_suffix("/**") {
-            Some(d) if !d.is_empty() => out.push(d.to_string()),
-            Some(_) => {}
-            None => out.push(format!("{g}/**")),
-        }
-    }
-    out
 }
 
 /// NUL bytes, or more than 10% control bytes other than whitespace and ESC, mean binary.
@@ -365,161 +334,16 @@ pub fn walk(
             root.display()
         )));
     }
-    let never: Vec<PathBuf> = opts.never_walk.clone();
     let dir_skips: Arc<Mutex<Vec<Skipped>>> = Arc::default();
-    let respect = rules.cfg.respect_gitignore;
-    let mut wb = WalkBuilder::new(&root);
-    wb.hidden(false)
-        .parents(respect)
-        .ignore(respect)
-        .git_ignore(respect)
-        .git_global(respect)
-        .git_exclude(respect)
-        .require_git(false)
-        .follow_links(false);
-    if respect {
-        wb.add_custom_ignore_filename(".troveignore");
-        // The `ignore` crate reads `core.excludesFile` from the user's own git configuration
-        // only; git takes it from the repository's (and the system's) too, the nearest winning.
-        if let Some(file) = excludes_file {
-            wb.git_global(false);
-            // A file that is not there hides nothing, as in git.
-            let _ = wb.add_ignore(file);
-        }
-    }
-    {
-        let root = root.clone();
-        let dir_skips = dir_skips.clone();
-        let rules_dirs = rules.exclude_dirs.clone();
-        let exclude = rules.exclude.clone();
-        let nested = opts.skip_nested_repos;
-        wb.filter_entry(move |e| {
-            let p = e.path();
-            if never.iter().any(|n| p == n) {
-                return false;
-            }
-            if e.depth() == 0 {
-                return true;
-            }
-            if !e.file_type().is_some_and(|t| t.is_dir()) {
-                // A `.git` file is a worktree's or submodule's pointer to its repository (an
-                // absolute local path), not source: skipped like the `.git` folder; so is another
-                // bundle's lock file (`.NAME.lock` beside it: the bundle's row stands for both).
-                return e.file_name() != ".git" && !is_bundle_lock(p);
-            }
-            let rel = lossy_rel(&root, p);
-            let name = rel.rsplit('/').next().unwrap_or(&rel);
-            let reason = if rules_dirs.contains(name) {
-                Some(SkipReason::ExcludedDir)
-            } else if exclude.is_match(&rel) {
-                Some(SkipReason::Excluded)
-            } else if nested && p.join(".git").exists() {
-                Some(SkipReason::Submodule)
-            } else if is_bundle_dir(p) {
-                Some(SkipReason::Bundle)
-            } else {
-                None
-            };
-            match reason {
-                Some(r) => {
-                    if let Ok(mut v) = dir_skips.lock() {
-                        v.push(Skipped {
-                            path: format!("{rel}/"),
-                            reason: r,
-                            bytes: 0,
-                        });
-                    }
-                    false
-                }
-                None => true,
-            }
-        });
-    }
-    // The walk runs on every core (stat calls and ignore-file probes dominate a large tree), and
-    // each entry is classified on the thread that found it; the result is sorted afterwards, so it
-    // does not depend on the threads.
-    let found: Mutex<Vec<Found>> = Mutex::default();
-    let lazy = opts.lazy_sizes;
-    wb.threads(
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8),
-    )
-    .build_parallel()
-    .run(|| {
-        let (found, root) = (&found, &root);
-        Box::new(move |r| {
-            let item = match r {
-                Ok(e) => {
-                    let what = classify_entry(root, rules, &e, lazy);
-                    Found::Entry(e.into_path(), what)
-                }
-                Err(err) => Found::Error(err),
-            };
-            if let Ok(mut f) = found.lock() {
-                f.push(item);
-            }
-            ignore::WalkState::Continue
-        })
-    });
-    let found = found
-        .into_inner()
-        .map_err(|_| Error::internal("walk lock poisoned"))?;
+    let wb = walker(&root, rules, opts, excludes_file, &dir_skips);
+    let found = walk_parallel(wb, &root, rules, opts.lazy_sizes)?;
     let dir_skips = std::mem::take(
         &mut *dir_skips
             .lock()
             .map_err(|_| Error::internal("walk lock poisoned"))?,
     );
     let dir_skipped: HashSet<String> = dir_skips.iter().map(|s| s.path.clone()).collect();
-    // What the ignore rules hid: a child of a walked directory that the walk never yielded.
-    let hidden: Vec<Skipped> = {
-        use rayon::prelude::*;
-        let seen: rustc_hash::FxHashSet<&std::ffi::OsStr> = found
-            .iter()
-            .filter_map(|f| match f {
-                Found::Entry(p, _) => Some(p.as_os_str()),
-                Found::Error(_) => None,
-            })
-            .collect();
-        let dirs: Vec<&Path> = found
-            .iter()
-            .filter_map(|f| match f {
-                Found::Entry(p, What::Dir) => Some(p.as_path()),
-                _ => None,
-            })
-            .collect();
-        dirs.par_iter()
-            .flat_map_iter(|d| {
-                let mut out = Vec::new();
-                let Ok(rd) = std::fs::read_dir(d) else {
-                    return out;
-                };
-                for child in rd.flatten() {
-                    let cp = child.path();
-                    if seen.contains(cp.as_os_str()) || opts.never_walk.contains(&cp) {
-                        continue;
-                    }
-                    let is_dir = child.file_type().map(|t| t.is_dir()).unwrap_or(false);
-                    let rel = lossy_rel(&root, &cp);
-                    let path = if is_dir { format!("{rel}/") } else { rel };
-                    if dir_skipped.contains(&path) {
-                        continue;
-                    }
-                    let bytes = if is_dir {
-                        0
-                    } else {
-                        child.metadata().map(|m| m.len()).unwrap_or(0)
-                    };
-                    out.push(Skipped {
-                        path,
-                        reason: SkipReason::Ignored,
-                        bytes,
-                    });
-                }
-                out
-            })
-            .collect()
-    };
+    let hidden = hidden_by_rules(&root, &found, opts, &dir_skipped);
     let mut out = WalkResult::default();
     for item in found {
         match item {
@@ -547,6 +371,179 @@ pub fn walk(
     out.skipped.sort();
     out.skipped.dedup();
     Ok(out)
+}
+
+/// The walker over `root`: the ignore files it honours (`.troveignore`, and git's `excludes_file`
+/// in place of the user's global one), and the directories it does not enter — each one's
+/// reason pushed to `dir_skips` (excluded by name or glob, a nested repository, a bundle).
+fn walker(
+    root: &Path,
+    rules: &Rules,
+    opts: &WalkOptions,
+    excludes_file: Option<&Path>,
+    dir_skips: &Arc<Mutex<Vec<Skipped>>>,
+) -> WalkBuilder {
+    let never: Vec<PathBuf> = opts.never_walk.clone();
+    let respect = rules.cfg.respect_gitignore;
+    let mut wb = WalkBuilder::new(root);
+    wb.hidden(false)
+        .parents(respect)
+        .ignore(respect)
+        .git_ignore(respect)
+        .git_global(respect)
+        .git_exclude(respect)
+        .require_git(false)
+        .follow_links(false);
+    if respect {
+        wb.add_custom_ignore_filename(".troveignore");
+        // The `ignore` crate reads `core.excludesFile` from the user's own git configuration
+        // only; git takes it from the repository's (and the system's) too, the nearest winning.
+        if let Some(file) = excludes_file {
+            wb.git_global(false);
+            // A file that is not there hides nothing, as in git.
+            let _ = wb.add_ignore(file);
+        }
+    }
+    let root = root.to_path_buf();
+    let dir_skips = dir_skips.clone();
+    let rules_dirs = rules.exclude_dirs.clone();
+    let exclude = rules.exclude.clone();
+    let nested = opts.skip_nested_repos;
+    wb.filter_entry(move |e| {
+        let p = e.path();
+        if never.iter().any(|n| p == n) {
+            return false;
+        }
+        if e.depth() == 0 {
+            return true;
+        }
+        if !e.file_type().is_some_and(|t| t.is_dir()) {
+            // A `.git` file is a worktree's or submodule's pointer to its repository (an
+            // absolute local path), not source: skipped like the `.git` folder; so is another
+            // bundle's lock file (`.NAME.lock` beside it: the bundle's row stands for both).
+            return e.file_name() != ".git" && !is_bundle_lock(p);
+        }
+        let rel = lossy_rel(&root, p);
+        let name = rel.rsplit('/').next().unwrap_or(&rel);
+        let reason = if rules_dirs.contains(name) {
+            Some(SkipReason::ExcludedDir)
+        } else if exclude.is_match(&rel) {
+            Some(SkipReason::Excluded)
+        } else if nested && p.join(".git").exists() {
+            Some(SkipReason::Submodule)
+        } else if is_bundle_dir(p) {
+            Some(SkipReason::Bundle)
+        } else {
+            None
+        };
+        match reason {
+            Some(r) => {
+                if let Ok(mut v) = dir_skips.lock() {
+                    v.push(Skipped {
+                        path: format!("{rel}/"),
+                        reason: r,
+                        bytes: 0,
+                    });
+                }
+                false
+            }
+            None => true,
+        }
+    });
+    wb
+}
+
+/// Runs the walk on every core (stat calls and ignore-file probes dominate a large tree), each
+/// entry classified on the thread that found it; the caller sorts the result, so it does not
+/// depend on the threads.
+fn walk_parallel(
+    mut wb: WalkBuilder,
+    root: &Path,
+    rules: &Rules,
+    lazy: bool,
+) -> Result<Vec<Found>> {
+    let found: Mutex<Vec<Found>> = Mutex::default();
+    wb.threads(
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8),
+    )
+    .build_parallel()
+    .run(|| {
+        let found = &found;
+        Box::new(move |r| {
+            let item = match r {
+                Ok(e) => {
+                    let what = classify_entry(root, rules, &e, lazy);
+                    Found::Entry(e.into_path(), what)
+                }
+                Err(err) => Found::Error(err),
+            };
+            if let Ok(mut f) = found.lock() {
+                f.push(item);
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    found
+        .into_inner()
+        .map_err(|_| Error::internal("walk lock poisoned"))
+}
+
+/// What the ignore rules hid: a child of a walked directory that the walk never yielded (and
+/// that is not under a directory skipped for its own reason, `dir_skipped`).
+fn hidden_by_rules(
+    root: &Path,
+    found: &[Found],
+    opts: &WalkOptions,
+    dir_skipped: &HashSet<String>,
+) -> Vec<Skipped> {
+    use rayon::prelude::*;
+    let seen: rustc_hash::FxHashSet<&std::ffi::OsStr> = found
+        .iter()
+        .filter_map(|f| match f {
+            Found::Entry(p, _) => Some(p.as_os_str()),
+            Found::Error(_) => None,
+        })
+        .collect();
+    let dirs: Vec<&Path> = found
+        .iter()
+        .filter_map(|f| match f {
+            Found::Entry(p, What::Dir) => Some(p.as_path()),
+            _ => None,
+        })
+        .collect();
+    dirs.par_iter()
+        .flat_map_iter(|d| {
+            let mut out = Vec::new();
+            let Ok(rd) = std::fs::read_dir(d) else {
+                return out;
+            };
+            for child in rd.flatten() {
+                let cp = child.path();
+                if seen.contains(cp.as_os_str()) || opts.never_walk.contains(&cp) {
+                    continue;
+                }
+                let is_dir = child.file_type().map(|t| t.is_dir()).unwrap_or(false);
+                let rel = lossy_rel(root, &cp);
+                let path = if is_dir { format!("{rel}/") } else { rel };
+                if dir_skipped.contains(&path) {
+                    continue;
+                }
+                let bytes = if is_dir {
+                    0
+                } else {
+                    child.metadata().map(|m| m.len()).unwrap_or(0)
+                };
+                out.push(Skipped {
+                    path,
+                    reason: SkipReason::Ignored,
+                    bytes,
+                });
+            }
+            out
+        })
+        .collect()
 }
 
 /// What one entry the walk yielded is: classified on the walker's thread.

@@ -6,6 +6,7 @@
 //! 3. Emit: each definition within budget is one chunk; a larger one with members becomes a header
 //!    chunk plus its members; a larger leaf is split on lines; code between definitions becomes
 //!    `block` chunks.
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
@@ -595,6 +596,48 @@ fn make_def<'t>(
     // `Foo::bar` (C++), and `M.load` / `M:merge` / `TAccount.Deposit` where the rule says the name
     // is qualified, become path components; a `whole` name (a CSS selector) or a `labels` one (a
     // Terraform address) stays one.
+    let raw_name = unwrapped_name(raw_name);
+    let raw_name = declarator_name(lang, raw_name);
+    let (parts, name) = split_name(lang, rule, &raw_name);
+    if let Some(f) = &rule.parent_field
+        && let Some(recv) = lang.child_by_field_name(node, f)
+        && let Some(t) = find_kind(recv, "type_identifier")
+    {
+        path.push(node_text(text, t).to_string());
+    }
+    // `void Matrix::multiply()` defined outside its class is still a member of it.
+    let qualified = !parts.is_empty();
+    path.extend(parts);
+    let kind = refined_kind(text, lang, rule, node, qualified, parent_kind);
+    let (range_start, mut docs) = leading_attachments(text, lang, outer, before);
+    let name_start = name_node.start_byte();
+    let header = text
+        .get(outer.start_byte()..name_start.max(outer.start_byte()))
+        .unwrap_or("");
+    let exported = exported(&lang.def.id, header, &name);
+    if lang.def.docstrings
+        && let Some(d) = docstring(lang, text, node)
+    {
+        docs = Some(d);
+    }
+    Def {
+        kind,
+        name,
+        path,
+        range_start,
+        end: with_trailing_comment(text, lang, outer.end_byte()),
+        signature: signature(lang, text, outer, node),
+        docs,
+        children: Vec::new(),
+        node_start: node.start_byte(),
+        name_start,
+        exported,
+    }
+}
+
+/// A definition's name text trimmed and without its quoting (Zig's `@"resume"`, `` `name` ``, an
+/// operator in parentheses).
+fn unwrapped_name(raw_name: &str) -> &str {
     // Zig's `@"resume"` is the identifier `resume`; R's, Kotlin's and Scala's `` `name` `` is `name`.
     let raw_name = raw_name.trim();
     let raw_name = raw_name
@@ -607,7 +650,7 @@ fn make_def<'t>(
         _ => raw_name,
     };
     // An operator in parentheses (OCaml's `( +| )`, Haskell's `(<>)`) is the operator.
-    let raw_name = match raw_name.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
+    match raw_name.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
         Some(inner)
             if !inner.trim().is_empty()
                 && !inner
@@ -617,33 +660,37 @@ fn make_def<'t>(
             inner.trim()
         }
         _ => raw_name,
-    };
+    }
+}
+
+/// For languages with `declarator_names` (C, C++): a declarator's name without its template
+/// arguments, an operator named from `operator` on; other languages' names unchanged.
+fn declarator_name<'a>(lang: &Language, raw_name: &'a str) -> Cow<'a, str> {
     // A declarator's name (C, C++) without its template arguments: `Read<int, T::K>` is `Read`,
     // and the `::` inside them splits nothing.
     // An operator (`operator<<`, behind a macro-made prefix too) is named from `operator` on.
-    let untemplated;
     let operator = lang
         .def
         .declarator_names
         .then(|| operator_at(raw_name))
         .flatten();
-    let qualified_operator;
-    let raw_name = match operator {
+    match operator {
         Some((start, at)) => {
             // `Vec<T>::operator+=`: the qualifier without its template arguments.
-            qualified_operator = format!(
+            Cow::Owned(format!(
                 "{}{}",
                 without_angle_groups(&raw_name[start..at]),
                 &raw_name[at..]
-            );
-            qualified_operator.as_str()
+            ))
         }
-        None if lang.def.declarator_names => {
-            untemplated = without_angle_groups(raw_name);
-            untemplated.as_str()
-        }
-        None => raw_name,
-    };
+        None if lang.def.declarator_names => Cow::Owned(without_angle_groups(raw_name)),
+        None => Cow::Borrowed(raw_name),
+    }
+}
+
+/// A cleaned name split by the rule's `name_style`: (the qualifiers, which become path
+/// components, the name).
+fn split_name(lang: &Language, rule: &DefinitionRule, raw_name: &str) -> (Vec<String>, String) {
     // An operator (Scala's `#::`) is one name, not a path.
     let whole = matches!(rule.name_style.as_str(), "whole" | "labels")
         || !raw_name.chars().any(char::is_alphanumeric);
@@ -680,15 +727,19 @@ fn make_def<'t>(
     {
         name = id.to_string();
     }
-    if let Some(f) = &rule.parent_field
-        && let Some(recv) = lang.child_by_field_name(node, f)
-        && let Some(t) = find_kind(recv, "type_identifier")
-    {
-        path.push(node_text(text, t).to_string());
-    }
-    // `void Matrix::multiply()` defined outside its class is still a member of it.
-    let qualified = !parts.is_empty();
-    path.extend(parts);
+    (parts, name)
+}
+
+/// A definition's kind: the rule's, refined by its first matching `refine` entry, and a function
+/// qualified by a type or nested in one is a method.
+fn refined_kind(
+    text: &str,
+    lang: &Language,
+    rule: &DefinitionRule,
+    node: Node<'_>,
+    qualified: bool,
+    parent_kind: Option<&str>,
+) -> String {
     let mut kind = rule.kind.clone();
     for (when, refined) in &rule.refine {
         // `field=text` matches a field's text (Swift's `declaration_kind=struct`); else a
@@ -708,30 +759,7 @@ fn make_def<'t>(
     if kind == "function" && (qualified || parent_kind.is_some_and(|k| TYPE_KINDS.contains(&k))) {
         kind = "method".into();
     }
-    let (range_start, mut docs) = leading_attachments(text, lang, outer, before);
-    let name_start = name_node.start_byte();
-    let header = text
-        .get(outer.start_byte()..name_start.max(outer.start_byte()))
-        .unwrap_or("");
-    let exported = exported(&lang.def.id, header, &name);
-    if lang.def.docstrings
-        && let Some(d) = docstring(lang, text, node)
-    {
-        docs = Some(d);
-    }
-    Def {
-        kind,
-        name,
-        path,
-        range_start,
-        end: with_trailing_comment(text, lang, outer.end_byte()),
-        signature: signature(lang, text, outer, node),
-        docs,
-        children: Vec::new(),
-        node_start: node.start_byte(),
-        name_start,
-        exported,
-    }
+    kind
 }
 
 /// `}  // namespace foo`: a comment after a definition's end, on the same line, belongs to it.

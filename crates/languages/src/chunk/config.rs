@@ -20,13 +20,6 @@ pub struct ChunkConfig {
 impl ChunkConfig {
     /// The `[chunk]` table of the built-in pipeline defaults (`pipelines/default.toml`).
     pub fn defaults() -> Self {
-        let doc: toml::Table = toml::from_str(DEFAULT_TOML).expect("pipelines/default.toml parses");
-        doc["chunk"]
-            .clone()
-            .try_into()
-            .expect("pipelines/default.toml has a valid [chunk]")
+        trove_base::defaults::section("chunk").expect("pipelines/default.toml has a valid [chunk]")
     }
 }
-
-/// The built-in pipeline defaults, whose `[chunk]` is [`ChunkConfig::defaults`].
-const DEFAULT_TOML: &str = include_str!("../../../../pipelines/default.toml");

@@ -436,10 +436,68 @@ impl Language {
         if def.chunker == Chunker::Ast && grammar.is_none() {
             return Err(bad("chunker \"ast\" needs a grammar".into()));
         }
+        let rules = Self::definition_rules(&def, grammar.as_ref())?;
+        Self::check_reference_nodes(&def, grammar.as_ref())?;
+        let mut tb = GlobSetBuilder::new();
+        for p in &def.test_patterns {
+            tb.add(Glob::new(p).map_err(|e| bad(format!("test pattern {p:?}: {e}")))?);
+        }
+        let tests = tb.build().map_err(|e| bad(e.to_string()))?;
+        let mut blocks = Vec::new();
+        for r in &def.blocks {
+            let re =
+                |p: &str| regex::Regex::new(p).map_err(|e| bad(format!("block regex {p:?}: {e}")));
+            blocks.push(BlockRule {
+                start: re(&r.start)?,
+                end: r.end.as_deref().map(re).transpose()?,
+                kind: r.kind.clone(),
+            });
+        }
+        if def.chunker == Chunker::Rules && blocks.is_empty() {
+            return Err(bad("chunker \"rules\" needs [[blocks]]".into()));
+        }
+        let kinds = grammar.as_ref().map_or_else(Vec::new, |g| {
+            (0..g.node_kind_count())
+                .map(|id| {
+                    g.node_kind_for_id(id as u16)
+                        .map_or_else(KindInfo::default, |name| KindInfo::of(name, &def, &rules))
+                })
+                .collect()
+        });
+        let fields = grammar.as_ref().map(Fields::of).unwrap_or_default();
+        let field_ids = grammar.as_ref().map_or_else(Default::default, |g| {
+            (1..=g.field_count() as u16)
+                .filter_map(|id| {
+                    Some((
+                        g.field_name_for_id(id)?.to_string(),
+                        std::num::NonZeroU16::new(id)?,
+                    ))
+                })
+                .collect()
+        });
+        Ok(Language {
+            def,
+            grammar,
+            rules,
+            kinds,
+            fields,
+            field_ids,
+            blocks,
+            tests,
+        })
+    }
+
+    /// The definition rules by node kind, each rule's node kinds, `name_style`, name paths and
+    /// `refine`/`when` conditions checked against the grammar.
+    fn definition_rules(
+        def: &LanguageFile,
+        grammar: Option<&tree_sitter::Language>,
+    ) -> Result<rustc_hash::FxHashMap<String, usize>> {
+        let bad = |m: String| Error::Config(format!("language {}: {m}", def.id));
         let mut rules = rustc_hash::FxHashMap::default();
         for (i, r) in def.definitions.iter().enumerate() {
             for n in &r.nodes {
-                if let Some(g) = &grammar
+                if let Some(g) = grammar
                     && g.id_for_node_kind(n, true) == 0
                 {
                     return Err(bad(format!(
@@ -455,7 +513,7 @@ impl Language {
                     r.name_style
                 )));
             }
-            if let Some(g) = &grammar {
+            if let Some(g) = grammar {
                 let refine_paths = r.refine.iter().map(|(w, _)| w).filter(|w| is_path(w));
                 for path in r.name_fields.iter().chain(refine_paths) {
                     if !path_known(g, path) {
@@ -480,7 +538,18 @@ impl Language {
                 }
             }
         }
-        if let Some(g) = &grammar {
+        Ok(rules)
+    }
+
+    /// Checks the reference rules' node kinds and fields (`import_nodes`, `call_nodes`,
+    /// `type_ref_nodes`, `inherit_nodes`, `implement_nodes`) against the grammar; without one,
+    /// a language may have none.
+    fn check_reference_nodes(
+        def: &LanguageFile,
+        grammar: Option<&tree_sitter::Language>,
+    ) -> Result<()> {
+        let bad = |m: String| Error::Config(format!("language {}: {m}", def.id));
+        if let Some(g) = grammar {
             for spec in def
                 .import_nodes
                 .iter()
@@ -531,53 +600,7 @@ impl Language {
         } else if def.has_references() {
             return Err(bad("import_nodes/call_nodes need a grammar".into()));
         }
-        let mut tb = GlobSetBuilder::new();
-        for p in &def.test_patterns {
-            tb.add(Glob::new(p).map_err(|e| bad(format!("test pattern {p:?}: {e}")))?);
-        }
-        let tests = tb.build().map_err(|e| bad(e.to_string()))?;
-        let mut blocks = Vec::new();
-        for r in &def.blocks {
-            let re =
-                |p: &str| regex::Regex::new(p).map_err(|e| bad(format!("block regex {p:?}: {e}")));
-            blocks.push(BlockRule {
-                start: re(&r.start)?,
-                end: r.end.as_deref().map(re).transpose()?,
-                kind: r.kind.clone(),
-            });
-        }
-        if def.chunker == Chunker::Rules && blocks.is_empty() {
-            return Err(bad("chunker \"rules\" needs [[blocks]]".into()));
-        }
-        let kinds = grammar.as_ref().map_or_else(Vec::new, |g| {
-            (0..g.node_kind_count())
-                .map(|id| {
-                    g.node_kind_for_id(id as u16)
-                        .map_or_else(KindInfo::default, |name| KindInfo::of(name, &def, &rules))
-                })
-                .collect()
-        });
-        let fields = grammar.as_ref().map(Fields::of).unwrap_or_default();
-        let field_ids = grammar.as_ref().map_or_else(Default::default, |g| {
-            (1..=g.field_count() as u16)
-                .filter_map(|id| {
-                    Some((
-                        g.field_name_for_id(id)?.to_string(),
-                        std::num::NonZeroU16::new(id)?,
-                    ))
-                })
-                .collect()
-        });
-        Ok(Language {
-            def,
-            grammar,
-            rules,
-            kinds,
-            fields,
-            field_ids,
-            blocks,
-            tests,
-        })
+        Ok(())
     }
 
     /// The compiled block rules (`rules` chunker).

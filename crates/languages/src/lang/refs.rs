@@ -162,7 +162,43 @@ impl<'a> RefWalk<'a> {
         parent: Option<Node<'_>>,
         in_heritage: bool,
     ) -> Option<bool> {
-        let (d, text) = (&self.lang.def, self.text);
+        let text = self.text;
+        self.track_scopes(n, info);
+        let mut heritage_here = in_heritage;
+        if info.is_heritage() && self.heritage_refs(n, parent) {
+            heritage_here = true;
+        }
+        if info.is_import() && self.imports_here(n) {
+            let t = collapse(node_text(text, n));
+            let t: String = t.chars().take(MAX_IMPORT).collect();
+            self.out.push(reference(RefKind::Import, t, n));
+            return None;
+        }
+        if info.is_call() {
+            self.call_ref(n);
+        }
+        // A type named where it is used (not where it is defined: a definition's own name).
+        // The name-field lookup is asked last: it is the costly test, and most nodes are not
+        // type references at all.
+        if !heritage_here
+            && info.is_type_ref()
+            && parent
+                .and_then(|p| child_by_field(p, self.lang.fields.name))
+                .is_none_or(|name| name.id() != n.id())
+        {
+            let t = node_text(text, n).trim();
+            if !t.is_empty() {
+                self.out
+                    .push(reference(RefKind::References, t.to_string(), n));
+            }
+        }
+        Some(heritage_here)
+    }
+
+    /// Keeps `scopes` up to date at `n`: drops the functions the walk has left, and adds the
+    /// names `n` binds (a function's parameters, a comprehension's loop variables, a local).
+    fn track_scopes(&mut self, n: Node<'_>, info: KindInfo) {
+        let text = self.text;
         // Functions the walk has left (it visits in source order) bind nothing here.
         while self.scopes.last().is_some_and(|s| s.0 <= n.start_byte()) {
             self.scopes.pop();
@@ -207,41 +243,46 @@ impl<'a> RefWalk<'a> {
                     .extend(bound_names(text, bound).into_iter().map(|x| (x, from)));
             }
         }
-        let mut heritage_here = in_heritage;
-        if info.is_heritage() {
-            for (specs, rel) in [
-                (&d.inherit_nodes, RefKind::Inherits),
-                (&d.implement_nodes, RefKind::Implements),
-            ] {
-                for spec in specs {
-                    if let Some(holder) = heritage(n, parent, spec) {
-                        heritage_here = true;
-                        for (name, at) in base_names(text, holder) {
-                            self.out.push(Reference {
-                                kind: rel,
-                                target: name,
-                                start_byte: at.start_byte(),
-                                line: at.start_position().row + 1,
-                                receiver: None,
-                                path_call: false,
-                                local: false,
-                                receiver_bound: false,
-                                chained: false,
-                            });
-                        }
+    }
+
+    /// Records the base types `n` (of a heritage kind) names; returns whether any
+    /// `inherit_nodes`/`implement_nodes` spec matched it, so that its children are in a base-type
+    /// list.
+    fn heritage_refs(&mut self, n: Node<'_>, parent: Option<Node<'_>>) -> bool {
+        let (d, text) = (&self.lang.def, self.text);
+        let mut matched = false;
+        for (specs, rel) in [
+            (&d.inherit_nodes, RefKind::Inherits),
+            (&d.implement_nodes, RefKind::Implements),
+        ] {
+            for spec in specs {
+                if let Some(holder) = heritage(n, parent, spec) {
+                    matched = true;
+                    for (name, at) in base_names(text, holder) {
+                        self.out.push(Reference {
+                            kind: rel,
+                            target: name,
+                            start_byte: at.start_byte(),
+                            line: at.start_position().row + 1,
+                            receiver: None,
+                            path_call: false,
+                            local: false,
+                            receiver_bound: false,
+                            chained: false,
+                        });
                     }
                 }
             }
         }
-        if info.is_import() && self.imports_here(n) {
-            let t = collapse(node_text(text, n));
-            let t: String = t.chars().take(MAX_IMPORT).collect();
-            self.out.push(reference(RefKind::Import, t, n));
-            return None;
-        }
-        if info.is_call()
-            && let Some((name, receiver, path_call, chained)) =
-                callee(text, n, &self.lang.fields.callee)
+        matched
+    }
+
+    /// Records the call `n` (of a `call_nodes` kind) makes, with its receiver and whether the
+    /// name or the receiver is bound by a function around it.
+    fn call_ref(&mut self, n: Node<'_>) {
+        let text = self.text;
+        if let Some((name, receiver, path_call, chained)) =
+            callee(text, n, &self.lang.fields.callee)
             // `<div>`: an element of the platform's, not a component.
             && !(n.kind().starts_with("jsx_")
                 && receiver.is_none()
@@ -273,22 +314,6 @@ impl<'a> RefWalk<'a> {
             });
             self.out.push(r);
         }
-        // A type named where it is used (not where it is defined: a definition's own name).
-        // The name-field lookup is asked last: it is the costly test, and most nodes are not
-        // type references at all.
-        if !heritage_here
-            && info.is_type_ref()
-            && parent
-                .and_then(|p| child_by_field(p, self.lang.fields.name))
-                .is_none_or(|name| name.id() != n.id())
-        {
-            let t = node_text(text, n).trim();
-            if !t.is_empty() {
-                self.out
-                    .push(reference(RefKind::References, t.to_string(), n));
-            }
-        }
-        Some(heritage_here)
     }
 
     /// The references in source order.

@@ -72,15 +72,19 @@ fn of_kind(kind: ErrorKind, message: String) -> ApiError {
 
 impl From<anyhow::Error> for ApiError {
     fn from(e: anyhow::Error) -> Self {
-        let kind = e
-            .chain()
-            .find_map(|c| c.downcast_ref::<trove_base::Error>().map(|t| t.kind()));
+        let kind = e.chain().find_map(trove_query::kind_of);
         of_kind(kind.unwrap_or(ErrorKind::Internal), format!("{e:#}"))
     }
 }
 
 impl From<trove_base::Error> for ApiError {
     fn from(e: trove_base::Error) -> Self {
+        of_kind(e.kind(), e.to_string())
+    }
+}
+
+impl From<trove_query::Error> for ApiError {
+    fn from(e: trove_query::Error) -> Self {
         of_kind(e.kind(), e.to_string())
     }
 }
@@ -126,16 +130,11 @@ where
     Ok(resp)
 }
 
-/// With the `test-hooks` feature, `TROVE_TEST_SERVE_DELAY_MS` slows every request down (the
-/// tests of timeouts and of the concurrency limit need slow requests).
+/// The fail point `serve-request` (live with the `test-hooks` feature), evaluated by every
+/// request: `FAILPOINTS=serve-request=sleep(1500)` slows each one down (the tests of timeouts and
+/// of the concurrency limit need slow requests).
 fn test_delay() {
-    #[cfg(feature = "test-hooks")]
-    if let Some(ms) = std::env::var("TROVE_TEST_SERVE_DELAY_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        std::thread::sleep(std::time::Duration::from_millis(ms));
-    }
+    fail::fail_point!("serve-request");
 }
 
 /// The indexes in `served` (the served names, in order) of the bundles a request names (`None`:
@@ -842,7 +841,7 @@ pub async fn ask(
                     o.label = names[i].clone();
                     Ok(o)
                 })
-                .collect::<trove_base::Result<Vec<_>>>()?;
+                .collect::<trove_query::Result<Vec<_>>>()?;
             let tools = crate::tools::Tools::from_bundles(opened).with_rerank(app2.served.rerank());
             let r = crate::ask::research(&tools, cfg, &question, steps, false, &cancelled)
                 .map_err(|u| {

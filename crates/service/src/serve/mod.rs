@@ -163,30 +163,7 @@ fn parse_listen(s: &str) -> Result<SocketAddr, String> {
 /// Runs `trove serve` until Ctrl-C or SIGTERM.
 pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     a.embedder_at.apply();
-    let token = a
-        .token
-        .clone()
-        .or_else(|| std::env::var("TROVE_TOKEN").ok())
-        .filter(|t| !t.is_empty());
-    if !a.listen.ip().is_loopback() && token.is_none() && !a.insecure_no_auth {
-        anyhow::bail!(
-            "{} is not a loopback address: set a token (--token or $TROVE_TOKEN) that clients send \
-             as `Authorization: Bearer TOKEN`, or pass --insecure-no-auth",
-            a.listen
-        );
-    }
-    for (v, what) in [
-        (a.timeout, "--timeout"),
-        (a.ask_timeout, "--ask-timeout"),
-        (a.reload_interval, "--reload-interval"),
-    ] {
-        if !(v.is_finite() && v >= 0.0) || (what != "--reload-interval" && v == 0.0) {
-            anyhow::bail!("{what} must be a positive number of seconds");
-        }
-    }
-    if a.max_in_flight == 0 || a.max_body == 0 || a.max_connections == 0 {
-        anyhow::bail!("--max-in-flight, --max-connections and --max-body must be at least 1");
-    }
+    let token = checked_token(&a)?;
     // Bound before the bundles load: a port in use is said at once, not after minutes of loading.
     let listener = std::net::TcpListener::bind(a.listen)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
@@ -216,31 +193,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     if ask_url.is_some() {
         anyhow::bail!("--ask-url needs a trove built with the `openai` feature");
     }
-    // Without a token, only loopback names: a web page that rebinds its own name to 127.0.0.1
-    // (DNS rebinding) is refused.
-    let allowed: Vec<String> = a
-        .allow_hosts
-        .iter()
-        .map(|h| h.to_ascii_lowercase())
-        .collect();
-    let hosts: Vec<String> = if !allowed.is_empty() {
-        allowed.clone()
-    } else if token.is_none() && a.listen.ip().is_loopback() {
-        // And the address listened on, which any loopback address may be (127.1.2.3).
-        let own = match a.listen.ip() {
-            std::net::IpAddr::V4(ip) => ip.to_string(),
-            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-        };
-        let mut hosts = ["localhost", "127.0.0.1", "[::1]", "::1"]
-            .map(String::from)
-            .to_vec();
-        if !hosts.contains(&own) {
-            hosts.push(own);
-        }
-        hosts
-    } else {
-        Vec::new()
-    };
+    let (hosts, allowed) = allowed_hosts(&a, token.is_some());
     let started = Instant::now();
     let served = Served::open(&a.bundles, workers, a.late.rerank)?;
     let names: Vec<String> = served.slots.iter().map(|s| s.name.clone()).collect();
@@ -273,23 +226,136 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     result.map(|()| 0)
 }
 
+/// The bearer token (`--token`, else $TROVE_TOKEN), once the flags are checked: a non-loopback
+/// address needs one (or --insecure-no-auth), and the timeouts and limits must be positive.
+fn checked_token(a: &ServeArgs) -> anyhow::Result<Option<String>> {
+    let token = a
+        .token
+        .clone()
+        .or_else(|| std::env::var("TROVE_TOKEN").ok())
+        .filter(|t| !t.is_empty());
+    if !a.listen.ip().is_loopback() && token.is_none() && !a.insecure_no_auth {
+        anyhow::bail!(
+            "{} is not a loopback address: set a token (--token or $TROVE_TOKEN) that clients send \
+             as `Authorization: Bearer TOKEN`, or pass --insecure-no-auth",
+            a.listen
+        );
+    }
+    for (v, what) in [
+        (a.timeout, "--timeout"),
+        (a.ask_timeout, "--ask-timeout"),
+        (a.reload_interval, "--reload-interval"),
+    ] {
+        if !(v.is_finite() && v >= 0.0) || (what != "--reload-interval" && v == 0.0) {
+            anyhow::bail!("{what} must be a positive number of seconds");
+        }
+    }
+    if a.max_in_flight == 0 || a.max_body == 0 || a.max_connections == 0 {
+        anyhow::bail!("--max-in-flight, --max-connections and --max-body must be at least 1");
+    }
+    Ok(token)
+}
+
+/// The host names requests may name ([`App::hosts`]) and those whose pages may call the server
+/// ([`App::origins`]): `--allow-host`'s, else, without a token (`tokened` false) on a loopback
+/// address, the loopback names and that address, else any.
+fn allowed_hosts(a: &ServeArgs, tokened: bool) -> (Vec<String>, Vec<String>) {
+    // Without a token, only loopback names: a web page that rebinds its own name to 127.0.0.1
+    // (DNS rebinding) is refused.
+    let allowed: Vec<String> = a
+        .allow_hosts
+        .iter()
+        .map(|h| h.to_ascii_lowercase())
+        .collect();
+    let hosts: Vec<String> = if !allowed.is_empty() {
+        allowed.clone()
+    } else if !tokened && a.listen.ip().is_loopback() {
+        // And the address listened on, which any loopback address may be (127.1.2.3).
+        let own = match a.listen.ip() {
+            std::net::IpAddr::V4(ip) => ip.to_string(),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        };
+        let mut hosts = ["localhost", "127.0.0.1", "[::1]", "::1"]
+            .map(String::from)
+            .to_vec();
+        if !hosts.contains(&own) {
+            hosts.push(own);
+        }
+        hosts
+    } else {
+        Vec::new()
+    };
+    (hosts, allowed)
+}
+
+/// The MCP tools over Streamable HTTP, as served at `/mcp`.
+type McpService = rmcp::transport::streamable_http_server::StreamableHttpService<
+    crate::mcp::Server<api::ServedTools>,
+    sessions::Capped,
+>;
+
+/// Serves `app` on `listener` until Ctrl-C or SIGTERM (see [`accept_loop`]), reloading the
+/// bundles on SIGHUP and every `--reload-interval`.
 async fn serve(a: ServeArgs, listener: std::net::TcpListener, app: Shared) -> anyhow::Result<()> {
+    let mcp = mcp_service(a.max_body, &app);
+    let mcp_cancel = mcp.config.cancellation_token.clone();
+    let router = routes(&a, &app, mcp);
+
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let bound = listener.local_addr()?;
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "trove serve: listening on http://{bound}")?;
+        out.flush()?;
+    }
+    spawn_reloads(&app, a.reload_interval);
+    // In-flight requests get their longest deadline to finish, and a moment more.
+    let grace = Duration::from_secs_f64(a.timeout.max(a.ask_timeout) + 5.0);
+    let tool_deadline = Duration::from_secs_f64(a.timeout + 1.0);
+    accept_loop(
+        listener,
+        router,
+        a.timeout,
+        a.max_connections,
+        grace,
+        move || {
+            eprintln!("trove serve: shutting down (requests in flight finish first)");
+            // MCP event streams (a client's GET /mcp) never finish on their own: the sessions
+            // end once a tool call in flight has had its deadline, so they do not hold the
+            // shutdown open and no call loses its answer.
+            tokio::spawn(async move {
+                tokio::time::sleep(tool_deadline).await;
+                mcp_cancel.cancel();
+            });
+        },
+    )
+    .await;
+    Ok(())
+}
+
+/// The MCP tools of `app` over Streamable HTTP, bodies up to `max_body` bytes, at most
+/// [`sessions::MAX_SESSIONS`] sessions.
+fn mcp_service(max_body: usize, app: &Shared) -> McpService {
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService,
     };
     // The Host header is checked for every route by `authorize` (the same rule).
     let mcp_config = StreamableHttpServerConfig::default()
-        .with_max_request_body_bytes(a.max_body)
+        .with_max_request_body_bytes(max_body)
         .with_json_response(true)
         .disable_allowed_hosts();
     let mcp_server = crate::mcp::Server::new(api::ServedTools(app.clone()), None);
-    let mcp = StreamableHttpService::new(
+    StreamableHttpService::new(
         move || Ok(mcp_server.clone()),
         Arc::new(sessions::Capped::new(sessions::MAX_SESSIONS)),
         mcp_config,
-    );
-    let mcp_cancel = mcp.config.cancellation_token.clone();
+    )
+}
 
+/// Every route, `mcp` at `/mcp`, behind the layers: the limits (concurrency, deadline, body
+/// size; `/ask` apart), then `authorize` and `observe`.
+fn routes(a: &ServeArgs, app: &Shared, mcp: McpService) -> Router {
     // /ask counts apart from the other routes (a bound of its own): minutes-long questions
     // queued behind --workers must not shut searches out.
     let limits = |secs: f64| {
@@ -321,7 +387,7 @@ async fn serve(a: ServeArgs, listener: std::net::TcpListener, app: Shared) -> an
         .route("/ask", post(api::ask))
         .layer(limits(a.ask_timeout));
     // Health and metrics answer even when the server is saturated.
-    let router = Router::new()
+    Router::new()
         .route("/health", get(api::health))
         .route("/metrics", get(api::metrics))
         .merge(limited)
@@ -330,16 +396,12 @@ async fn serve(a: ServeArgs, listener: std::net::TcpListener, app: Shared) -> an
         .method_not_allowed_fallback(api::method_not_allowed)
         .layer(middleware::from_fn_with_state(app.clone(), authorize))
         .layer(middleware::from_fn_with_state(app.clone(), observe))
-        .with_state(app.clone());
+        .with_state(app.clone())
+}
 
-    let listener = tokio::net::TcpListener::from_std(listener)?;
-    let bound = listener.local_addr()?;
-    {
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "trove serve: listening on http://{bound}")?;
-        out.flush()?;
-    }
+/// Starts the reloads: a check of the bundles for a new version on each SIGHUP, and every
+/// `reload_interval` seconds (none when 0).
+fn spawn_reloads(app: &Shared, reload_interval: f64) {
     // SIGHUP: look for new versions now (with --reload-interval 0, the only reload there is).
     match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
         Ok(mut hup) => {
@@ -354,9 +416,9 @@ async fn serve(a: ServeArgs, listener: std::net::TcpListener, app: Shared) -> an
         }
         Err(e) => eprintln!("trove serve: SIGHUP will not reload ({e})"),
     }
-    if a.reload_interval > 0.0 {
+    if reload_interval > 0.0 {
         let app = app.clone();
-        let every = Duration::from_secs_f64(a.reload_interval);
+        let every = Duration::from_secs_f64(reload_interval);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -368,28 +430,6 @@ async fn serve(a: ServeArgs, listener: std::net::TcpListener, app: Shared) -> an
             }
         });
     }
-    // In-flight requests get their longest deadline to finish, and a moment more.
-    let grace = Duration::from_secs_f64(a.timeout.max(a.ask_timeout) + 5.0);
-    let tool_deadline = Duration::from_secs_f64(a.timeout + 1.0);
-    accept_loop(
-        listener,
-        router,
-        a.timeout,
-        a.max_connections,
-        grace,
-        move || {
-            eprintln!("trove serve: shutting down (requests in flight finish first)");
-            // MCP event streams (a client's GET /mcp) never finish on their own: the sessions
-            // end once a tool call in flight has had its deadline, so they do not hold the
-            // shutdown open and no call loses its answer.
-            tokio::spawn(async move {
-                tokio::time::sleep(tool_deadline).await;
-                mcp_cancel.cancel();
-            });
-        },
-    )
-    .await;
-    Ok(())
 }
 
 /// Serves `router` on `listener` until Ctrl-C or SIGTERM, then lets the open connections finish

@@ -711,8 +711,7 @@ fn disk_full(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(trove_base::error::disk_full)
-            || c.downcast_ref::<trove_base::Error>()
-                .is_some_and(|t| t.kind() == trove_base::error::ErrorKind::DiskFull)
+            || trove_query::kind_of(c) == Some(trove_base::error::ErrorKind::DiskFull)
     })
 }
 

@@ -344,165 +344,236 @@ pub fn apply(
     chunks: &[ChunkRecord],
     new_id: impl Fn(&trove_lang::chunk::Symbol) -> i64,
 ) -> FileOutcome {
-    let lines = Lines::new(text);
-    let mut parsed: FxHashMap<&str, Option<Parsed>> = FxHashMap::default();
-    let mut placed = Vec::with_capacity(doc.occurrences.len());
-    let (mut checked, mut mismatched) = (0usize, 0usize);
-    for occ in &doc.occurrences {
-        let p = parsed
-            .entry(occ.symbol.as_str())
-            .or_insert_with(|| parse(&occ.symbol));
-        let Some((l0, c0, l1, c1)) = range(occ) else {
-            return FileOutcome::Stale(format!("an occurrence of {} has no range", occ.symbol));
-        };
-        // A secret redacted on the line moved its columns: the line's occurrences are left out.
-        if (l0..=l1).any(|l| lines.line(l).is_some_and(|t| t.contains("[REDACTED:"))) {
-            continue;
-        }
-        let (Some(start), Some(end)) = (lines.byte(l0, c0, enc), lines.byte(l1, c1, enc)) else {
-            return FileOutcome::Stale(format!(
-                "line {} column {} lies outside the file",
-                l1 + 1,
-                c1 + 1
-            ));
-        };
-        if end < start {
-            return FileOutcome::Stale(format!("a range ends before it starts on line {}", l0 + 1));
-        }
-        if let Some(p) = p.as_ref().filter(|p| kept(p.suffix))
-            && let Some(name) = &p.checked_name
-            && start < end
-            && scip::symbol::is_simple_identifier(name)
-        {
-            checked += 1;
-            if &text[start..end] != name {
-                mismatched += 1;
-            }
-        }
-        placed.push(Placed {
-            occ,
-            line: l0,
-            start,
-            end,
-        });
-    }
-    if mismatched as f64 > MISMATCH_TOLERANCE * checked as f64 {
-        return FileOutcome::Stale(format!(
-            "{mismatched} of {checked} identifiers are not the names the index gives them"
-        ));
-    }
-    let infos: FxHashMap<&str, &scip::types::SymbolInformation> =
-        doc.symbols.iter().map(|s| (s.symbol.as_str(), s)).collect();
-    let is_def = |o: &Occurrence| o.symbol_roles & scip::types::SymbolRole::Definition as i32 != 0;
-
-    // Definitions: mark the syntax rules' own, add what they missed.
-    let (mut matched, mut added) = (0u32, 0u32);
-    let mut defined_at: FxHashMap<&str, usize> = FxHashMap::default();
-    for pl in placed.iter().filter(|pl| is_def(pl.occ)) {
-        let Some(p) = parsed[pl.occ.symbol.as_str()].as_ref() else {
-            continue;
-        };
-        if !kept(p.suffix) {
-            continue;
-        }
-        // One definition per symbol: overloads (`@overload`, TypeScript signatures) define it
-        // again, and a symbol on two definitions would resolve to neither.
-        if defined_at.contains_key(pl.occ.symbol.as_str()) {
-            continue;
-        }
-        defined_at.insert(pl.occ.symbol.as_str(), pl.line);
-        let ident = &text[pl.start..pl.end];
-        let info = infos.get(pl.occ.symbol.as_str()).copied();
-        // A method on a callable, a type on a type; a constructor by its own identifier, never
-        // on its class.
-        let fits = |kind: &str| match p.suffix {
-            Suffix::Method | Suffix::Macro => {
-                trove_bundle::resolution::CALLABLE_KINDS.contains(&kind)
-            }
-            Suffix::Type => trove_bundle::resolution::TYPE_KINDS.contains(&kind),
-            _ => true,
-        };
-        let found = symbols.iter_mut().find(|s| {
-            s.scip_symbol.is_none()
-                && s.symbol.name_line == pl.line + 1
-                && fits(&s.symbol.kind)
-                && (s.symbol.name == ident || (p.checked_name.is_some() && s.symbol.name == p.name))
-        });
-        if let Some(s) = found {
-            s.scip_symbol = Some(pl.occ.symbol.clone());
-            if s.symbol.docs.is_none() {
-                s.symbol.docs = info.and_then(documentation);
-            }
-            matched += 1;
-            continue;
-        }
-        let Some(kind) = added_kind(p, info) else {
-            continue;
-        };
-        let (start, end) = match enclosing(pl.occ, &lines, enc) {
-            Some((s, e)) if s <= pl.start && pl.end <= e => (s, e),
-            _ => (pl.start, pl.end),
-        };
-        let line_of = |b: usize| lines.starts.partition_point(|&s| s <= b);
-        let sym = trove_lang::chunk::Symbol {
-            kind: kind.to_string(),
-            name: p.name.clone(),
-            symbol_path: p.path.join(" > "),
-            start_byte: start,
-            end_byte: end,
-            start_line: line_of(start),
-            end_line: line_of(end.saturating_sub(1).max(start)),
-            name_line: pl.line + 1,
-            signature: info.and_then(signature),
-            docs: info.and_then(documentation),
-            parent: None,
-            exported: None,
-        };
-        let parent_id = innermost(symbols, start, end);
-        symbols.push(SymbolRecord {
-            symbol_id: new_id(&sym),
-            parent_id,
-            chunk_id: crate::record::chunk_at(chunks, start),
-            scip_symbol: Some(pl.occ.symbol.clone()),
-            symbol: sym,
-        });
-        added += 1;
-    }
-    if added > 0 {
-        symbols.sort_by_key(|s| s.symbol.start_byte);
-    }
-
+    let file = match Placement::of(doc, enc, text) {
+        Ok(file) => file,
+        Err(why) => return FileOutcome::Stale(why),
+    };
+    let (matched, added, defined_at) = file.definitions(doc, symbols, chunks, new_id);
     // References: the occurrences replace the syntax rules' calls and type uses.
     refs.retain(|r| r.kind == RefKind::Import);
     let before = refs.len();
-    let from = |at: usize| innermost(symbols, at, at + 1);
-    for pl in &placed {
-        if is_def(pl.occ) {
-            continue;
-        }
-        let Some(p) = parsed[pl.occ.symbol.as_str()].as_ref() else {
-            continue;
-        };
-        if !kept(p.suffix) {
-            continue;
-        }
-        let kind = if pl.occ.symbol_roles & scip::types::SymbolRole::Import as i32 != 0 {
-            RefKind::Import
-        } else if text[pl.end..].trim_start().starts_with('(') {
-            RefKind::Call
-        } else {
-            RefKind::References
-        };
-        refs.push(scip_ref(
-            pl.line + 1,
-            kind,
-            p,
-            &pl.occ.symbol,
-            from(pl.start),
-            crate::record::chunk_at(chunks, pl.start),
-        ));
+    file.occurrence_refs(symbols, chunks, refs);
+    implementation_refs(doc, &defined_at, symbols, refs);
+    let taken = (refs.len() - before) as u32;
+    refs.sort_by_key(|r| r.line);
+    FileOutcome::Applied {
+        matched,
+        added,
+        refs: taken,
     }
-    // Implementations, from the implementing definition.
+}
+
+/// Whether `o` defines its symbol.
+fn is_def(o: &Occurrence) -> bool {
+    o.symbol_roles & scip::types::SymbolRole::Definition as i32 != 0
+}
+
+/// A document's occurrences placed in the file's text, with their symbols parsed.
+struct Placement<'d> {
+    text: &'d str,
+    enc: Encoding,
+    lines: Lines<'d>,
+    parsed: FxHashMap<&'d str, Option<Parsed>>,
+    placed: Vec<Placed<'d>>,
+}
+
+impl<'d> Placement<'d> {
+    /// Places every occurrence of `doc` in `text` (but those on a line with a redacted secret,
+    /// whose columns moved); `Err` says why the document is stale (a range missing or outside
+    /// the file, or too many identifiers that are not the names the index gives them).
+    fn of(doc: &'d Document, enc: Encoding, text: &'d str) -> std::result::Result<Self, String> {
+        let lines = Lines::new(text);
+        let mut parsed: FxHashMap<&str, Option<Parsed>> = FxHashMap::default();
+        let mut placed = Vec::with_capacity(doc.occurrences.len());
+        let (mut checked, mut mismatched) = (0usize, 0usize);
+        for occ in &doc.occurrences {
+            let p = parsed
+                .entry(occ.symbol.as_str())
+                .or_insert_with(|| parse(&occ.symbol));
+            let Some((l0, c0, l1, c1)) = range(occ) else {
+                return Err(format!("an occurrence of {} has no range", occ.symbol));
+            };
+            // A secret redacted on the line moved its columns: the line's occurrences are left
+            // out.
+            if (l0..=l1).any(|l| lines.line(l).is_some_and(|t| t.contains("[REDACTED:"))) {
+                continue;
+            }
+            let (Some(start), Some(end)) = (lines.byte(l0, c0, enc), lines.byte(l1, c1, enc))
+            else {
+                return Err(format!(
+                    "line {} column {} lies outside the file",
+                    l1 + 1,
+                    c1 + 1
+                ));
+            };
+            if end < start {
+                return Err(format!("a range ends before it starts on line {}", l0 + 1));
+            }
+            if let Some(p) = p.as_ref().filter(|p| kept(p.suffix))
+                && let Some(name) = &p.checked_name
+                && start < end
+                && scip::symbol::is_simple_identifier(name)
+            {
+                checked += 1;
+                if &text[start..end] != name {
+                    mismatched += 1;
+                }
+            }
+            placed.push(Placed {
+                occ,
+                line: l0,
+                start,
+                end,
+            });
+        }
+        if mismatched as f64 > MISMATCH_TOLERANCE * checked as f64 {
+            return Err(format!(
+                "{mismatched} of {checked} identifiers are not the names the index gives them"
+            ));
+        }
+        Ok(Placement {
+            text,
+            enc,
+            lines,
+            parsed,
+            placed,
+        })
+    }
+
+    /// The parsed symbol of `pl` when it is one trove keeps.
+    fn kept(&self, pl: &Placed<'_>) -> Option<&Parsed> {
+        self.parsed[pl.occ.symbol.as_str()]
+            .as_ref()
+            .filter(|p| kept(p.suffix))
+    }
+
+    /// Definitions: marks the syntax rules' own with their SCIP symbol, adds what they missed.
+    /// Returns (matched, added, the line each SCIP symbol is defined on).
+    fn definitions(
+        &self,
+        doc: &'d Document,
+        symbols: &mut Vec<SymbolRecord>,
+        chunks: &[ChunkRecord],
+        new_id: impl Fn(&trove_lang::chunk::Symbol) -> i64,
+    ) -> (u32, u32, FxHashMap<&'d str, usize>) {
+        let (text, lines, enc) = (self.text, &self.lines, self.enc);
+        let infos: FxHashMap<&str, &scip::types::SymbolInformation> =
+            doc.symbols.iter().map(|s| (s.symbol.as_str(), s)).collect();
+        let (mut matched, mut added) = (0u32, 0u32);
+        let mut defined_at: FxHashMap<&str, usize> = FxHashMap::default();
+        for pl in self.placed.iter().filter(|pl| is_def(pl.occ)) {
+            let Some(p) = self.kept(pl) else {
+                continue;
+            };
+            // One definition per symbol: overloads (`@overload`, TypeScript signatures) define it
+            // again, and a symbol on two definitions would resolve to neither.
+            if defined_at.contains_key(pl.occ.symbol.as_str()) {
+                continue;
+            }
+            defined_at.insert(pl.occ.symbol.as_str(), pl.line);
+            let ident = &text[pl.start..pl.end];
+            let info = infos.get(pl.occ.symbol.as_str()).copied();
+            // A method on a callable, a type on a type; a constructor by its own identifier, never
+            // on its class.
+            let fits = |kind: &str| match p.suffix {
+                Suffix::Method | Suffix::Macro => {
+                    trove_bundle::resolution::CALLABLE_KINDS.contains(&kind)
+                }
+                Suffix::Type => trove_bundle::resolution::TYPE_KINDS.contains(&kind),
+                _ => true,
+            };
+            let found = symbols.iter_mut().find(|s| {
+                s.scip_symbol.is_none()
+                    && s.symbol.name_line == pl.line + 1
+                    && fits(&s.symbol.kind)
+                    && (s.symbol.name == ident
+                        || (p.checked_name.is_some() && s.symbol.name == p.name))
+            });
+            if let Some(s) = found {
+                s.scip_symbol = Some(pl.occ.symbol.clone());
+                if s.symbol.docs.is_none() {
+                    s.symbol.docs = info.and_then(documentation);
+                }
+                matched += 1;
+                continue;
+            }
+            let Some(kind) = added_kind(p, info) else {
+                continue;
+            };
+            let (start, end) = match enclosing(pl.occ, lines, enc) {
+                Some((s, e)) if s <= pl.start && pl.end <= e => (s, e),
+                _ => (pl.start, pl.end),
+            };
+            let line_of = |b: usize| lines.starts.partition_point(|&s| s <= b);
+            let sym = trove_lang::chunk::Symbol {
+                kind: kind.to_string(),
+                name: p.name.clone(),
+                symbol_path: p.path.join(" > "),
+                start_byte: start,
+                end_byte: end,
+                start_line: line_of(start),
+                end_line: line_of(end.saturating_sub(1).max(start)),
+                name_line: pl.line + 1,
+                signature: info.and_then(signature),
+                docs: info.and_then(documentation),
+                parent: None,
+                exported: None,
+            };
+            let parent_id = innermost(symbols, start, end);
+            symbols.push(SymbolRecord {
+                symbol_id: new_id(&sym),
+                parent_id,
+                chunk_id: crate::record::chunk_at(chunks, start),
+                scip_symbol: Some(pl.occ.symbol.clone()),
+                symbol: sym,
+            });
+            added += 1;
+        }
+        if added > 0 {
+            symbols.sort_by_key(|s| s.symbol.start_byte);
+        }
+        (matched, added, defined_at)
+    }
+
+    /// The occurrences that are not definitions, as references (imports, calls, other uses).
+    fn occurrence_refs(
+        &self,
+        symbols: &[SymbolRecord],
+        chunks: &[ChunkRecord],
+        refs: &mut Vec<RefRecord>,
+    ) {
+        let from = |at: usize| innermost(symbols, at, at + 1);
+        for pl in self.placed.iter().filter(|pl| !is_def(pl.occ)) {
+            let Some(p) = self.kept(pl) else {
+                continue;
+            };
+            let kind = if pl.occ.symbol_roles & scip::types::SymbolRole::Import as i32 != 0 {
+                RefKind::Import
+            } else if self.text[pl.end..].trim_start().starts_with('(') {
+                RefKind::Call
+            } else {
+                RefKind::References
+            };
+            refs.push(scip_ref(
+                pl.line + 1,
+                kind,
+                p,
+                &pl.occ.symbol,
+                from(pl.start),
+                crate::record::chunk_at(chunks, pl.start),
+            ));
+        }
+    }
+}
+
+/// Implementations, from the implementing definition (`defined_at`: the line each SCIP symbol
+/// is defined on).
+fn implementation_refs(
+    doc: &Document,
+    defined_at: &FxHashMap<&str, usize>,
+    symbols: &[SymbolRecord],
+    refs: &mut Vec<RefRecord>,
+) {
     for info in &doc.symbols {
         let Some(&line) = defined_at.get(info.symbol.as_str()) else {
             continue;
@@ -523,13 +594,6 @@ pub fn apply(
                 from_symbol.and_then(|s| s.chunk_id),
             ));
         }
-    }
-    let taken = (refs.len() - before) as u32;
-    refs.sort_by_key(|r| r.line);
-    FileOutcome::Applied {
-        matched,
-        added,
-        refs: taken,
     }
 }
 
