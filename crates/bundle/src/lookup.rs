@@ -171,3 +171,28 @@ pub fn file_text(chunks: &Path, files: &Path, path: &str) -> Result<Option<Strin
     text.push_str(&tail);
     Ok(Some(text))
 }
+
+/// The text of the file `path` in the bundle at `dir`, from the newest segment where its rows
+/// are live (`dead`: per segment, the paths later segments tombstone; `None` when nothing is
+/// tombstoned); `None` when the bundle has no such live file.
+pub fn live_file_text(
+    dir: &Path,
+    manifest: &crate::Manifest,
+    dead: Option<&[rustc_hash::FxHashSet<String>]>,
+    path: &str,
+) -> Result<Option<String>> {
+    for (i, seg) in manifest.segments.iter().enumerate().rev() {
+        if dead.is_some_and(|d| d[i].contains(path)) {
+            continue;
+        }
+        let text = file_text(
+            &dir.join(seg.file("chunks")),
+            &dir.join(seg.file("files")),
+            path,
+        )?;
+        if text.is_some() {
+            return Ok(text);
+        }
+    }
+    Ok(None)
+}

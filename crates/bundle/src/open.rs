@@ -212,20 +212,7 @@ impl OpenBundle {
     /// The text of the file `path` as the bundle holds it (secrets redacted), from the segment
     /// where its rows are live; `None` when the bundle has no such live file.
     pub fn file_text(&self, path: &str) -> Result<Option<String>> {
-        for (i, seg) in self.manifest.segments.iter().enumerate().rev() {
-            if self.dead[i].contains(path) {
-                continue;
-            }
-            let text = crate::lookup::file_text(
-                &self.dir.join(seg.file("chunks")),
-                &self.dir.join(seg.file("files")),
-                path,
-            )?;
-            if text.is_some() {
-                return Ok(text);
-            }
-        }
-        Ok(None)
+        crate::lookup::live_file_text(&self.dir, &self.manifest, Some(&self.dead), path)
     }
 
     /// Every segment's `table`, a batch at a time through `read` (which keeps the rows whose

@@ -154,20 +154,12 @@ impl Bundle {
         } else {
             None
         };
-        for (i, seg) in self.segments.iter().enumerate().rev() {
-            if dead.is_some_and(|d| d[i].contains(path)) {
-                continue;
-            }
-            let text = lookup::file_text(
-                &self.dir.join(seg.info.file("chunks")),
-                &self.dir.join(seg.info.file("files")),
-                path,
-            )?;
-            if text.is_some() {
-                return Ok(text);
-            }
-        }
-        Ok(None)
+        Ok(lookup::live_file_text(
+            &self.dir,
+            &self.manifest,
+            dead.map(Vec::as_slice),
+            path,
+        )?)
     }
 
     /// Remembers where the arms found chunk ids (only worth it with several segments).
