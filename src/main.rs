@@ -78,7 +78,7 @@ fn main() {
         Err(e) => {
             // Names in a message (paths, revisions, URLs) cannot move the cursor or hide text.
             eprintln!("trove: error: {}", trove::util::visible(&format!("{e:#}")));
-            let kind = e.chain().find_map(trove::query::kind_of);
+            let kind = e.chain().find_map(trove_service::kind_of);
             std::process::exit(kind.map_or(2, |k| k.exit_code()));
         }
     }

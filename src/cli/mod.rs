@@ -161,7 +161,7 @@ pub fn vanished_under(e: &anyhow::Error) -> bool {
         if matches!(c.downcast_ref(), Some(trove::query::Error::Duck(_))) {
             return true;
         }
-        if let Some(kind) = trove::query::kind_of(c) {
+        if let Some(kind) = trove_service::kind_of(c) {
             return matches!(kind, ErrorKind::NotFound | ErrorKind::Corrupt);
         }
         c.downcast_ref::<duckdb::Error>().is_some()

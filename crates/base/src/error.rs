@@ -56,7 +56,9 @@ impl ErrorKind {
     }
 }
 
-/// Everything the library can fail with.
+/// The failures every layer shares: I/O on a named path, a bad configuration, and failures of a
+/// stated kind. Each crate above wraps this in its own error (`trove_bundle::Error`,
+/// `trove_lang::Error`, ...) beside the failures only it has.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// An I/O failure on a named path.
@@ -72,31 +74,6 @@ pub enum Error {
     /// A configuration or language file that does not parse or makes no sense.
     #[error("config: {0}")]
     Config(String),
-    /// A bundle that is missing, corrupt, foreign or does not verify.
-    #[error("bundle {path}: {msg}")]
-    Bundle {
-        /// The bundle directory or file.
-        path: PathBuf,
-        /// What is wrong with it.
-        msg: String,
-        /// Missing ([`ErrorKind::NotFound`]), corrupt ([`ErrorKind::Corrupt`]), or sound but
-        /// unusable for the request ([`ErrorKind::BadInput`]).
-        kind: ErrorKind,
-    },
-    // The wrapped errors below are part of the message, not a `source()`, as for `Io`: a chained
-    // report would print each twice.
-    /// Arrow failures (building record batches).
-    #[error("arrow: {0}")]
-    Arrow(arrow::error::ArrowError),
-    /// Parquet failures (writing or reading files).
-    #[error("parquet: {0}")]
-    Parquet(parquet::errors::ParquetError),
-    /// JSON (manifest) failures.
-    #[error("json: {0}")]
-    Json(serde_json::Error),
-    /// A walk failure from the `ignore` crate.
-    #[error("walk: {0}")]
-    Walk(ignore::Error),
     /// A failure of another kind, with its message.
     #[error("{msg}")]
     Failed {
@@ -113,31 +90,6 @@ impl Error {
         Error::Io {
             path: path.into(),
             cause: source,
-        }
-    }
-    /// A bundle error on `path`: it is damaged, foreign or does not verify.
-    pub fn bundle(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
-        Error::Bundle {
-            path: path.into(),
-            msg: msg.into(),
-            kind: ErrorKind::Corrupt,
-        }
-    }
-    /// A sound bundle at `path` that cannot serve the request: a packed bundle where a
-    /// directory is needed, an embedder this build cannot run ([`ErrorKind::BadInput`]).
-    pub fn bundle_unusable(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
-        Error::Bundle {
-            path: path.into(),
-            msg: msg.into(),
-            kind: ErrorKind::BadInput,
-        }
-    }
-    /// A bundle that is not there at `path`.
-    pub fn bundle_missing(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
-        Error::Bundle {
-            path: path.into(),
-            msg: msg.into(),
-            kind: ErrorKind::NotFound,
         }
     }
     /// A failure of `kind` with the message `msg`.
@@ -164,28 +116,54 @@ impl Error {
         Self::failed(ErrorKind::Internal, msg)
     }
 
-    /// What kind of failure this is. I/O errors are told apart by their OS error kind, Parquet's
-    /// by the I/O error they wrap, never by text.
+    /// What kind of failure this is. I/O errors are told apart by their OS error kind, never by
+    /// text.
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Io { cause, .. } => io_kind(cause),
             Error::Config(_) => ErrorKind::BadInput,
-            Error::Bundle { kind, .. } | Error::Failed { kind, .. } => *kind,
-            Error::Parquet(e) => {
-                let mut at: Option<&(dyn std::error::Error + 'static)> = Some(e);
-                while let Some(x) = at {
-                    if let Some(io) = x.downcast_ref::<std::io::Error>() {
-                        return io_kind(io);
-                    }
-                    at = x.source();
-                }
-                ErrorKind::Corrupt
-            }
-            Error::Json(_) => ErrorKind::Corrupt,
-            Error::Walk(e) => e.io_error().map_or(ErrorKind::Internal, io_kind),
-            Error::Arrow(_) => ErrorKind::Internal,
+            Error::Failed { kind, .. } => *kind,
         }
     }
+}
+
+/// The shared constructors (`io`, `config`, `failed`, `bad_input`, `not_found`, `remote`,
+/// `internal`) for a crate's error that wraps [`Error`] in a `Base` variant, so each crate
+/// builds the shared failures the same way and keeps its own variants beside them.
+#[macro_export]
+macro_rules! base_constructors {
+    ($t:ty) => {
+        impl $t {
+            /// An I/O error on `path`.
+            pub fn io(path: impl Into<std::path::PathBuf>, source: std::io::Error) -> Self {
+                Self::Base($crate::Error::io(path, source))
+            }
+            /// A configuration that does not parse or makes no sense.
+            pub fn config(msg: impl Into<String>) -> Self {
+                Self::Base($crate::Error::Config(msg.into()))
+            }
+            /// A failure of `kind` with the message `msg`.
+            pub fn failed(kind: $crate::error::ErrorKind, msg: impl Into<String>) -> Self {
+                Self::Base($crate::Error::failed(kind, msg))
+            }
+            /// Input that is wrong (an argument, a path where something else must be).
+            pub fn bad_input(msg: impl Into<String>) -> Self {
+                Self::Base($crate::Error::bad_input(msg))
+            }
+            /// Something that is not there.
+            pub fn not_found(msg: impl Into<String>) -> Self {
+                Self::Base($crate::Error::not_found(msg))
+            }
+            /// A server that failed or answered badly.
+            pub fn remote(msg: impl Into<String>) -> Self {
+                Self::Base($crate::Error::remote(msg))
+            }
+            /// A failure inside trove (a stopped thread, a panic caught, a broken invariant).
+            pub fn internal(msg: impl Into<String>) -> Self {
+                Self::Base($crate::Error::internal(msg))
+            }
+        }
+    };
 }
 
 /// The kind of an I/O error, by its OS error kind.
@@ -208,23 +186,6 @@ pub fn disk_full(e: &std::io::Error) -> bool {
         std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
     )
 }
-
-/// `From` for the wrapped errors, without making them a `source()` (see the variants).
-macro_rules! wraps {
-    ($($variant:ident($t:ty)),* $(,)?) => {$(
-        impl From<$t> for Error {
-            fn from(e: $t) -> Self {
-                Error::$variant(e)
-            }
-        }
-    )*};
-}
-wraps!(
-    Arrow(arrow::error::ArrowError),
-    Parquet(parquet::errors::ParquetError),
-    Json(serde_json::Error),
-    Walk(ignore::Error),
-);
 
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

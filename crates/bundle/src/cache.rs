@@ -55,11 +55,11 @@ pub fn file_sha(
 
 /// The cache file `name`, when present and `check` accepts it; else `build`'s bytes, stored under
 /// `name` for the next process.
-pub fn load(
+pub fn load<E>(
     name: &str,
     check: impl Fn(&[u8]) -> bool,
-    build: impl FnOnce() -> Result<Vec<u8>>,
-) -> Result<Bytes> {
+    build: impl FnOnce() -> std::result::Result<Vec<u8>, E>,
+) -> std::result::Result<Bytes, E> {
     let dir = cache_dir();
     let path = dir.as_ref().map(|d| d.join(name));
     if let Some(p) = path.as_deref()

@@ -22,6 +22,7 @@
 //! assert!(err.to_string().contains("does not exist"));
 //! ```
 pub mod cache;
+pub mod error;
 pub mod lookup;
 mod manifest;
 pub mod open;
@@ -37,7 +38,7 @@ pub mod tokenizer;
 mod verify;
 pub mod views_file;
 
-pub use trove_base::{Error, Result};
+pub use error::{Error, Result};
 
 pub use manifest::{
     Bm25Info, Counts, EmbedderInfo, FileEntry, Finished, LangCount, LiveTotals, MANIFEST, MAX_DIM,

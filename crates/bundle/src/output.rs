@@ -197,13 +197,16 @@ pub fn check_replaceable(out: &Path) -> Result<()> {
 
 /// Builds a bundle with `build` in a fresh temp directory beside `out`, then swaps it into place;
 /// on any failure the temp directory is removed and `out` is left as it was.
-pub fn build_beside<T>(out: &Path, build: impl FnOnce(&Path) -> Result<T>) -> Result<T> {
+pub fn build_beside<T, E: From<Error>>(
+    out: &Path,
+    build: impl FnOnce(&Path) -> std::result::Result<T, E>,
+) -> std::result::Result<T, E> {
     let tmp = temp_beside(out);
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     }
     std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    let r = build(&tmp).and_then(|v| swap_into_place(&tmp, out).map(|()| v));
+    let r = build(&tmp).and_then(|v| Ok(swap_into_place(&tmp, out).map(|()| v)?));
     if r.is_err() {
         let _ = std::fs::remove_dir_all(&tmp);
     }

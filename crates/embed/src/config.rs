@@ -127,6 +127,6 @@ pub fn default_true() -> bool {
 impl EmbedConfig {
     /// The `[embed]` table of the built-in pipeline defaults (`pipelines/default.toml`).
     pub fn defaults() -> crate::Result<Self> {
-        trove_base::defaults::section("embed")
+        Ok(trove_base::defaults::section("embed")?)
     }
 }

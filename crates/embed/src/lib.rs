@@ -18,6 +18,7 @@
 //! ```
 mod cache;
 pub mod config;
+pub mod error;
 #[cfg(feature = "local")]
 mod local;
 #[cfg(feature = "onnx")]
@@ -29,10 +30,10 @@ mod stage;
 pub use stage::{EmbedStage, EmbedStats};
 
 use config::EmbedConfig;
+pub use error::{Error, Result};
 use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-pub use trove_base::{Error, Result};
 
 use trove_base::util::{fnv1a64, sha256_hex};
 use trove_bundle::tokenizer;
@@ -153,7 +154,7 @@ pub fn from_config(
         EmbedBackend::Openai => Ok(Box::new(openai::OpenAiEmbedder::new(cfg, known_dim)?)),
         #[cfg(feature = "local")]
         EmbedBackend::Local => Ok(Box::new(local::LocalEmbedder::load(cfg)?)),
-        other => Err(crate::Error::Config(format!(
+        other => Err(crate::Error::config(format!(
             "embedder \"{other}\" is not built into this trove (cargo features: {})",
             built_features()
         ))),

@@ -78,7 +78,10 @@ pub struct LocalEmbedder {
 }
 
 fn model_err(dir: &Path, m: impl std::fmt::Display) -> Error {
-    Error::Config(format!("model folder {}: {m}", dir.display()))
+    Error::Model {
+        dir: dir.to_path_buf(),
+        msg: m.to_string(),
+    }
 }
 
 fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {

@@ -51,32 +51,34 @@ impl OpenAiEmbedder {
         if e.dim == 0 {
             let v = match e.request(&["dimension probe".to_string()])? {
                 Reply::Vectors(v) => v,
-                Reply::TooLong(m) => return Err(Error::remote(format!("embedding server: {m}"))),
+                Reply::TooLong(m) => return Err(Error::server(m)),
             };
             e.dim = v.first().map_or(0, Vec::len);
             if e.dim == 0 {
-                return Err(Error::remote(format!(
-                    "embedding server {}: the probe call returned an empty vector",
-                    trove_base::util::hide_userinfo(&e.url)
-                )));
+                return Err(Error::server_at(
+                    &e.url,
+                    "the probe call returned an empty vector",
+                ));
             }
             if e.dim > trove_bundle::MAX_DIM {
-                return Err(Error::remote(format!(
-                    "embedding server {}: the probe call returned a vector of {} dimensions, more \
+                return Err(Error::server_at(
+                    &e.url,
+                    format!(
+                        "the probe call returned a vector of {} dimensions, more \
                      than a bundle holds ({}): ask for fewer with embed.dimensions",
-                    trove_base::util::hide_userinfo(&e.url),
-                    e.dim,
-                    trove_bundle::MAX_DIM
-                )));
+                        e.dim,
+                        trove_bundle::MAX_DIM
+                    ),
+                ));
             }
             if e.dimensions > 0 && e.dim != e.dimensions {
-                return Err(Error::remote(format!(
-                    "embedding server {}: asked for {} dimensions, got {} (does model {} support `dimensions`?)",
-                    trove_base::util::hide_userinfo(&e.url),
-                    e.dimensions,
-                    e.dim,
-                    e.model
-                )));
+                return Err(Error::server_at(
+                    &e.url,
+                    format!(
+                        "asked for {} dimensions, got {} (does model {} support `dimensions`?)",
+                        e.dimensions, e.dim, e.model
+                    ),
+                ));
             }
             e.tokens.store(0, Relaxed);
         }
@@ -97,17 +99,12 @@ impl OpenAiEmbedder {
         match self.client.post(&self.url, &body) {
             Ok(reply) => self.parse(&reply, inputs.len()).map(Reply::Vectors),
             Err(Failure::TooLong(m)) => Ok(Reply::TooLong(m)),
-            Err(other) => Err(Error::remote(format!("embedding server: {other}"))),
+            Err(other) => Err(Error::server(other.to_string())),
         }
     }
 
     fn parse(&self, reply: &serde_json::Value, n: usize) -> Result<Vec<Vec<f32>>> {
-        let bad = |m: String| {
-            Error::remote(format!(
-                "embedding server {}: {m}",
-                trove_base::util::hide_userinfo(&self.url)
-            ))
-        };
+        let bad = |m: String| Error::server_at(&self.url, m);
         let data = reply
             .get("data")
             .and_then(|d| d.as_array())
@@ -210,7 +207,7 @@ impl Embedder for OpenAiEmbedder {
                     // Cut the longer half of the inputs in half and try again.
                     let longest = inputs.iter().map(String::len).max().unwrap_or(0);
                     if longest < 32 {
-                        return Err(Error::remote(format!("embedding server: {}", m)));
+                        return Err(Error::server(m));
                     }
                     for s in inputs.iter_mut().filter(|s| s.len() * 2 >= longest) {
                         *s = cut(s, s.len() / 2);
@@ -219,9 +216,9 @@ impl Embedder for OpenAiEmbedder {
                 }
             }
         }
-        Err(Error::remote(format!(
-            "embedding server {}: inputs still too long after {MAX_CUTS} cuts",
-            trove_base::util::hide_userinfo(&self.url)
-        )))
+        Err(Error::server_at(
+            &self.url,
+            format!("inputs still too long after {MAX_CUTS} cuts"),
+        ))
     }
 }

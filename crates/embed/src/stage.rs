@@ -207,27 +207,26 @@ impl EmbedStage {
         if vectors == texts {
             return Ok(());
         }
-        Err(Error::remote(format!(
-            "embedder {} returned {vectors} vectors for {texts} texts",
-            self.backend.backend(),
-        )))
+        Err(Error::Vectors {
+            backend: self.backend.backend().to_string(),
+            msg: format!("{vectors} vectors for {texts} texts"),
+        })
     }
 
     /// A backend's vector is of the stage's dimension and finite.
     fn check(&self, v: &[f32]) -> Result<()> {
         let dim = self.backend.dim();
         if v.len() != dim {
-            return Err(Error::remote(format!(
-                "embedder {} returned a vector of dimension {} (expected {dim})",
-                self.backend.backend(),
-                v.len()
-            )));
+            return Err(Error::Vectors {
+                backend: self.backend.backend().to_string(),
+                msg: format!("a vector of dimension {} (expected {dim})", v.len()),
+            });
         }
         if v.iter().any(|x| !x.is_finite()) {
-            return Err(Error::remote(format!(
-                "embedder {} returned a vector with NaN or infinite values",
-                self.backend.backend()
-            )));
+            return Err(Error::Vectors {
+                backend: self.backend.backend().to_string(),
+                msg: "a vector with NaN or infinite values".to_string(),
+            });
         }
         Ok(())
     }

@@ -104,7 +104,9 @@ impl PipelineConfig {
     pub fn with_overlay_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         Self::from_toml_layers(&[DEFAULT_TOML, &text]).map_err(|e| match e {
-            Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
+            Error::Base(trove_base::Error::Config(m)) => {
+                Error::config(format!("{}: {m}", path.display()))
+            }
             e => e,
         })
     }
@@ -112,19 +114,19 @@ impl PipelineConfig {
     fn from_toml_layers(layers: &[&str]) -> Result<Self> {
         let mut merged = toml::Table::new();
         for text in layers {
-            let t: toml::Table = toml::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
+            let t: toml::Table = toml::from_str(text).map_err(|e| Error::config(e.to_string()))?;
             merge(&mut merged, t);
         }
         let cfg: PipelineConfig = toml::Value::Table(merged)
             .try_into()
-            .map_err(|e: toml::de::Error| Error::Config(e.to_string()))?;
+            .map_err(|e: toml::de::Error| Error::config(e.to_string()))?;
         cfg.validate()?;
         Ok(cfg)
     }
 
     /// Checks values that parse but make no sense.
     pub fn validate(&self) -> Result<()> {
-        let bad = |m: &str| Err(Error::Config(m.to_string()));
+        let bad = |m: &str| Err(Error::config(m.to_string()));
         if !matches!(
             self.chunk.chunker,
             trove_lang::lang::Chunker::Ast | trove_lang::lang::Chunker::Lines

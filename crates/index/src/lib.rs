@@ -35,6 +35,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod error;
 pub mod extract;
 pub mod pipeline;
 pub mod reader;
@@ -45,4 +46,4 @@ pub mod source;
 pub mod summarize;
 pub mod writer;
 
-pub use trove_base::{Error, Result};
+pub use error::{Error, Result};

@@ -113,7 +113,7 @@ pub fn from_config(cfg: &SummaryConfig) -> Result<Box<dyn Summarizer>> {
         SummaryBackend::Extractive => Ok(Box::new(Extractive)),
         #[cfg(feature = "openai")]
         SummaryBackend::Llm => Ok(Box::new(llm::LlmSummarizer::new(cfg)?)),
-        other => Err(Error::Config(format!(
+        other => Err(Error::config(format!(
             "summarizer \"{other}\" is not built into this trove"
         ))),
     }
@@ -183,7 +183,7 @@ mod llm {
         pub fn new(cfg: &SummaryConfig) -> Result<Self> {
             let text = prompts_text(cfg)?;
             let prompts: Prompts = toml::from_str(&text)
-                .map_err(|e| Error::Config(format!("summary prompts: {e}")))?;
+                .map_err(|e| Error::config(format!("summary prompts: {e}")))?;
             let key_prefix = trove_base::util::sha256_hex(
                 format!(
                     "{}|v{}|{}|{}",

@@ -245,7 +245,7 @@ impl BundleWriter {
             return Ok(());
         }
         let r = std::mem::take(&mut self.symbol_rows);
-        self.symbols.write(vec![
+        Ok(self.symbols.write(vec![
             i64s(r.iter().map(|x| x.2.symbol_id)),
             strings(r.iter().map(|x| x.0.as_ref())),
             opt_strings(r.iter().map(|x| x.1.as_deref())),
@@ -265,7 +265,7 @@ impl BundleWriter {
             )),
             Arc::new(Int64Array::from_iter(r.iter().map(|x| x.2.chunk_id))),
             opt_strings(r.iter().map(|x| x.2.scip_symbol.as_deref())),
-        ])
+        ])?)
     }
 
     /// Reads the raw refs back in order and writes `refs.parquet`, resolving every reference
@@ -318,13 +318,13 @@ impl BundleWriter {
             return Ok(());
         }
         let r = std::mem::take(&mut self.dep_rows);
-        self.deps.write(vec![
+        Ok(self.deps.write(vec![
             strings(r.iter().map(|x| x.0.as_ref())),
             strings(r.iter().map(|x| x.1.ecosystem.as_str())),
             strings(r.iter().map(|x| x.1.name.as_str())),
             opt_strings(r.iter().map(|x| x.1.version.as_deref())),
             strings(r.iter().map(|x| x.1.scope.as_str())),
-        ])
+        ])?)
     }
 
     fn flush_files(&mut self) -> Result<()> {
@@ -332,7 +332,7 @@ impl BundleWriter {
             return Ok(());
         }
         let r = std::mem::take(&mut self.file_rows);
-        self.files.write(vec![
+        Ok(self.files.write(vec![
             strings(r.iter().map(|(f, _)| f.path.as_str())),
             opt_strings(r.iter().map(|(f, _)| f.language.as_deref())),
             strings(r.iter().map(|(f, _)| f.source_type.as_str())),
@@ -353,7 +353,7 @@ impl BundleWriter {
                 r.iter()
                     .map(|(f, _)| Some(f.tail.as_str()).filter(|t| !t.is_empty())),
             ),
-        ])
+        ])?)
     }
 
     fn flush_chunks(&mut self) -> Result<()> {
@@ -438,11 +438,11 @@ impl BundleWriter {
             Arc::new(vectors),
             None,
         )?;
-        self.embeddings.write(vec![
+        Ok(self.embeddings.write(vec![
             i64s(r.iter().map(|x| x.rec.chunk_id)),
             Arc::new(list),
             Arc::new(windows),
-        ])
+        ])?)
     }
 
     /// Sets the paths (sorted) this segment tombstones in the segments before it.
@@ -646,5 +646,5 @@ fn write_raw_refs(t: &mut Table, r: &[PendingRef]) -> Result<()> {
         }
     }
     cols.push(Arc::new(exports.finish()));
-    t.write(cols)
+    Ok(t.write(cols)?)
 }

@@ -13,7 +13,8 @@
 #![warn(missing_docs)]
 
 pub mod chunk;
+pub mod error;
 pub mod highlight;
 pub mod lang;
 
-pub use trove_base::{Error, Result};
+pub use error::{Error, Result};

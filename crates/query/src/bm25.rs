@@ -1,8 +1,8 @@
 //! The BM25 arm: document frequencies (from a one-segment bundle's `terms` table or counted over
 //! the live postings), idf weights, and the best chunks over every segment's live postings.
+use crate::Result;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
-use trove_base::Result;
 use trove_bundle::lookup;
 
 use crate::fusion::best_first;

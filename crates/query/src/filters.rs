@@ -71,7 +71,7 @@ impl Bundle {
                 .column(0)
                 .as_any()
                 .downcast_ref::<arrow::array::Int64Array>()
-                .ok_or_else(|| trove_base::Error::bundle(&self.dir, "chunk_id is not BIGINT"))?;
+                .ok_or_else(|| crate::Error::bundle(&self.dir, "chunk_id is not BIGINT"))?;
             ids.extend(col.values().iter().copied());
         }
         Ok(Some(ids))

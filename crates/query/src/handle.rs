@@ -114,7 +114,7 @@ impl Bundle {
                     // entry, checked against chunks.parquet): a damaged count is refused, never
                     // allocated.
                     let wrong = || {
-                        trove_base::Error::bundle(
+                        crate::Error::bundle(
                             &self.dir,
                             format!(
                                 "segment {}: the chunk counts of its files.parquet do not add up \
@@ -188,7 +188,7 @@ impl Bundle {
     pub(crate) fn seg_rows(&self, i: usize) -> Result<&rows::Rows> {
         let seg = &self.segments[i];
         loaded(&seg.rows, || {
-            Ok(rows::Rows::load(&self.dir, &self.manifest, &seg.info)?)
+            rows::Rows::load(&self.dir, &self.manifest, &seg.info)
         })
     }
 
@@ -228,21 +228,20 @@ impl Bundle {
         let dir = &trove_bundle::pack::open_path(path)?;
         let manifest = read_manifest(dir)?;
         if manifest.format_version < trove_bundle::FORMAT_VERSION {
-            return Err(trove_base::Error::bundle(
+            return Err(crate::Error::bundle(
                 dir,
                 format!(
                     "format_version {} was written by an older trove (this one reads {}): re-index it",
                     manifest.format_version,
                     trove_bundle::FORMAT_VERSION
                 ),
-            ).into());
+            ));
         }
         if manifest.segments.is_empty() {
-            return Err(trove_base::Error::bundle(
+            return Err(crate::Error::bundle(
                 dir,
                 "its manifest lists no segment (run `trove verify` on it, or re-index)",
-            )
-            .into());
+            ));
         }
         manifest.check_segments(dir)?;
         let names = manifest.segment_files();
@@ -259,11 +258,10 @@ impl Bundle {
                 (Some(a), Some(b)) if a != b => "does not have the size the manifest records",
                 _ => continue,
             };
-            return Err(trove_base::Error::bundle(
+            return Err(crate::Error::bundle(
                 dir,
                 format!("{name} {problem} (run `trove verify` on it, or re-index)"),
-            )
-            .into());
+            ));
         }
         // Every table's sha256 against the manifest: hashed once per file version (remembered in
         // the cache by path, size, mtime and inode), so damaged bytes are refused, not queried.
@@ -349,7 +347,7 @@ impl Bundle {
     /// Writes (or finds) the cached resolution and points the view at it: its path.
     pub(crate) fn try_cache_refs(&self) -> Result<std::path::PathBuf> {
         let dir = trove_base::util::cache_dir()
-            .ok_or_else(|| trove_base::Error::not_found("no cache directory"))?;
+            .ok_or_else(|| crate::Error::not_found("no cache directory"))?;
         // The views' own text (the live rows and the resolution rules, by this build) and the
         // tables' sha256s.
         let mut key = format!(
@@ -393,9 +391,8 @@ impl Bundle {
             let _ = std::fs::remove_file(&path);
         }
         cache::prune_unused(&dir);
-        let io = |e: std::io::Error| {
-            trove_base::Error::failed(trove_base::error::io_kind(&e), e.to_string())
-        };
+        let io =
+            |e: std::io::Error| crate::Error::failed(trove_base::error::io_kind(&e), e.to_string());
         std::fs::create_dir_all(&dir).map_err(io)?;
         let tmp = cache::tmp_path(&path);
         // Resolved on a connection of its own, never on one a user's statements may have changed
@@ -418,7 +415,7 @@ impl Bundle {
                     Ok(()) => Ok(()),
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
                     Err(_) if path.is_file() => Ok(()),
-                    Err(_) => std::fs::rename(&tmp, &path).map_err(|e| Error::from(io(e))),
+                    Err(_) => std::fs::rename(&tmp, &path).map_err(io),
                 }
             });
         let _ = std::fs::remove_file(&tmp);
@@ -449,7 +446,7 @@ impl Bundle {
             trove_embed::for_manifest(&self.manifest).map(|m| QueryModel::Model(Arc::from(m)))
         };
         let model = model.map_err(|why| {
-            trove_base::Error::bundle_unusable(
+            crate::Error::bundle_unusable(
                 &self.dir,
                 format!(
                     "made with embedder {} {} (dim {}): {why}; query with --mode bm25, or re-index",

@@ -19,7 +19,7 @@ use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use trove_base::{Error, Result};
+use crate::{Error, Result};
 use trove_bundle::cache::{self, Bytes, u64_at};
 use trove_bundle::reader::column;
 use trove_bundle::{Manifest, SegmentInfo};

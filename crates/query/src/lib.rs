@@ -33,7 +33,7 @@ pub mod sql;
 mod terms;
 pub mod vectors;
 
-pub use error::{Error, Result, kind_of};
+pub use error::{Error, Result};
 pub use fusion::{FILE_CONTEXT, RRF_K, convex, file_context, rrf};
 pub use handle::Bundle;
 pub use model::{QueryEmbedder, QueryModel};

@@ -5,7 +5,7 @@ use trove_embed::{Embedder, HashEmbedder};
 
 use crate::bm25::{Df, idf_weights};
 use crate::terms::query_terms;
-use trove_base::{Error, Result};
+use crate::{Error, Result};
 
 /// Vector hits below this cosine are noise (hash-bucket collisions), not matches (dev eval: 0.12
 /// gives hybrid MRR 0.451, 0.02 gives 0.422). Unknown query words give an empty query vector (no

@@ -18,7 +18,7 @@ use arrow::array::{Array, Int32Array, Int64Array, StringArray};
 use rustc_hash::FxHashMap;
 use std::path::Path;
 
-use trove_base::{Error, Result};
+use crate::{Error, Result};
 use trove_bundle::cache::{self, Bytes, i64_at, u32_at, u64_at};
 use trove_bundle::reader::column;
 use trove_bundle::{Manifest, SegmentInfo};
@@ -461,7 +461,7 @@ impl<'p> Layout<'p> {
             let strs = STRING_COLUMNS
                 .iter()
                 .map(|c| column::<StringArray>(&batch, c, path))
-                .collect::<Result<Vec<_>>>()?;
+                .collect::<trove_bundle::Result<Vec<_>>>()?;
             for r in 0..batch.num_rows() {
                 if let Some((p, _)) = defs.get_key_value(strs[0].value(r)) {
                     files.entry(p.as_str()).or_default().push((

@@ -37,11 +37,11 @@ impl Bundle {
     /// [`Bundle::idf`] with the document frequencies from the inverted indexes (the live
     /// postings per term, which `terms.df` counts), for a query that loads them anyway.
     pub(crate) fn idf_indexed(&self, terms: &[(String, f64)]) -> Result<Vec<(String, f64)>> {
-        Ok(idf_weights(
+        idf_weights(
             &Df::Live(self.live_postings()?),
             self.manifest.bm25.n_docs,
             terms,
-        )?)
+        )
     }
 
     /// The prefixes of `terms`' words that the bundle holds ([`prefix_expansions`]) as BM25 terms:
@@ -293,7 +293,7 @@ impl Bundle {
                 if let Some(h) = pending.take() {
                     let conn = h
                         .join()
-                        .map_err(|_| trove_base::Error::internal("opening DuckDB panicked"))??;
+                        .map_err(|_| crate::Error::internal("opening DuckDB panicked"))??;
                     let _ = self.conn.set(conn);
                 }
                 Ok(())
@@ -341,7 +341,7 @@ impl Bundle {
                     Some(h) => {
                         let (top, segment) = h
                             .join()
-                            .map_err(|_| trove_base::Error::internal("the BM25 arm panicked"))??;
+                            .map_err(|_| crate::Error::internal("the BM25 arm panicked"))??;
                         self.found_in(segment);
                         top
                     }

@@ -5,7 +5,7 @@
 //! between ranks that matter.
 use std::path::Path;
 
-use trove_base::{Error, Result};
+use crate::{Error, Result};
 use trove_bundle::cache::{self, Bytes};
 use trove_bundle::reader::EmbeddingCols;
 use trove_bundle::{Manifest, SegmentInfo};

@@ -14,6 +14,7 @@
 pub mod args;
 #[cfg(feature = "openai")]
 pub mod ask;
+mod errors;
 pub mod filters;
 pub mod map;
 pub mod mcp;
@@ -21,3 +22,5 @@ pub mod serve;
 pub mod show;
 pub mod structure;
 pub mod tools;
+
+pub use errors::kind_of;

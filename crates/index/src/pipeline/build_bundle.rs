@@ -338,7 +338,7 @@ fn append_segment(
         // bundle is as it was.
         let _ = std::fs::remove_dir_all(&segment_dir);
         bundle::discard_staged_views(tmp);
-        return Err(e);
+        return Err(e.into());
     }
     bundle::install_views(tmp)?;
     Ok(m)

@@ -119,7 +119,7 @@ pub fn write_live(tmp: &Path, inputs: &[(PathBuf, Manifest)]) -> Result<Finished
         .map(|(i, d)| {
             PostingStream::open(d, writer.renumbering(i)).map(|s| Box::new(s) as GroupSource)
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<bundle::Result<Vec<_>>>()?;
     writer.finish(&skipped, postings)
 }
 
@@ -153,7 +153,7 @@ pub fn compact_locked(out: &Path, m: Manifest, why: &str) -> Result<(Manifest, C
         }
         .manifest(finished);
         bundle::write_manifest(tmp, &manifest)?;
-        Ok(manifest)
+        Ok::<_, Error>(manifest)
     })?;
     let summary = CompactSummary {
         reason: why.to_string(),

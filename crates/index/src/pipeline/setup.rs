@@ -150,7 +150,9 @@ pub(super) fn load_registry(root: &Path, extra: &[PathBuf]) -> Result<Registry> 
         dirs.push(repo_langs);
     }
     dirs.extend(extra.iter().cloned());
-    Registry::load(&dirs.iter().map(PathBuf::as_path).collect::<Vec<_>>())
+    Ok(Registry::load(
+        &dirs.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
+    )?)
 }
 
 /// Refuses to replace anything that is not a trove bundle (or an empty directory), and an output
@@ -163,5 +165,5 @@ pub(super) fn check_output(out: &Path, root: &Path) -> Result<()> {
             root.display()
         )));
     }
-    bundle::check_replaceable(out)
+    Ok(bundle::check_replaceable(out)?)
 }

@@ -24,7 +24,7 @@ pub(super) enum FileResult {
     /// Unchanged since the base bundle: the writer copies its rows from there.
     Carried,
     /// The embedder failed: the run stops (a bundle with chunks missing is never written).
-    Failed(String),
+    Failed(crate::Error),
 }
 
 /// The shared read-only state of the workers — the walk's rules, the languages, the pipeline
@@ -103,7 +103,7 @@ impl FileProcessor<'_> {
         let (term_counts, vectors) = self.terms_and_vectors(file.rel, &chunked.chunks, &summaries);
         let vectors: Vec<Vectors> = match vectors {
             Ok(v) => v,
-            Err(e) => return FileResult::Failed(e.to_string()),
+            Err(e) => return FileResult::Failed(e),
         };
         let parse_fallback = chunked.parse_fallback;
         let (mut chunks, done) =
@@ -331,7 +331,7 @@ impl FileProcessor<'_> {
                 features.into_iter().map(|f| h.embed_counts(f)).collect()
             })
             .map(|v| v.into_iter().map(|x| (x, Vec::new())).collect());
-        (term_counts, vectors)
+        (term_counts, vectors.map_err(Into::into))
     }
 
     /// Each chunk's vectors from the embedder's model (the file at `rel`; `summaries`: the
@@ -365,7 +365,7 @@ impl FileProcessor<'_> {
                 texts
             })
             .collect();
-        self.embedder.embed_chunks(&texts, beyond)
+        Ok(self.embedder.embed_chunks(&texts, beyond)?)
     }
 
     /// The file's definitions and references, with what its SCIP document did to them.

@@ -130,10 +130,12 @@ impl<'w, 'b> InOrderWriter<'w, 'b> {
                 self.read_skips.push(sk);
                 Ok(None)
             }
-            FileResult::Failed(e) => Err(Error::internal(format!(
-                "{}: {e}",
-                files[self.next - 1].rel
-            ))),
+            // The file's path before the message; the failure keeps its kind (a server's is
+            // remote, not internal).
+            FileResult::Failed(e) => Err(Error::failed(
+                e.kind(),
+                format!("{}: {e}", files[self.next - 1].rel),
+            )),
             FileResult::Carried => {
                 let rel = &files[self.next - 1].rel;
                 match self.reuse.and_then(|r| r.files.get(rel)) {

@@ -94,7 +94,7 @@ impl Rules {
             },
             exclude: globset(&with_dir_forms(&opts.exclude), "--exclude")?,
             generated: RegexSet::new(&cfg.generated_markers)
-                .map_err(|e| Error::Config(format!("generated_markers: {e}")))?,
+                .map_err(|e| Error::config(format!("generated_markers: {e}")))?,
         })
     }
 

@@ -420,7 +420,10 @@ pub(crate) fn child_by_field<'t>(
 
 impl Language {
     fn load(def: LanguageFile) -> Result<Self> {
-        let bad = |m: String| Error::Config(format!("language {}: {m}", def.id));
+        let bad = |msg: String| Error::Definition {
+            language: def.id.clone(),
+            msg,
+        };
         if !matches!(def.source_type.as_str(), "code" | "doc" | "config") {
             return Err(bad(format!(
                 "source_type {:?} is not code|doc|config",
@@ -493,7 +496,10 @@ impl Language {
         def: &LanguageFile,
         grammar: Option<&tree_sitter::Language>,
     ) -> Result<rustc_hash::FxHashMap<String, usize>> {
-        let bad = |m: String| Error::Config(format!("language {}: {m}", def.id));
+        let bad = |msg: String| Error::Definition {
+            language: def.id.clone(),
+            msg,
+        };
         let mut rules = rustc_hash::FxHashMap::default();
         for (i, r) in def.definitions.iter().enumerate() {
             for n in &r.nodes {
@@ -548,7 +554,10 @@ impl Language {
         def: &LanguageFile,
         grammar: Option<&tree_sitter::Language>,
     ) -> Result<()> {
-        let bad = |m: String| Error::Config(format!("language {}: {m}", def.id));
+        let bad = |msg: String| Error::Definition {
+            language: def.id.clone(),
+            msg,
+        };
         if let Some(g) = grammar {
             for spec in def
                 .import_nodes
@@ -708,7 +717,7 @@ impl Registry {
         let mut langs: Vec<Language> = Vec::new();
         for (name, text) in files {
             let def: LanguageFile =
-                toml::from_str(&text).map_err(|e| Error::Config(format!("{name}: {e}")))?;
+                toml::from_str(&text).map_err(|e| Error::config(format!("{name}: {e}")))?;
             let lang = Language::load(def)?;
             match langs.iter().position(|l| l.def.id == lang.def.id) {
                 Some(i) => langs[i] = lang,

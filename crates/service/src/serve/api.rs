@@ -72,7 +72,7 @@ fn of_kind(kind: ErrorKind, message: String) -> ApiError {
 
 impl From<anyhow::Error> for ApiError {
     fn from(e: anyhow::Error) -> Self {
-        let kind = e.chain().find_map(trove_query::kind_of);
+        let kind = e.chain().find_map(crate::kind_of);
         of_kind(kind.unwrap_or(ErrorKind::Internal), format!("{e:#}"))
     }
 }

@@ -711,7 +711,7 @@ fn disk_full(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(trove_base::error::disk_full)
-            || trove_query::kind_of(c) == Some(trove_base::error::ErrorKind::DiskFull)
+            || crate::kind_of(c) == Some(trove_base::error::ErrorKind::DiskFull)
     })
 }
 
