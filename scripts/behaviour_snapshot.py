@@ -238,7 +238,8 @@ class Snapshot:
 
     def two_commit_repo(self, src, dest, changes):
         """Copies SRC into DEST (no .git), commits it, applies CHANGES, commits again."""
-        shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        # fixtures/compat holds bundles, no source: snapshots of any commit index the same tree.
+        shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".git", "compat"))
         self.git(dest, "init", "-q")
         self.git(dest, "add", "-A", "-f")
         self.git(dest, "commit", "-q", "-m", "base", date=0)

@@ -53,7 +53,7 @@ fn damages() -> Vec<(&'static str, Damage)> {
         ),
         (
             "newer format",
-            manifest_edit(|m| m["format_version"] = 99.into()),
+            manifest_edit(|m| m["format_major"] = 99.into()),
         ),
         (
             "no vector dimension",

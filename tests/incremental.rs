@@ -315,17 +315,18 @@ fn since_refusals_say_why_and_leave_the_bundle() {
     );
     assert_eq!(s["files_reused"], 0);
 
-    // Another format version (an older bundle): a full rebuild too.
+    // Another format version (a bundle from before format 1.0): a full rebuild too, and the
+    // note says `trove upgrade` would have kept it.
     index(root, &b, &[]);
     let mut m = manifest(&b);
-    m["format_version"] = 0.into();
+    m["format_version"] = 9.into();
+    m.as_object_mut().unwrap().remove("format_major");
+    m.as_object_mut().unwrap().remove("format_minor");
     std::fs::write(b.join("manifest.json"), m.to_string()).unwrap();
     let s = index_json(root, &b, &["--since", "auto"]);
+    let note = s["incremental"].as_str().unwrap();
     assert!(
-        s["incremental"]
-            .as_str()
-            .unwrap()
-            .contains("format version 0"),
+        note.contains("format_version 9") && note.contains("trove upgrade"),
         "{s}"
     );
 
@@ -345,6 +346,8 @@ fn since_refusals_say_why_and_leave_the_bundle() {
         .unwrap()
         .retain(|f| f["name"] != "views.sql");
     m.as_object_mut().unwrap().remove("segments");
+    m.as_object_mut().unwrap().remove("format_major");
+    m.as_object_mut().unwrap().remove("format_minor");
     m["format_version"] = 4.into();
     std::fs::remove_dir_all(b.join("segments")).unwrap();
     std::fs::remove_file(b.join("views.sql")).unwrap();
@@ -358,7 +361,7 @@ fn since_refusals_say_why_and_leave_the_bundle() {
         let o = c.assert().code(2);
         let err = String::from_utf8_lossy(&o.get_output().stderr).into_owned();
         assert!(
-            err.contains("older trove") && err.contains("re-index"),
+            err.contains("format_version 4") && err.contains("re-index"),
             "{cmd}: {err}"
         );
     }
@@ -367,7 +370,7 @@ fn since_refusals_say_why_and_leave_the_bundle() {
         s["incremental"]
             .as_str()
             .unwrap()
-            .contains("format version 4"),
+            .contains("format_version 4"),
         "{s}"
     );
     assert_eq!(
@@ -761,29 +764,59 @@ fn since_under_a_root_with_glob_characters() {
     assert_eq!(compacted_tables(&b), tables(&full));
 }
 
-/// Bundles written by another build of trove are not merged or compacted into one stamped as
-/// this build's (a later `--since` run would carry the other build's rows as its own).
+/// Bundles written by another build of trove, of the same format, tokenizer, config and
+/// embedder, are merged and compacted, every contributing build listed in `builds`; a later
+/// `--since` rebuilds such a bundle in full (its rows are not this build's). What differs is
+/// refused by name.
 #[test]
-fn merge_and_compact_refuse_another_build() {
+fn merge_and_compact_join_builds_of_one_format() {
     let t = sample_repo();
     let scratch = tempfile::tempdir().unwrap();
     let (a, b) = (scratch.path().join("a"), scratch.path().join("b"));
     index(t.path(), &a, &["--shard", "1/2"]);
     index(t.path(), &b, &["--shard", "2/2"]);
-    for m in [&a, &b] {
+    let other =
+        serde_json::json!({"name": "trove", "version": "0.0.9", "build": "0123456789abcdef"});
+    let restamp = |m: &Path| {
         let mut v = manifest(m);
-        v["tool"]["build"] = "0123456789abcdef".into();
+        v["tool"] = other.clone();
+        v["builds"] = serde_json::json!([other.clone()]);
         std::fs::write(m.join("manifest.json"), v.to_string()).unwrap();
-    }
+    };
+    restamp(&a);
+    let merged = scratch.path().join("m");
+    trove()
+        .arg("merge")
+        .arg(&merged)
+        .args([&a, &b])
+        .assert()
+        .success();
+    let m = manifest(&merged);
+    let builds = m["builds"].as_array().unwrap();
+    assert_eq!(builds.len(), 2, "{m}");
+    assert!(builds.contains(&other), "{m}");
+    assert!(builds.contains(&m["tool"]), "{m}");
+    trove().arg("verify").arg(&merged).assert().success();
+    let hits = query_jsonl(&[merged.to_str().unwrap(), "invoice", "--limit", "3"]);
+    assert!(!hits.is_empty());
+
+    // What a reader compares rows by must agree: another pipeline config is named.
+    let mut v = manifest(&b);
+    v["pipeline_hash"] = "f".repeat(64).into();
+    std::fs::write(b.join("manifest.json"), v.to_string()).unwrap();
     let o = trove()
         .arg("merge")
-        .arg(scratch.path().join("m"))
+        .arg(scratch.path().join("m2"))
         .args([&a, &b])
         .assert()
         .code(2);
-    assert!(String::from_utf8_lossy(&o.get_output().stderr).contains("another trove build"));
+    let err = String::from_utf8_lossy(&o.get_output().stderr).into_owned();
+    assert!(
+        err.contains("pipeline config") && err.contains(&"f".repeat(64)),
+        "{err}"
+    );
 
-    // Two segments, stamped by another build: compact refuses and leaves them.
+    // Two segments, stamped by another build: compact keeps the rows and lists that build.
     let two = scratch.path().join("two");
     index(t.path(), &two, &[]);
     write(
@@ -793,17 +826,33 @@ fn merge_and_compact_refuse_another_build() {
     );
     commit(t.path(), "late fee");
     index(t.path(), &two, &["--since", "auto", "--no-compact"]);
-    let mut v = manifest(&two);
-    assert_eq!(v["segments"].as_array().unwrap().len(), 2);
-    v["tool"]["build"] = "0123456789abcdef".into();
-    std::fs::write(two.join("manifest.json"), v.to_string()).unwrap();
-    let o = trove().arg("compact").arg(&two).assert().code(2);
+    assert_eq!(manifest(&two)["segments"].as_array().unwrap().len(), 2);
+    restamp(&two);
+    trove().arg("compact").arg(&two).assert().success();
+    let m = manifest(&two);
+    assert_eq!(m["segments"].as_array().unwrap().len(), 1);
+    assert!(m["builds"].as_array().unwrap().contains(&other), "{m}");
+    trove().arg("verify").arg(&two).assert().success();
+    // Its rows are not all this build's: `--since` rebuilds it whole, and says why.
+    let s = index_json(t.path(), &two, &["--since", "auto"]);
+    let note = s["incremental"].as_str().unwrap();
+    assert!(
+        note.contains("full rebuild") && note.contains("0.0.9"),
+        "{s}"
+    );
+    assert_eq!(manifest(&two)["builds"].as_array().unwrap().len(), 1);
+
+    // A bundle of a newer minor is read, not rewritten.
+    let mut v = manifest(&merged);
+    v["format_minor"] = 7.into();
+    std::fs::write(merged.join("manifest.json"), v.to_string()).unwrap();
+    trove().arg("verify").arg(&merged).assert().success();
+    let o = trove().arg("compact").arg(&merged).assert().code(2);
     let err = String::from_utf8_lossy(&o.get_output().stderr).into_owned();
     assert!(
-        err.contains("another trove build") && err.contains("--since auto"),
+        err.contains("bundle format 1.7") && err.contains("compacting"),
         "{err}"
     );
-    assert_eq!(manifest(&two)["segments"].as_array().unwrap().len(), 2);
 }
 
 /// A committed file whose name is not UTF-8 (skipped: its path cannot be stored) and a

@@ -2,6 +2,7 @@
 //! repositories made in temp dirs and read the bundles back with DuckDB and pyarrow.
 mod agents;
 mod chunking;
+mod compat;
 mod corrupt;
 mod edges;
 mod embedders;

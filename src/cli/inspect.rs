@@ -42,9 +42,33 @@ fn text(a: &InspectArgs, m: &trove::bundle::Manifest, out: &mut Vec<u8>) -> anyh
     writeln!(out, "bundle      {}", a.bundle.display())?;
     writeln!(
         out,
-        "format      {} v{} (written by {} {} at {})",
-        m.format, m.format_version, m.tool.name, m.tool.version, m.created_at
+        "format      {} {}.{} (written by {} {} at {})",
+        m.format, m.format_major, m.format_minor, m.tool.name, m.tool.version, m.created_at
     )?;
+    let features: Vec<String> = m
+        .required_features
+        .iter()
+        .map(|(name, release)| format!("{name} ({release})"))
+        .collect();
+    if !features.is_empty() {
+        writeln!(out, "features    {}", features.join(", "))?;
+    }
+    // Rows of other builds (a compaction or merge across builds, an upgraded bundle).
+    if m.builds.iter().any(|b| *b != m.tool) {
+        let builds: Vec<String> = m
+            .builds
+            .iter()
+            .map(|b| {
+                format!(
+                    "{} {} ({})",
+                    b.name,
+                    b.version,
+                    b.build.as_deref().unwrap_or("?")
+                )
+            })
+            .collect();
+        writeln!(out, "builds      {}", builds.join(", "))?;
+    }
     let mut src = m.source.repo.clone();
     if let Some(s) = &m.source.subdir {
         src.push_str(&format!(" ({s})"));

@@ -11,6 +11,7 @@ pub mod pack;
 pub mod query;
 pub mod sql;
 pub mod sync;
+pub mod upgrade;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
@@ -78,6 +79,8 @@ pub enum Command {
     Pack(pack::PackArgs),
     #[command(about = "Unpack a packed bundle (.trove) into a bundle directory")]
     Unpack(pack::UnpackArgs),
+    #[command(about = "Convert a bundle of an older format to this trove's, in place")]
+    Upgrade(upgrade::UpgradeArgs),
     #[command(about = "Show the repository as a map, the most depended-on entries first")]
     Map(map::MapArgs),
     #[command(about = "Print a file's text from the bundle, with line numbers")]
@@ -185,6 +188,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Sync(a) => sync::run(a).map(|()| 0),
         Command::Pack(a) => pack::run_pack(a).map(|()| 0),
         Command::Unpack(a) => pack::run_unpack(a).map(|()| 0),
+        Command::Upgrade(a) => upgrade::run(a).map(|()| 0),
         Command::Map(a) => map::run(a),
         Command::Show(a) => show::run(a),
         Command::Mcp(a) => mcp::run(a),

@@ -35,6 +35,7 @@ mod schema;
 pub mod sync;
 pub mod table;
 pub mod tokenizer;
+pub mod upgrade;
 mod verify;
 pub mod views_file;
 
@@ -43,8 +44,9 @@ pub use error::{Error, Result};
 pub use manifest::{
     Bm25Info, Counts, EmbedderInfo, FileEntry, Finished, LangCount, LiveTotals, MANIFEST, MAX_DIM,
     MAX_MANIFEST_BYTES, Manifest, Provenance, ScipInput, SegmentInfo, Shard, SourceInfo,
-    TOMBSTONES, Tool, commit_manifest, created_at, is_bundle_file, live_sql, manifest_tool,
-    parse_manifest, read_manifest, remove_garbage, views_sql, write_manifest,
+    TOMBSTONES, Tool, commit_manifest, created_at, deserialize, format_of, is_bundle_file,
+    live_sql, manifest_tool, parse_manifest, read_manifest, read_manifest_json, remove_garbage,
+    views_sql, write_manifest,
 };
 pub use output::{
     OutputLock, build_beside, check_replaceable, link_or_copy, link_segment, lock_output,
@@ -65,8 +67,22 @@ pub const FORMAT: &str = "trove-bundle";
 /// 7: `symbols.scip_symbol` and `refs.scip_symbol`, the facts of SCIP indexes. 8: `refs.exports`,
 /// the names an import statement makes its file's, resolved through by importers of the file.
 /// 9: `embeddings.windows`, the vectors of a long chunk's further windows for a model that reads
-/// only a text's start; the vector arm scores a chunk by its best window.)
-pub const FORMAT_VERSION: u32 = 9;
+/// only a text's start; the vector arm scores a chunk by its best window. 10: format 1.0, the
+/// layout of 9 with `format_major`/`format_minor`, `required_features` and `builds` in the
+/// manifest.) Every 1.x bundle keeps 10 here, so troves before 1.0 refuse it by this number;
+/// versions from 1.0 on are [`FORMAT_MAJOR`].[`FORMAT_MINOR`] (docs/format.md).
+pub const FORMAT_VERSION: u32 = 10;
+/// The format's major version: a reader reads every minor of its major; a new major is a change
+/// an older reader cannot read (`trove upgrade` converts).
+pub const FORMAT_MAJOR: u32 = 1;
+/// The format's minor version: a minor only adds (optional columns, tables, manifest keys), which
+/// readers of an older minor ignore.
+pub const FORMAT_MINOR: u32 = 0;
+/// The last format before 1.0 that `trove upgrade` converts (older ones are re-indexed).
+pub const UPGRADABLE_FROM: u32 = 9;
+/// The features of the format this trove reads (a manifest's `required_features` names any
+/// whose meaning an older reader must not ignore); none in 1.0.
+pub const KNOWN_FEATURES: &[&str] = &[];
 static BUILD_STAMP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// Sets the stamp of the program that writes bundles (`tool.build` in their manifests), once, at

@@ -17,10 +17,24 @@ pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;
 pub struct Manifest {
     /// Always `trove-bundle`.
     pub format: String,
-    /// Bundle format version.
+    /// The legacy format number: 10 for every 1.x bundle (troves before 1.0 compare it).
     pub format_version: u32,
+    /// The format's major version (1); absent before format 1.0.
+    #[serde(default)]
+    pub format_major: u32,
+    /// The format's minor version.
+    #[serde(default)]
+    pub format_minor: u32,
+    /// Features a reader must know to read the bundle: name → the first trove release that reads
+    /// it. A reader refuses a bundle that names one it does not know.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub required_features: BTreeMap<String, String>,
     /// The tool that wrote it.
     pub tool: Tool,
+    /// Every trove build whose rows the bundle holds (merge and compact may join the rows of
+    /// builds of one format), sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub builds: Vec<Tool>,
     /// RFC 3339 UTC time of writing (`SOURCE_DATE_EPOCH` honoured); the only non-deterministic field.
     pub created_at: String,
     /// Where the content came from.
@@ -660,6 +674,12 @@ pub struct FileEntry {
 
 /// Reads and checks `BUNDLE/manifest.json`: a clear error for a missing, foreign or newer bundle.
 pub fn read_manifest(bundle: &Path) -> Result<Manifest> {
+    parse_checked(bundle, read_manifest_json(bundle)?)
+}
+
+/// The JSON of `BUNDLE/manifest.json`, of any format version, when it is a trove bundle's
+/// (`trove upgrade` reads the bundles [`read_manifest`] refuses as too old with it).
+pub fn read_manifest_json(bundle: &Path) -> Result<serde_json::Value> {
     let p = bundle.join(MANIFEST);
     if !bundle.exists() {
         return Err(Error::bundle_missing(
@@ -689,11 +709,11 @@ pub fn read_manifest(bundle: &Path) -> Result<Manifest> {
                 format!("cannot read {MANIFEST}: {e} (is this a trove bundle?)"),
             )
         })?;
-    parse_manifest(bundle, &text)
+    manifest_json(bundle, &text)
 }
 
-/// Parses and checks the text of `bundle`'s manifest (see [`read_manifest`]).
-pub fn parse_manifest(bundle: &Path, text: &str) -> Result<Manifest> {
+/// The manifest text `text` as JSON, when it describes a trove bundle.
+fn manifest_json(bundle: &Path, text: &str) -> Result<serde_json::Value> {
     let v: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| Error::bundle(bundle, format!("{MANIFEST} is not valid JSON: {e}")))?;
     if v.get("format").and_then(|f| f.as_str()) != Some(super::FORMAT) {
@@ -702,19 +722,23 @@ pub fn parse_manifest(bundle: &Path, text: &str) -> Result<Manifest> {
             format!("{MANIFEST} does not describe a {} bundle", super::FORMAT),
         ));
     }
-    let version = v
-        .get("format_version")
-        .and_then(|f| f.as_u64())
-        .unwrap_or(0);
-    if version > u64::from(super::FORMAT_VERSION) {
-        return Err(Error::bundle(
-            bundle,
-            format!(
-                "format_version {version} is newer than this trove reads ({}): upgrade trove",
-                super::FORMAT_VERSION
-            ),
-        ));
-    }
+    Ok(v)
+}
+
+/// Parses and checks the text of `bundle`'s manifest (see [`read_manifest`]).
+pub fn parse_manifest(bundle: &Path, text: &str) -> Result<Manifest> {
+    parse_checked(bundle, manifest_json(bundle, text)?)
+}
+
+/// The manifest of the JSON `v`, when this trove reads its format.
+fn parse_checked(bundle: &Path, v: serde_json::Value) -> Result<Manifest> {
+    check_version(bundle, &v)?;
+    deserialize(bundle, v)
+}
+
+/// The manifest of the JSON `v` of any format since segments (5), unchecked for its version:
+/// what `trove upgrade` converts.
+pub fn deserialize(bundle: &Path, v: serde_json::Value) -> Result<Manifest> {
     let m: Manifest = serde_json::from_value(v)
         .map_err(|e| Error::bundle(bundle, format!("{MANIFEST} is malformed: {e}")))?;
     // Every embedder trove has writes vectors; a dimension past this is no model's (and would
@@ -729,6 +753,102 @@ pub fn parse_manifest(bundle: &Path, text: &str) -> Result<Manifest> {
         ));
     }
     Ok(m)
+}
+
+/// The format version of a manifest's JSON `v`: (major, minor), or the legacy `format_version`
+/// of a bundle from before format 1.0 as (0, version).
+pub fn format_of(v: &serde_json::Value) -> (u64, u64) {
+    let num = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+    match num("format_major") {
+        Some(major) => (major, num("format_minor").unwrap_or(0)),
+        None => (0, num("format_version").unwrap_or(0)),
+    }
+}
+
+/// Refuses a manifest this trove cannot read, saying what can: a bundle from before format 1.0
+/// (`trove upgrade` converts format 9), one of a newer major, one that needs a feature this trove
+/// does not know. A newer minor of this major is read (what it adds is ignored).
+fn check_version(bundle: &Path, v: &serde_json::Value) -> Result<()> {
+    let this = format!("trove {}", env!("CARGO_PKG_VERSION"));
+    match format_of(v) {
+        (0, old) if old == u64::from(super::UPGRADABLE_FROM) => Err(Error::bundle_unusable(
+            bundle,
+            format!(
+                "is format_version {old}, from before bundle format 1.0: run `trove upgrade {}` \
+                 to convert it (no source checkout needed; embeddings and file text are kept)",
+                bundle.display()
+            ),
+        )),
+        (0, old) if old < u64::from(super::UPGRADABLE_FROM) => Err(Error::bundle_unusable(
+            bundle,
+            format!(
+                "is format_version {old}, older than `trove upgrade` converts (format_version \
+                 {}): re-index it",
+                super::UPGRADABLE_FROM
+            ),
+        )),
+        (0, old) => Err(Error::bundle(
+            bundle,
+            format!("format_version {old} without format_major: no trove writes that"),
+        )),
+        (major, minor) if major > u64::from(super::FORMAT_MAJOR) => Err(Error::bundle_unusable(
+            bundle,
+            format!(
+                "is bundle format {major}.{minor}, newer than {this} reads ({}.x): read it with a \
+                 newer trove",
+                super::FORMAT_MAJOR
+            ),
+        )),
+        (major, minor) if major < u64::from(super::FORMAT_MAJOR) => Err(Error::bundle_unusable(
+            bundle,
+            format!(
+                "is bundle format {major}.{minor}: run `trove upgrade {}` to convert it to {}.{}",
+                bundle.display(),
+                super::FORMAT_MAJOR,
+                super::FORMAT_MINOR
+            ),
+        )),
+        _ => {
+            let features = v.get("required_features").and_then(|f| f.as_object());
+            for (name, release) in features.into_iter().flatten() {
+                if !super::KNOWN_FEATURES.contains(&name.as_str()) {
+                    let release = release.as_str().unwrap_or("a newer trove");
+                    return Err(Error::bundle_unusable(
+                        bundle,
+                        format!(
+                            "needs the bundle feature `{name}`, which {this} does not read: read \
+                             it with {release} or later"
+                        ),
+                    ));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+impl Manifest {
+    /// Refuses to append to or rewrite a bundle of a newer minor than this trove writes: what
+    /// that minor adds would be lost or left inconsistent (`what` names the operation).
+    pub fn check_writable(&self, dir: &Path, what: &str) -> Result<()> {
+        if (self.format_major, self.format_minor) > (super::FORMAT_MAJOR, super::FORMAT_MINOR) {
+            return Err(Error::bundle_unusable(
+                dir,
+                format!(
+                    "is bundle format {}.{}, newer than trove {} writes ({}.{}): it can be read, \
+                     but {what} needs a trove that writes {}.{}",
+                    self.format_major,
+                    self.format_minor,
+                    env!("CARGO_PKG_VERSION"),
+                    super::FORMAT_MAJOR,
+                    super::FORMAT_MINOR,
+                    self.format_major,
+                    self.format_minor
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The largest vector dimension a manifest may record.
@@ -757,6 +877,8 @@ pub struct Provenance {
     pub scip: Vec<ScipInput>,
     /// BM25 parameters and tokenizer; `avgdl` and `n_docs` are replaced by the rows written.
     pub bm25: Bm25Info,
+    /// The builds of the rows the run carried over from other bundles (this build is added).
+    pub builds: Vec<Tool>,
 }
 
 /// The live totals of a bundle, from its live `files` rows ([`crate::schema::FileRow`])
@@ -809,7 +931,8 @@ impl Provenance {
     /// The manifest of `base` after a run added the segment its writer finished with `f`:
     /// `live` are the totals of the live rows after the change. Terms, postings and resolved
     /// references count stored rows (dead ones included) until a compaction.
-    pub fn manifest_appended(self, base: &Manifest, f: Finished, live: LiveTotals) -> Manifest {
+    pub fn manifest_appended(mut self, base: &Manifest, f: Finished, live: LiveTotals) -> Manifest {
+        self.builds.extend(base.builds.iter().cloned());
         let mut files: Vec<FileEntry> = base
             .files
             .iter()
@@ -868,10 +991,19 @@ impl Provenance {
         if let Some(last) = segments.last_mut() {
             last.embedder = self.embedder.fingerprint.clone();
         }
+        let mut builds = self.builds;
+        builds.push(manifest_tool());
+        builds
+            .sort_by(|a, b| (&a.name, &a.version, &a.build).cmp(&(&b.name, &b.version, &b.build)));
+        builds.dedup();
         Manifest {
             format: super::FORMAT.into(),
             format_version: super::FORMAT_VERSION,
+            format_major: super::FORMAT_MAJOR,
+            format_minor: super::FORMAT_MINOR,
+            required_features: BTreeMap::new(),
             tool: manifest_tool(),
+            builds,
             created_at: created_at(),
             source: self.source,
             base: self.base,

@@ -141,7 +141,7 @@ pub fn lock_output(out: &Path) -> Result<OutputLock> {
     if std::fs::symlink_metadata(out).is_err()
         && let Some(aside) = leftovers
             .iter()
-            .find(|p| p.to_string_lossy().ends_with(ASIDE) && super::read_manifest(p).is_ok())
+            .find(|p| p.to_string_lossy().ends_with(ASIDE) && super::read_manifest_json(p).is_ok())
     {
         std::fs::rename(aside, out).map_err(|e| Error::io(aside, e))?;
     }
@@ -182,7 +182,8 @@ pub fn check_replaceable(out: &Path) -> Result<()> {
             .map_err(|e| Error::io(out, e))?
             .next()
             .is_none();
-        if !empty && super::read_manifest(out).is_err() {
+        // A bundle of any format version is one (`--since` rebuilds an older one in full).
+        if !empty && super::read_manifest_json(out).is_err() {
             return Err(Error::bad_input(format!(
                 "refusing to overwrite {}: it exists and is not a trove bundle (remove it, or write the bundle elsewhere)",
                 out.display()

@@ -407,13 +407,8 @@ impl Staged {
 /// the bundle, a file it does not list or one no segment owns, segments of another embedder.
 fn check_published(src: &Path, m: &Manifest) -> Result<()> {
     let bad = |msg: String| Error::bundle(src, msg);
-    if m.format_version != super::FORMAT_VERSION {
-        return Err(bad(format!(
-            "format_version {} is not the one this trove syncs ({}): publish it with this trove, or use a matching one",
-            m.format_version,
-            super::FORMAT_VERSION
-        )));
-    }
+    // A newer minor is read and copied whole (what it adds rides along); an older major or a
+    // feature this trove does not know is refused when the manifest is parsed.
     if m.segments.is_empty() {
         return Err(bad(format!("{MANIFEST} lists no segment")));
     }

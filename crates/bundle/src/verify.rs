@@ -32,13 +32,6 @@ pub struct VerifyReport {
 pub fn verify(dir: &Path) -> Result<VerifyReport> {
     let manifest = read_manifest(dir)?;
     let bad = |m: String| Error::bundle(dir, m);
-    if manifest.format_version < super::FORMAT_VERSION {
-        return Err(bad(format!(
-            "format_version {} was written by an older trove (this one checks {}): re-index it",
-            manifest.format_version,
-            super::FORMAT_VERSION
-        )));
-    }
     let mut bytes_hashed = 0;
     if manifest.segments.is_empty() {
         return Err(bad(format!("{MANIFEST} lists no segment")));
@@ -50,8 +43,11 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
             return Err(bad(format!("{MANIFEST} does not list {name}")));
         }
     }
+    // A newer minor of this format may add columns (and tables, which are hashed but not read):
+    // its tables must hold the columns this trove knows, with their types, and may hold more.
+    let newer_minor = manifest.format_minor > super::FORMAT_MINOR;
     for entry in &manifest.files {
-        bytes_hashed += check_file(dir, entry, manifest.embedder.dim)?;
+        bytes_hashed += check_file(dir, entry, manifest.embedder.dim, newer_minor)?;
     }
     check_counts(dir, &manifest)?;
     let unlisted = super::manifest::unlisted_segments(dir, &manifest)
@@ -70,7 +66,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport> {
 
 /// Checks one file the manifest lists: a file of the bundle, there, no link, at the size and
 /// sha256 the manifest records, and a table as [`check_table`] checks it. Returns the bytes hashed.
-fn check_file(dir: &Path, entry: &FileEntry, dim: usize) -> Result<u64> {
+fn check_file(dir: &Path, entry: &FileEntry, dim: usize, newer_minor: bool) -> Result<u64> {
     let bad = |m: String| Error::bundle(dir, m);
     if !is_bundle_file(&entry.name) || entry.name == MANIFEST {
         return Err(bad(format!(
@@ -106,14 +102,21 @@ fn check_file(dir: &Path, entry: &FileEntry, dim: usize) -> Result<u64> {
     let base = entry.name.rsplit('/').next().unwrap_or(&entry.name);
     let table = base.trim_end_matches(".parquet");
     if let Some(expected) = expected_schema(table, dim) {
-        check_table(dir, &p, entry, &expected)?;
+        check_table(dir, &p, entry, &expected, newer_minor)?;
     }
     Ok(bytes)
 }
 
 /// Checks the table file `p` (`entry`'s) as Parquet: its codecs, its row count against the
-/// manifest, and its schema against `expected`.
-fn check_table(dir: &Path, p: &Path, entry: &FileEntry, expected: &Schema) -> Result<()> {
+/// manifest, and its schema against `expected` (with `newer_minor`, the columns of `expected`
+/// with their types, among others).
+fn check_table(
+    dir: &Path,
+    p: &Path,
+    entry: &FileEntry,
+    expected: &Schema,
+    newer_minor: bool,
+) -> Result<()> {
     let bad = |m: String| Error::bundle(dir, m);
     let f = File::open(p).map_err(|e| Error::io(p, e))?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(f)
@@ -148,13 +151,20 @@ fn check_table(dir: &Path, p: &Path, entry: &FileEntry, expected: &Schema) -> Re
         )));
     }
     let got = reader.schema();
-    if got.fields().len() != expected.fields().len()
-        || got
-            .fields()
-            .iter()
-            .zip(expected.fields())
-            .any(|(a, b)| a.name() != b.name() || a.data_type() != b.data_type())
-    {
+    let differs = if newer_minor {
+        expected.fields().iter().any(|b| {
+            got.field_with_name(b.name())
+                .map_or(true, |a| a.data_type() != b.data_type())
+        })
+    } else {
+        got.fields().len() != expected.fields().len()
+            || got
+                .fields()
+                .iter()
+                .zip(expected.fields())
+                .any(|(a, b)| a.name() != b.name() || a.data_type() != b.data_type())
+    };
+    if differs {
         return Err(bad(format!(
             "{} has schema {:?}, expected {:?}",
             entry.name,

@@ -227,16 +227,6 @@ impl Bundle {
         let label = path.display().to_string();
         let dir = &trove_bundle::pack::open_path(path)?;
         let manifest = read_manifest(dir)?;
-        if manifest.format_version < trove_bundle::FORMAT_VERSION {
-            return Err(crate::Error::bundle(
-                dir,
-                format!(
-                    "format_version {} was written by an older trove (this one reads {}): re-index it",
-                    manifest.format_version,
-                    trove_bundle::FORMAT_VERSION
-                ),
-            ));
-        }
         if manifest.segments.is_empty() {
             return Err(crate::Error::bundle(
                 dir,

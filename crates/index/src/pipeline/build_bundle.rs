@@ -302,6 +302,9 @@ impl BundleBuild<'_> {
                 tokenizer: extract::TOKENIZER.into(),
                 max_token_len: cfg.bm25.max_token_len,
             },
+            // A full build's rows are this build's; an appended segment adds the base's builds
+            // (`manifest_appended`).
+            builds: Vec::new(),
         }
     }
 }

@@ -150,6 +150,7 @@ pub fn compact_locked(out: &Path, m: Manifest, why: &str) -> Result<(Manifest, C
             embedder: m.embedder.clone(),
             scip: m.scip.clone(),
             bm25: m.bm25.clone(),
+            builds: m.builds.clone(),
         }
         .manifest(finished);
         bundle::write_manifest(tmp, &manifest)?;
@@ -184,17 +185,17 @@ pub fn run_compact(bundle_dir: &Path) -> Result<(Manifest, CompactSummary)> {
         };
         return Ok((m, summary));
     }
-    // The compacted bundle is stamped as this build's (an incremental run carries rows of a
-    // bundle of its own build over): rows another build wrote cannot be, as for merge.
-    if m.tool != bundle::manifest_tool() {
-        return Err(Error::bundle(
+    // Rows another build of this format wrote are kept as they are, that build listed in the
+    // manifest's `builds`; postings are copied, never re-tokenized, but the bundle must name the
+    // tokenizer this trove queries with.
+    m.check_writable(&out, "compacting it")?;
+    if m.bm25.tokenizer != crate::extract::TOKENIZER {
+        return Err(Error::bundle_unusable(
             &out,
             format!(
-                "was built by another trove build ({} {}): compacting would stamp its rows as \
-                 this build's; re-index it with this one (`trove index --since auto` rebuilds it \
-                 whole)",
-                m.tool.version,
-                m.tool.build.as_deref().unwrap_or("unknown")
+                "was tokenized with {}, and this trove tokenizes with {}: re-index it",
+                m.bm25.tokenizer,
+                crate::extract::TOKENIZER
             ),
         ));
     }

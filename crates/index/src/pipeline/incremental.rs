@@ -143,26 +143,33 @@ pub(crate) struct Plan {
 
 /// Why `m`'s rows cannot be reused by this run, if they cannot.
 fn incompatible(m: &Manifest, e: &Expect) -> Option<String> {
-    if m.format_version != bundle::FORMAT_VERSION {
+    if (m.format_major, m.format_minor) != (bundle::FORMAT_MAJOR, bundle::FORMAT_MINOR) {
         return Some(format!(
-            "format version {} (this trove writes {})",
-            m.format_version,
-            bundle::FORMAT_VERSION
+            "bundle format {}.{} (this trove writes {}.{})",
+            m.format_major,
+            m.format_minor,
+            bundle::FORMAT_MAJOR,
+            bundle::FORMAT_MINOR
         ));
     }
-    if m.tool.version != env!("CARGO_PKG_VERSION") {
-        return Some(format!(
-            "trove {} (this is {})",
-            m.tool.version,
-            env!("CARGO_PKG_VERSION")
-        ));
-    }
-    if m.tool.build.as_deref() != trove_bundle::build_stamp() {
-        return Some(format!(
-            "another build of trove {} (sources {})",
-            m.tool.version,
-            m.tool.build.as_deref().unwrap_or("unknown")
-        ));
+    // Every build whose rows the bundle holds (an upgraded bundle's manifest is this trove's,
+    // its rows the old build's; a compaction may join builds).
+    let this = bundle::manifest_tool();
+    let builds = if m.builds.is_empty() {
+        std::slice::from_ref(&m.tool)
+    } else {
+        &m.builds[..]
+    };
+    if let Some(other) = builds.iter().find(|b| **b != this) {
+        return Some(if other.version != this.version {
+            format!("trove {} (this is {})", other.version, this.version)
+        } else {
+            format!(
+                "another build of trove {} (sources {})",
+                other.version,
+                other.build.as_deref().unwrap_or("unknown")
+            )
+        });
     }
     if m.pipeline_hash != e.pipeline_hash {
         return Some("another pipeline config".into());
@@ -325,15 +332,47 @@ fn base_manifest(
     }
     // A bundle of another format is rebuilt in full before anything else is asked of it (an older
     // layout would not verify under this one's rules).
-    if let Ok(m) = bundle::read_manifest(out)
-        && m.format_version != bundle::FORMAT_VERSION
-        && let Some(why) = incompatible(&m, expect)
-    {
-        return Ok(Err(FullBuild {
-            note: Some(format!(
-                "full rebuild: {shown} was built with {why}, so none of its rows can be reused"
-            )),
-        }));
+    if let Ok(v) = bundle::read_manifest_json(out) {
+        let (major, minor) = bundle::format_of(&v);
+        let this = (
+            u64::from(bundle::FORMAT_MAJOR),
+            u64::from(bundle::FORMAT_MINOR),
+        );
+        // A newer trove's bundle is not replaced by an older format's (its readers may need
+        // what that format adds).
+        if (major, minor) > this {
+            return Err(crate::Error::bundle_unusable(
+                out,
+                format!(
+                    "is bundle format {major}.{minor}, newer than this trove writes ({}.{}): \
+                     index it with a trove that writes {major}.{minor}, or remove it to rebuild \
+                     it with this one",
+                    this.0, this.1
+                ),
+            ));
+        }
+        if (major, minor) != this {
+            let format = if major == 0 {
+                format!(
+                    "format_version {minor}, from before bundle format 1.0{}",
+                    if minor == u64::from(bundle::UPGRADABLE_FROM) {
+                        " (`trove upgrade` converts it without a rebuild)"
+                    } else {
+                        ""
+                    }
+                )
+            } else {
+                format!(
+                    "bundle format {major}.{minor} (this trove writes {}.{})",
+                    this.0, this.1
+                )
+            };
+            return Ok(Err(FullBuild {
+                note: Some(format!(
+                    "full rebuild: {shown} is {format}, so none of its rows can be reused"
+                )),
+            }));
+        }
     }
     // Only the manifest and the small tables are read: an incremental run costs what changed.
     // Each file is hashed once per version (the memo of `check_hashes`; the run that wrote it

@@ -39,23 +39,60 @@ pub struct MergeSummary {
     pub wall_secs: f64,
 }
 
-/// Why bundle `b` cannot be merged with `a` (the first input), if it cannot.
-fn mismatch(a: &Manifest, b: &Manifest) -> Option<&'static str> {
-    if a.format_version != b.format_version || a.tool != b.tool {
-        Some("trove version or bundle format")
-    } else if a.pipeline_hash != b.pipeline_hash {
-        Some("pipeline config")
-    } else if a.languages_hash != b.languages_hash {
-        Some("language files")
-    } else if a.embedder.fingerprint != b.embedder.fingerprint {
-        Some("embedder")
-    } else if a.source.commit != b.source.commit {
-        Some("source commit")
-    } else if a.source.subdir != b.source.subdir {
-        Some("root directory")
-    } else {
-        None
-    }
+/// Why bundle `b` cannot be merged with `a` (the first input), if it cannot: what differs, with
+/// both values. Bundles of different trove builds merge when their rows agree on everything a
+/// reader compares them by: format, tokenizer, pipeline config, language files and embedder.
+fn mismatch(a: &Manifest, b: &Manifest) -> Option<String> {
+    let differs =
+        |what: &str, x: String, y: String| (x != y).then(|| format!("{what} ({y}, not {x})"));
+    let opt = |s: &Option<String>| s.clone().unwrap_or_else(|| "none".into());
+    differs(
+        "bundle format",
+        format!("{}.{}", a.format_major, a.format_minor),
+        format!("{}.{}", b.format_major, b.format_minor),
+    )
+    .or_else(|| {
+        differs(
+            "tokenizer",
+            format!("{} max {}", a.bm25.tokenizer, a.bm25.max_token_len),
+            format!("{} max {}", b.bm25.tokenizer, b.bm25.max_token_len),
+        )
+    })
+    .or_else(|| {
+        differs(
+            "pipeline config",
+            a.pipeline_hash.clone(),
+            b.pipeline_hash.clone(),
+        )
+    })
+    .or_else(|| {
+        differs(
+            "language files",
+            opt(&a.languages_hash),
+            opt(&b.languages_hash),
+        )
+    })
+    .or_else(|| {
+        differs(
+            "embedder",
+            a.embedder.fingerprint.clone(),
+            b.embedder.fingerprint.clone(),
+        )
+    })
+    .or_else(|| {
+        differs(
+            "source commit",
+            opt(&a.source.commit),
+            opt(&b.source.commit),
+        )
+    })
+    .or_else(|| {
+        differs(
+            "root directory",
+            opt(&a.source.subdir),
+            opt(&b.source.subdir),
+        )
+    })
 }
 
 /// Merges the bundles at `inputs` into `out`.
@@ -74,19 +111,8 @@ pub fn run_merge(out: &Path, inputs: &[PathBuf]) -> Result<(Manifest, MergeSumma
     let mut manifests = Vec::with_capacity(inputs.len());
     for p in inputs {
         let m = bundle::read_manifest(p)?;
-        // The merged bundle is stamped as this build's: rows another build wrote cannot be.
-        if m.tool != bundle::manifest_tool() || m.format_version != bundle::FORMAT_VERSION {
-            return Err(Error::bundle(
-                p,
-                format!(
-                    "was built by another trove build ({} {}, format {}): re-index it with this one \
-                     before merging",
-                    m.tool.version,
-                    m.tool.build.as_deref().unwrap_or("unknown"),
-                    m.format_version
-                ),
-            ));
-        }
+        // Rows of other builds of this format are kept, their builds listed in `builds`.
+        m.check_writable(p, "merging it")?;
         if let Some((first, m0)) = inputs.first().zip(manifests.first())
             && let Some(what) = mismatch(m0, &m)
         {
@@ -185,6 +211,10 @@ fn write_merged(
         embedder: first.embedder.clone(),
         scip: first.scip.clone(),
         bm25: first.bm25.clone(),
+        builds: manifests
+            .iter()
+            .flat_map(|m| m.builds.iter().cloned())
+            .collect(),
     }
     .manifest_of_segments(segments, files, totals, &stored);
     bundle::write_manifest(tmp, &manifest)?;
