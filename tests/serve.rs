@@ -59,11 +59,11 @@ impl Server {
         Server { child, addr, log }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
 

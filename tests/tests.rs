@@ -23,3 +23,4 @@ mod sql;
 mod structure;
 mod sync;
 mod util;
+mod web;

@@ -7,6 +7,7 @@ mod api;
 mod metrics;
 mod sessions;
 mod state;
+mod web;
 
 use axum::Router;
 use axum::error_handling::HandleErrorLayer;
@@ -381,6 +382,8 @@ fn routes(a: &ServeArgs, app: &Shared, mcp: McpService) -> Router {
         .route("/files/", get(api::file_missing))
         .route("/bundles", get(api::bundles))
         .route("/openapi.json", get(api::openapi))
+        .route("/", get(web::search_page))
+        .route("/file/{*path}", get(web::file_page))
         .nest_service("/mcp", mcp)
         .layer(limits(a.timeout));
     let ask = Router::new()
@@ -390,6 +393,8 @@ fn routes(a: &ServeArgs, app: &Shared, mcp: McpService) -> Router {
     Router::new()
         .route("/health", get(api::health))
         .route("/metrics", get(api::metrics))
+        .route("/static/app.js", get(web::app_js))
+        .route("/static/app.css", get(web::app_css))
         .merge(limited)
         .merge(ask)
         .fallback(api::not_found)
@@ -655,7 +660,9 @@ async fn observe(State(app): State<Shared>, req: Request, next: Next) -> Respons
         next.run(req).await
     };
     let status = resp.status();
-    if (status.is_client_error() || status.is_server_error()) && !is_json(&resp) {
+    // A web page's error is a page (`web`); the API's are JSON; anything else is made JSON.
+    if (status.is_client_error() || status.is_server_error()) && !is_json(&resp) && !is_html(&resp)
+    {
         let (code, message) = match status {
             StatusCode::PAYLOAD_TOO_LARGE => (
                 "payload_too_large",
@@ -742,6 +749,14 @@ fn is_json(r: &Response) -> bool {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"))
+}
+
+/// Whether `r` is a web page (`text/html`), which keeps its own error text.
+fn is_html(r: &Response) -> bool {
+    r.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"))
 }
 
 /// A route label for a path no route matched (bounded: no user text in metrics).

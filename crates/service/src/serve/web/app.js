@@ -1,0 +1,83 @@
+// trove serve's pages: results as you type (debounced, the latest answer wins), `/` to focus
+// the search box, ↑/↓ between results and Enter to open one, and the lines of a permalink
+// (#L10-L20) highlighted. The server renders every page; this only fetches its fragments.
+(function () {
+  "use strict";
+  var form = document.getElementById("search");
+  var box = document.getElementById("q");
+  var out = document.getElementById("results");
+  var timer = null;
+  var seq = 0;
+  var selected = -1;
+
+  function query() {
+    return new URLSearchParams(new FormData(form));
+  }
+
+  function run() {
+    var params = query();
+    var mine = ++seq;
+    history.replaceState(null, "", "/?" + params.toString());
+    params.set("partial", "1");
+    fetch("/?" + params.toString(), { credentials: "same-origin" })
+      .then(function (r) { return r.text(); })
+      .then(function (html) {
+        if (mine !== seq) return;
+        out.innerHTML = html; // rendered and escaped by the server
+        selected = -1;
+      });
+  }
+
+  if (form && box && out) {
+    box.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(run, 150);
+    });
+    form.addEventListener("change", function (e) {
+      if (e.target !== box) run();
+    });
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      clearTimeout(timer);
+      run();
+    });
+  }
+
+  document.addEventListener("keydown", function (e) {
+    var typing = document.activeElement && /^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement.tagName);
+    if (e.key === "/" && !typing && box) {
+      e.preventDefault();
+      box.focus();
+      box.select();
+      return;
+    }
+    var links = Array.prototype.slice.call(document.querySelectorAll(".hit a.open"));
+    if (!links.length) return;
+    if (e.key === "ArrowDown") {
+      e.preventDefault();
+      selected = Math.min(selected + 1, links.length - 1);
+      links[selected].focus();
+    } else if (e.key === "ArrowUp") {
+      e.preventDefault();
+      selected = Math.max(selected - 1, 0);
+      links[selected].focus();
+    }
+  });
+
+  function mark() {
+    Array.prototype.forEach.call(document.querySelectorAll("tr.hl"), function (r) {
+      r.classList.remove("hl");
+    });
+    var m = /^#L(\d+)(?:-L(\d+))?$/.exec(location.hash);
+    if (!m) return;
+    var a = +m[1], b = m[2] ? +m[2] : a;
+    for (var i = a; i <= b; i++) {
+      var row = document.getElementById("L" + i);
+      if (row) row.classList.add("hl");
+    }
+    var first = document.getElementById("L" + a);
+    if (first) first.scrollIntoView({ block: "center" });
+  }
+  window.addEventListener("hashchange", mark);
+  mark();
+})();

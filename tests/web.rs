@@ -1,0 +1,43 @@
+//! The web pages of `trove serve` in a real browser (Debian's Chromium through Selenium,
+//! `tests/web_client.py`): search as you type, results grouped by file, filters in the box and
+//! as controls, the keyboard alone, a result opened at its lines, permalinks that survive a
+//! reload, and a file's `<script>` shown as text, never run.
+use crate::serve::Server;
+use crate::util::*;
+
+#[test]
+fn the_search_and_file_pages_work_in_a_browser() {
+    let t = sample_repo();
+    write(
+        t.path(),
+        "web/evil.html",
+        b"<p>invoice preview</p>\n<script>window.pwned = 1</script>\n",
+    );
+    commit(t.path(), "a page with a script");
+    let scratch = tempfile::tempdir().unwrap();
+    let b = scratch.path().join("sample.bundle");
+    index(t.path(), &b, &[]);
+    let server = Server::start(&[b.to_str().unwrap()], &[]);
+    // The pages are photographed each run (the pictures of docs/serve.md: set
+    // TROVE_WEB_SCREENSHOTS=docs/img to replace them).
+    let shots = std::env::var_os("TROVE_WEB_SCREENSHOTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| scratch.path().join("shots"));
+    let out = std::process::Command::new("python3")
+        .arg(repo().join("tests/web_client.py"))
+        .arg(server.url())
+        .arg(&shots)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}\n{}\n--- server log ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server.log()
+    );
+    for name in ["web-search.png", "web-file.png"] {
+        let png = std::fs::read(shots.join(name)).unwrap();
+        assert!(png.starts_with(b"\x89PNG") && png.len() > 2000, "{name}");
+    }
+}

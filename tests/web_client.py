@@ -1,0 +1,148 @@
+"""Drives the web pages of `trove serve` in a real browser: Debian's Chromium, headless, through
+Selenium and chromedriver. Run by tests/web.rs against a server of the sample repository (plus a
+file whose text holds a <script>); prints one line per check and exits 1 on the first failure.
+
+    python3 tests/web_client.py BASE_URL [SCREENSHOT_DIR]
+
+With SCREENSHOT_DIR, the pages are saved there as PNG files (web-search.png, web-file.png: the
+pictures in docs/serve.md are taken so, with TROVE_WEB_SCREENSHOTS=docs/img on tests/web.rs).
+"""
+import os
+import sys
+import urllib.parse
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
+
+BASE = sys.argv[1].rstrip("/")
+SHOTS = sys.argv[2] if len(sys.argv) > 2 else None
+
+
+def shot(d, name):
+    if SHOTS:
+        os.makedirs(SHOTS, exist_ok=True)
+        check(f"screenshot {name}", d.save_screenshot(os.path.join(SHOTS, name)))
+
+
+def browser():
+    o = webdriver.ChromeOptions()
+    o.binary_location = "/usr/bin/chromium"
+    for a in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,900"]:
+        o.add_argument(a)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+
+
+def check(what, ok, detail=""):
+    print(("ok   " if ok else "FAIL ") + what + (f": {detail}" if detail and not ok else ""), flush=True)
+    if not ok:
+        sys.exit(1)
+
+
+def hits(d):
+    return d.find_elements(By.CSS_SELECTOR, "#results .hit")
+
+
+def langs(d):
+    """The language of each result shown, read at once (results are replaced as one types)."""
+    return d.execute_script(
+        "return Array.from(document.querySelectorAll('#results .hit .lang')).map(e => e.textContent)")
+
+
+def main():
+    d = browser()
+    wait = WebDriverWait(d, 15)
+    try:
+        d.get(BASE + "/")
+        box = wait.until(EC.presence_of_element_located((By.ID, "q")))
+        check("the search page has a labelled search box",
+              d.find_element(By.CSS_SELECTOR, "label[for=q]") is not None)
+        check("the served bundle's provenance is on the page",
+              "sample" in d.find_element(By.CSS_SELECTOR, ".provenance").text)
+
+        # `/` focuses the box, from anywhere on the page.
+        d.find_element(By.TAG_NAME, "body").click()
+        d.switch_to.active_element.send_keys("/")
+        check("/ focuses the search box", d.switch_to.active_element.get_attribute("id") == "q")
+
+        # Results as you type, grouped by file, with numbered, marked snippets.
+        d.switch_to.active_element.send_keys("invoice")
+        wait.until(lambda d: len(hits(d)) > 0)
+        groups = d.find_elements(By.CSS_SELECTOR, "#results .file-group")
+        check("typing shows results grouped by file", len(groups) > 0 and len(hits(d)) >= len(groups))
+        check("the count and timing are shown", "results in" in d.find_element(By.CSS_SELECTOR, ".count").text)
+        check("snippets are numbered and the words marked",
+              d.find_elements(By.CSS_SELECTOR, "#results td.ln")
+              and d.find_elements(By.CSS_SELECTOR, "#results mark"))
+        check("the address keeps the query", "q=invoice" in d.current_url)
+        shot(d, "web-search.png")
+
+        # Filter by language, written in the box.
+        box = d.find_element(By.ID, "q")
+        box.clear()
+        box.send_keys("lang:markdown invoice")
+        wait.until(lambda d: langs(d) and set(langs(d)) == {"markdown"})
+        check("lang: in the box filters by language", True)
+        # ... and with the language control.
+        box.clear()
+        box.send_keys("invoice")
+        wait.until(lambda d: "python" in langs(d) and "markdown" in langs(d))
+        d.find_element(By.CSS_SELECTOR, "#lang option[value=python]").click()
+        wait.until(lambda d: langs(d) and set(langs(d)) == {"python"})
+        check("the language control filters", True)
+
+        # The keyboard alone: ↓ to the first result, Enter opens it at its lines.
+        box = d.find_element(By.ID, "q")
+        box.click()
+        first = d.execute_script("return document.querySelector('#results .hit a.open').href")
+        box.send_keys(Keys.ARROW_DOWN)
+        check("↓ moves to the first result", d.switch_to.active_element.get_attribute("href") == first)
+        d.switch_to.active_element.send_keys(Keys.ENTER)
+        wait.until(lambda d: "/file/" in d.current_url)
+        rows = wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "table.source tr"))
+        check("Enter opens the file, every line numbered", len(rows) > 3)
+        frag = urllib.parse.urlparse(d.current_url).fragment
+        check("the result opens at its lines", frag.startswith("L")
+              and d.find_elements(By.CSS_SELECTOR, "tr.hl"), d.current_url)
+
+        # A permalink to a range survives a reload and highlights exactly those lines.
+        d.get(BASE + "/file/billing/billing.py#L3-L5")
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "tr.hl"))
+        lit = [r.get_attribute("id") for r in d.find_elements(By.CSS_SELECTOR, "tr.hl")]
+        check("a permalink highlights its range", lit == ["L3", "L4", "L5"], lit)
+        d.refresh()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "tr.hl"))
+        lit = [r.get_attribute("id") for r in d.find_elements(By.CSS_SELECTOR, "tr.hl")]
+        check("... after a reload too", lit == ["L3", "L4", "L5"], lit)
+        shot(d, "web-file.png")
+
+        # A file whose text holds a script shows it as text and never runs it.
+        d.get(BASE + "/file/web/evil.html")
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "table.source tr"))
+        text = d.find_element(By.CSS_SELECTOR, "table.source").text
+        check("a <script> in a file is shown as text", "<script>window.pwned = 1</script>" in text, text[:200])
+        check("... and never runs", d.execute_script("return window.pwned === undefined"))
+        # Nor does one in the query box.
+        d.get(BASE + "/?q=" + urllib.parse.quote("<script>window.pwned=2</script> invoice"))
+        wait.until(EC.presence_of_element_located((By.ID, "q")))
+        check("a <script> in the query never runs", d.execute_script("return window.pwned === undefined"))
+
+        # A path that no bundle holds.
+        d.get(BASE + "/file/no/such.py")
+        check("a missing file says so", "No served bundle holds" in d.find_element(By.TAG_NAME, "main").text)
+
+        # Usable at 375 px: nothing wider than the screen.
+        d.set_window_size(375, 800)
+        d.get(BASE + "/?q=invoice")
+        wait.until(lambda d: hits(d))
+        wide = d.execute_script("return document.documentElement.scrollWidth")
+        check("no horizontal scrolling at 375 px", wide <= 375, wide)
+    finally:
+        d.quit()
+
+
+if __name__ == "__main__":
+    main()
