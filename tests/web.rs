@@ -36,6 +36,22 @@ fn the_search_and_file_pages_work_in_a_browser() {
         String::from_utf8_lossy(&out.stderr),
         server.log()
     );
+    drop(server);
+    // With --token: the login form, a cookie, and the API still wants its bearer token.
+    let server = Server::start(&[b.to_str().unwrap(), "--token", "s3cret-t0ken"], &[]);
+    let out = std::process::Command::new("python3")
+        .arg(repo().join("tests/web_client.py"))
+        .args(["--login", "s3cret-t0ken"])
+        .arg(server.url())
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}\n{}\n--- server log ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server.log()
+    );
     for name in ["web-search.png", "web-file.png"] {
         let png = std::fs::read(shots.join(name)).unwrap();
         assert!(png.starts_with(b"\x89PNG") && png.len() > 2000, "{name}");

@@ -3,6 +3,7 @@ Selenium and chromedriver. Run by tests/web.rs against a server of the sample re
 file whose text holds a <script>); prints one line per check and exits 1 on the first failure.
 
     python3 tests/web_client.py BASE_URL [SCREENSHOT_DIR]
+    python3 tests/web_client.py --login TOKEN BASE_URL     (a server started with --token TOKEN)
 
 With SCREENSHOT_DIR, the pages are saved there as PNG files (web-search.png, web-file.png: the
 pictures in docs/serve.md are taken so, with TROVE_WEB_SCREENSHOTS=docs/img on tests/web.rs).
@@ -18,8 +19,10 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
-BASE = sys.argv[1].rstrip("/")
-SHOTS = sys.argv[2] if len(sys.argv) > 2 else None
+LOGIN = sys.argv[2] if sys.argv[1] == "--login" else None
+ARGS = sys.argv[3:] if LOGIN else sys.argv[1:]
+BASE = ARGS[0].rstrip("/")
+SHOTS = ARGS[1] if len(ARGS) > 1 else None
 
 
 def shot(d, name):
@@ -119,6 +122,30 @@ def main():
         check("... after a reload too", lit == ["L3", "L4", "L5"], lit)
         shot(d, "web-file.png")
 
+        # Go to definition: a resolved call is a link to the line that defines it.
+        d.get(BASE + "/file/tests/test_billing.py")
+        link = wait.until(lambda d: next((a for a in d.find_elements(By.CSS_SELECTOR, "a.ref")
+                                          if a.text == "Invoice"), None))
+        link.click()
+        wait.until(lambda d: "/file/billing/billing.py#L" in d.current_url)
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "tr.hl"))
+        lit = d.find_element(By.CSS_SELECTOR, "tr.hl").text
+        check("a reference goes to its definition", "Invoice" in lit, lit)
+        check("the file has an outline of its definitions",
+              any(a.text.endswith("PaymentService") for a in d.find_elements(By.CSS_SELECTOR, "nav.outline a")))
+        # Find references: a definition's name opens its references.
+        d.find_element(By.XPATH, "//a[@class='def' and text()='Invoice']").click()
+        wait.until(lambda d: "/refs-of" in d.current_url)
+        rows = d.find_element(By.CSS_SELECTOR, "table.refs").text
+        check("a definition opens its references", "tests/test_billing.py" in rows, rows[:300])
+        d.find_element(By.XPATH, "//nav[@class='tabs']/a[text()='callers']").click()
+        wait.until(lambda d: "follow=callers" in d.current_url)
+        rows = d.find_element(By.CSS_SELECTOR, "table.refs").text
+        check("... its callers", "tests/test_billing.py" in rows and "call" in rows, rows[:300])
+        d.find_element(By.CSS_SELECTOR, "table.refs a").click()
+        wait.until(lambda d: "/file/tests/test_billing.py#L" in d.current_url)
+        check("a reference opens at its line", d.find_elements(By.CSS_SELECTOR, "tr.hl"))
+
         # A file whose text holds a script shows it as text and never runs it.
         d.get(BASE + "/file/web/evil.html")
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "table.source tr"))
@@ -144,5 +171,44 @@ def main():
         d.quit()
 
 
+def login(token):
+    """With --token: pages send a browser to the login form; a wrong token is refused there; the
+    right one opens every page through a cookie, and the token never shows in an address."""
+    d = browser()
+    wait = WebDriverWait(d, 15)
+    seen = []
+    try:
+        d.get(BASE + "/?q=invoice")
+        wait.until(EC.presence_of_element_located((By.ID, "token")))
+        check("a page without the token goes to the login form", d.current_url == BASE + "/login",
+              d.current_url)
+        d.find_element(By.ID, "token").send_keys("not-it" + Keys.ENTER)
+        wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, ".error")))
+        seen.append(d.current_url)
+        check("a wrong token is refused on the form", "not this server's token" in
+              d.find_element(By.CSS_SELECTOR, ".error").text)
+        d.find_element(By.ID, "token").send_keys(token + Keys.ENTER)
+        wait.until(EC.presence_of_element_located((By.ID, "q")))
+        seen.append(d.current_url)
+        d.find_element(By.ID, "q").send_keys("invoice")
+        wait.until(lambda d: len(hits(d)) > 0)
+        seen.append(d.current_url)
+        check("the right token opens the search, results as you type", True)
+        d.get(BASE + "/file/billing/billing.py#L3")
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "table.source tr"))
+        seen.append(d.current_url)
+        check("... and the file pages", True)
+        cookies = d.get_cookies()
+        check("the cookie is HttpOnly, SameSite=Strict, and not the token",
+              len(cookies) == 1 and cookies[0]["httpOnly"] and cookies[0].get("sameSite") == "Strict"
+              and token not in cookies[0]["value"], cookies)
+        check("the token is in no address", all(token not in u for u in seen), seen)
+    finally:
+        d.quit()
+
+
 if __name__ == "__main__":
-    main()
+    if LOGIN:
+        login(LOGIN)
+    else:
+        main()

@@ -384,6 +384,7 @@ fn routes(a: &ServeArgs, app: &Shared, mcp: McpService) -> Router {
         .route("/openapi.json", get(api::openapi))
         .route("/", get(web::search_page))
         .route("/file/{*path}", get(web::file_page))
+        .route("/refs-of", get(web::refs_page))
         .nest_service("/mcp", mcp)
         .layer(limits(a.timeout));
     let ask = Router::new()
@@ -395,6 +396,7 @@ fn routes(a: &ServeArgs, app: &Shared, mcp: McpService) -> Router {
         .route("/metrics", get(api::metrics))
         .route("/static/app.js", get(web::app_js))
         .route("/static/app.css", get(web::app_css))
+        .route("/login", get(web::login_page).post(web::login))
         .merge(limited)
         .merge(ask)
         .fallback(api::not_found)
@@ -595,6 +597,22 @@ async fn authorize(State(app): State<Shared>, req: Request, next: Next) -> Respo
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim);
         let ok = given.is_some_and(|g| constant_time_eq(g.as_bytes(), token.as_bytes()));
+        // The web pages: the login page and the assets are open; a page is read with the token
+        // a login put in a cookie (GET only: the cookie never authorizes the API's POSTs), and a
+        // browser without it is sent to the login page. The token is never in a URL.
+        let path = req.uri().path();
+        if web::is_open(path) {
+            return next.run(req).await;
+        }
+        if !ok && web::is_page(req.method(), path) {
+            let want = web::cookie_value(token);
+            if web::cookie_token(req.headers())
+                .is_some_and(|c| constant_time_eq(c.as_bytes(), want.as_bytes()))
+            {
+                return next.run(req).await;
+            }
+            return web::to_login();
+        }
         if !ok {
             let mut r = ApiError::new(
                 StatusCode::UNAUTHORIZED,

@@ -316,13 +316,27 @@ pub async fn file_page(State(app): State<Shared>, UrlPath(path): UrlPath<String>
         for b in bundles {
             match b.file_text(&path) {
                 Ok(Some(text)) => {
+                    // Without the structure (a failure reading it), the file is still shown.
+                    let facts = file_facts(b, &path).unwrap_or_default();
                     let body = html! {
                         nav .crumbs { a href="/" { "search" } " / " span { (path) } " — " span .bundle { (b.label) } }
-                        table .source aria-label=(format!("{path}, numbered lines")) {
-                            @for (i, line) in text.lines().enumerate() {
-                                tr id=(format!("L{}", i + 1)) {
-                                    td .ln { a href=(format!("#L{}", i + 1)) { (i + 1) } }
-                                    td { code { (line) } }
+                        div .file-view {
+                            @if !facts.outline.is_empty() {
+                                nav .outline aria-label="outline" {
+                                    h2 { "Outline" }
+                                    ul {
+                                        @for o in &facts.outline {
+                                            li { a href=(format!("#L{}", o.line)) { span .kind { (o.kind) } " " (o.name) } }
+                                        }
+                                    }
+                                }
+                            }
+                            table .source aria-label=(format!("{path}, numbered lines")) {
+                                @for (i, line) in text.lines().enumerate() {
+                                    tr id=(format!("L{}", i + 1)) {
+                                        td .ln { a href=(format!("#L{}", i + 1)) { (i + 1) } }
+                                        td { code { (linked(line, facts.links.get(&(i as i64 + 1)).map_or(&[][..], Vec::as_slice))) } }
+                                    }
                                 }
                             }
                         }
@@ -345,6 +359,224 @@ pub async fn file_page(State(app): State<Shared>, UrlPath(path): UrlPath<String>
     .await;
     match page {
         Ok((status, body)) => (status, Html(body)).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the page failed: {e}"),
+        )
+            .into_response(),
+    }
+}
+
+/// A definition in a file's outline.
+#[derive(Debug, Clone)]
+struct Outlined {
+    name: String,
+    kind: String,
+    line: i64,
+}
+
+/// A word of a line that is a link: a definition (to its references) or a resolved reference
+/// (to its definition).
+#[derive(Debug, Clone)]
+struct Link {
+    word: String,
+    href: String,
+    class: &'static str,
+    title: String,
+}
+
+/// What the file page shows beside the text: its definitions, and the links on its lines.
+#[derive(Debug, Default)]
+struct FileFacts {
+    outline: Vec<Outlined>,
+    links: std::collections::HashMap<i64, Vec<Link>>,
+}
+
+fn cell(v: &duckdb::types::Value) -> String {
+    match trove_query::sql::to_json(v) {
+        serde_json::Value::String(s) => s,
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// The definitions of `path` in `b` and the references on its lines that resolve to a
+/// definition.
+fn file_facts(b: &Bundle, path: &str) -> trove_query::Result<FileFacts> {
+    let p = trove_base::util::sql_lit(path);
+    let mut facts = FileFacts::default();
+    let (_, defs) = b.run_sql(&format!(
+        "SELECT name, kind, start_line, coalesce(name_line, start_line), symbol_path \
+         FROM symbols WHERE path = {p} ORDER BY start_line, name"
+    ))?;
+    for r in &defs {
+        let (name, kind) = (cell(&r[0]), cell(&r[1]));
+        let line: i64 = cell(&r[2]).parse().unwrap_or(1);
+        let name_line: i64 = cell(&r[3]).parse().unwrap_or(line);
+        let symbol_path = cell(&r[4]);
+        facts.links.entry(name_line).or_default().push(Link {
+            word: name.clone(),
+            href: format!("/refs-of?name={}&follow=all", query_escape(&symbol_path)),
+            class: "def",
+            title: format!("references of {symbol_path}"),
+        });
+        facts.outline.push(Outlined { name, kind, line });
+    }
+    let (_, refs) = b.run_sql(&format!(
+        "SELECT r.line, r.target, t.path, t.start_line, t.symbol_path FROM refs r \
+         JOIN symbols t ON t.symbol_id = r.target_symbol_id \
+         WHERE r.path = {p} AND r.kind <> 'import' ORDER BY r.line"
+    ))?;
+    for r in &refs {
+        let line: i64 = cell(&r[0]).parse().unwrap_or(0);
+        let target = cell(&r[1]);
+        let leaf = target
+            .rsplit(['.', ':', '>', ' '])
+            .find(|s| !s.is_empty())
+            .unwrap_or(&target)
+            .to_string();
+        let to_line: i64 = cell(&r[3]).parse().unwrap_or(1);
+        facts.links.entry(line).or_default().push(Link {
+            word: leaf,
+            href: file_href(&cell(&r[2]), Some((to_line, to_line))),
+            class: "ref",
+            title: format!("definition: {}", cell(&r[4])),
+        });
+    }
+    Ok(facts)
+}
+
+/// `s` for a query string's value.
+fn query_escape(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// `line` with the first whole-word occurrence of each link's word made a link; every piece
+/// escaped.
+fn linked(line: &str, links: &[Link]) -> Markup {
+    let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    let mut spans: Vec<(usize, usize, &Link)> = Vec::new();
+    for l in links {
+        if l.word.is_empty() {
+            continue;
+        }
+        let mut from = 0;
+        while let Some(i) = line[from..].find(l.word.as_str()) {
+            let (a, b) = (from + i, from + i + l.word.len());
+            let before = line[..a].chars().next_back().is_some_and(ident);
+            let after = line[b..].chars().next().is_some_and(ident);
+            let taken = spans.iter().any(|&(x, y, _)| a < y && x < b);
+            if !before && !after && !taken {
+                spans.push((a, b, l));
+                break;
+            }
+            from = b;
+        }
+    }
+    spans.sort_by_key(|&(a, _, _)| a);
+    let mut pieces: Vec<(Option<&Link>, &str)> = Vec::new();
+    let mut at = 0;
+    for (a, b, l) in spans {
+        pieces.push((None, &line[at..a]));
+        pieces.push((Some(l), &line[a..b]));
+        at = b;
+    }
+    pieces.push((None, &line[at..]));
+    html! {
+        @for (l, text) in pieces {
+            @if let Some(l) = l {
+                a class=(l.class) href=(l.href) title=(l.title) { (text) }
+            } @else {
+                (text)
+            }
+        }
+    }
+}
+
+/// The references page's form (`/refs-of?name=...&follow=...`).
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct RefsForm {
+    name: Option<String>,
+    follow: Option<String>,
+}
+
+/// `GET /refs-of?name=NAME&follow=callers|callees|subtypes|uses|imports|all`: the references of a
+/// definition, each a link to its line, with where it resolves.
+pub async fn refs_page(
+    State(app): State<Shared>,
+    form: Result<Query<RefsForm>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    use crate::structure::{Follow, refs_rows};
+    let form = form.map(|Query(f)| f).unwrap_or_default();
+    let name = form.name.unwrap_or_default();
+    let follows = [
+        ("all", Follow::All),
+        ("callers", Follow::Callers),
+        ("callees", Follow::Callees),
+        ("subtypes", Follow::Subtypes),
+        ("uses", Follow::Uses),
+        ("imports", Follow::Imports),
+    ];
+    let chosen = form.follow.unwrap_or_else(|| "all".into());
+    let follow = follows
+        .iter()
+        .find(|(n, _)| *n == chosen)
+        .map_or(Follow::All, |f| f.1);
+    let lease = app.served.lease(Lane::Lookup).await;
+    let page = tokio::task::spawn_blocking(move || {
+        let bundles = lease.tools().bundles();
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        let mut error = None;
+        if !name.trim().is_empty() {
+            for b in bundles {
+                match refs_rows(b, &name, follow, 500) {
+                    Ok((_, found)) => {
+                        rows.extend(found.iter().map(|r| r.iter().map(cell).collect()))
+                    }
+                    Err(e) => error = Some(format!("{e:#}")),
+                }
+            }
+        }
+        let body = html! {
+            nav .crumbs { a href="/" { "search" } " / references of " code { (name) } }
+            nav .tabs aria-label="which references" {
+                @for (n, _) in follows {
+                    a href=(format!("/refs-of?name={}&follow={n}", query_escape(&name)))
+                        aria-current=[(n == chosen).then_some("page")] { (n) }
+                }
+            }
+            @if let Some(e) = &error { p .error role="alert" { (e) } }
+            p .count { (rows.len()) " references" }
+            table .refs {
+                @for r in &rows {
+                    @let line: i64 = r[1].parse().unwrap_or(1);
+                    tr {
+                        td { a href=(file_href(&r[0], Some((line, line)))) { (r[0]) ":" (r[1]) } }
+                        td .kind { (r[2]) }
+                        td { code { (r[3]) } }
+                        td { (r[4]) }
+                        td {
+                            @if !r[5].is_empty() {
+                                @let to: i64 = r[6].parse().unwrap_or(1);
+                                "→ " a href=(file_href(&r[5], Some((to, to)))) { (r[5]) ":" (r[6]) }
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        page_html(&format!("trove: references of {name}"), bundles, body).into_string()
+    })
+    .await;
+    match page {
+        Ok(body) => Html(body).into_response(),
         Err(e) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("the page failed: {e}"),
@@ -386,6 +618,116 @@ fn page_html(title: &str, bundles: &[Bundle], body: Markup) -> Markup {
             }
         }
     }
+}
+
+/// The cookie a login sets: the server's token, sent back by the browser with each page.
+const COOKIE: &str = "trove_token";
+
+/// Routes open without the token: the login page and the assets it needs.
+pub fn is_open(path: &str) -> bool {
+    path == "/login" || path.starts_with("/static/")
+}
+
+/// Routes that are web pages (a login cookie reads them; GET only).
+pub fn is_page(method: &axum::http::Method, path: &str) -> bool {
+    method == axum::http::Method::GET
+        && (path == "/" || path == "/refs-of" || path.starts_with("/file/"))
+}
+
+/// The token in the request's login cookie, if any.
+pub fn cookie_token(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .map(|(_, v)| v.to_string())
+}
+
+/// What the login cookie holds for the server's token: a hash of it (the token itself, which
+/// scripts send as a bearer token, is not stored in the browser, and any bytes it has are fine).
+pub fn cookie_value(token: &str) -> String {
+    trove_base::util::sha256_hex(format!("trove serve login\0{token}").as_bytes())
+}
+
+/// A browser without the login cookie is sent to the login page.
+pub fn to_login() -> Response {
+    (StatusCode::SEE_OTHER, [(header::LOCATION, "/login")]).into_response()
+}
+
+/// `GET /login`: the form that asks for the server's token.
+pub async fn login_page() -> Response {
+    Html(login_html(None).into_string()).into_response()
+}
+
+fn login_html(error: Option<&str>) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { "trove: log in" }
+                link rel="stylesheet" href="/static/app.css";
+            }
+            body {
+                header { span .brand { "trove" } }
+                main {
+                    form #login action="/login" method="post" {
+                        h1 { "This server needs its token" }
+                        @if let Some(e) = error { p .error role="alert" { (e) } }
+                        label for="token" { "Token" }
+                        " "
+                        input #token type="password" name="token" autocomplete="current-password" autofocus;
+                        " "
+                        button type="submit" { "Log in" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The login form's body.
+#[derive(serde::Deserialize)]
+pub struct LoginForm {
+    token: String,
+}
+
+/// `POST /login`: with the right token, a cookie that holds it (HttpOnly, SameSite=Strict) and
+/// the search page; with a wrong one, the form again, 401.
+pub async fn login(
+    State(app): State<Shared>,
+    form: Result<axum::extract::Form<LoginForm>, axum::extract::rejection::FormRejection>,
+) -> Response {
+    let given = form.map(|f| f.0.token).unwrap_or_default();
+    let Some(token) = app.token.as_deref() else {
+        return (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
+    };
+    if given.len() != token.len()
+        || given
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            != 0
+    {
+        let page = login_html(Some("That is not this server's token.")).into_string();
+        return (StatusCode::UNAUTHORIZED, Html(page)).into_response();
+    }
+    let cookie = format!(
+        "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict",
+        cookie_value(token)
+    );
+    (
+        StatusCode::SEE_OTHER,
+        [
+            (header::LOCATION, "/".to_string()),
+            (header::SET_COOKIE, cookie),
+        ],
+    )
+        .into_response()
 }
 
 /// `GET /static/app.js`.
