@@ -23,37 +23,31 @@ fn the_search_and_file_pages_work_in_a_browser() {
     let shots = std::env::var_os("TROVE_WEB_SCREENSHOTS")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| scratch.path().join("shots"));
-    let out = std::process::Command::new("python3")
-        .arg(repo().join("tests/web_client.py"))
-        .arg(server.url())
-        .arg(&shots)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}\n{}\n--- server log ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        server.log()
-    );
+    let shots_arg = shots.to_str().unwrap().to_string();
+    drive(&server, &[&server.url(), &shots_arg]);
     drop(server);
     // With --token: the login form, a cookie, and the API still wants its bearer token.
     let server = Server::start(&[b.to_str().unwrap(), "--token", "s3cret-t0ken"], &[]);
-    let out = std::process::Command::new("python3")
-        .arg(repo().join("tests/web_client.py"))
-        .args(["--login", "s3cret-t0ken"])
-        .arg(server.url())
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}\n{}\n--- server log ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        server.log()
-    );
+    drive(&server, &["--login", "s3cret-t0ken", &server.url()]);
     for name in ["web-search.png", "web-file.png"] {
         let png = std::fs::read(shots.join(name)).unwrap();
         assert!(png.starts_with(b"\x89PNG") && png.len() > 2000, "{name}");
     }
+}
+
+/// Runs tests/web_client.py with `args` against `server`; its checks, and the server's log, on
+/// failure.
+fn drive(server: &Server, args: &[&str]) {
+    let out = std::process::Command::new("python3")
+        .arg(repo().join("tests/web_client.py"))
+        .args(args)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}\n{}\n--- server log ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server.log()
+    );
 }

@@ -140,14 +140,7 @@ pub async fn search_page(
         .into_string()
     })
     .await;
-    match page {
-        Ok(body) => Html(body).into_response(),
-        Err(e) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the page failed: {e}"),
-        )
-            .into_response(),
-    }
+    answer(page.map(|body| (StatusCode::OK, body)))
 }
 
 /// The languages of the served bundles, sorted.
@@ -286,20 +279,8 @@ fn marked(line: &str, words: &[String]) -> Markup {
 
 /// The address of a file's page, with a line range as a permalink.
 fn file_href(path: &str, lines: Option<(i64, i64)>) -> String {
-    let encoded: String = path
-        .split('/')
-        .map(|seg| {
-            seg.bytes()
-                .map(|b| match b {
-                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                        (b as char).to_string()
-                    }
-                    _ => format!("%{b:02X}"),
-                })
-                .collect::<String>()
-        })
-        .collect::<Vec<_>>()
-        .join("/");
+    let encoded: Vec<String> = path.split('/').map(query_escape).collect();
+    let encoded = encoded.join("/");
     match lines {
         Some((a, b)) if b > a => format!("/file/{encoded}#L{a}-L{b}"),
         Some((a, _)) => format!("/file/{encoded}#L{a}"),
@@ -357,14 +338,7 @@ pub async fn file_page(State(app): State<Shared>, UrlPath(path): UrlPath<String>
         (StatusCode::NOT_FOUND, page_html("trove: not found", bundles, body).into_string())
     })
     .await;
-    match page {
-        Ok((status, body)) => (status, Html(body)).into_response(),
-        Err(e) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the page failed: {e}"),
-        )
-            .into_response(),
-    }
+    answer(page)
 }
 
 /// A definition in a file's outline.
@@ -575,8 +549,13 @@ pub async fn refs_page(
         page_html(&format!("trove: references of {name}"), bundles, body).into_string()
     })
     .await;
+    answer(page.map(|body| (StatusCode::OK, body)))
+}
+
+/// A page rendered on a blocking thread, as the response; a thread that failed is a 500.
+fn answer(page: Result<(StatusCode, String), tokio::task::JoinError>) -> Response {
     match page {
-        Ok(body) => Html(body).into_response(),
+        Ok((status, body)) => (status, Html(body)).into_response(),
         Err(e) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("the page failed: {e}"),
