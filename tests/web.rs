@@ -29,6 +29,41 @@ fn the_search_and_file_pages_work_in_a_browser() {
     // With --token: the login form, a cookie, and the API still wants its bearer token.
     let server = Server::start(&[b.to_str().unwrap(), "--token", "s3cret-t0ken"], &[]);
     drive(&server, &["--login", "s3cret-t0ken", &server.url()]);
+    drop(server);
+    // A page open while a newer version is swapped in says so.
+    let server = Server::start(&[b.to_str().unwrap(), "--reload-interval", "1"], &[]);
+    let mut client = std::process::Command::new("python3")
+        .arg(repo().join("tests/web_client.py"))
+        .args(["--banner", &server.url()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(client.stdout.take().unwrap()));
+    let mut said = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        if line == "READY" {
+            break;
+        }
+    }
+    write(
+        t.path(),
+        "billing/late.py",
+        b"def late_fee(days):\n    return days * 5\n",
+    );
+    commit(t.path(), "late fee");
+    index(t.path(), &b, &[]);
+    said.extend(lines.map_while(Result::ok).map(|l| l + "\n"));
+    let out = client.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && said.contains("READY"),
+        "{said}\n{}\n--- server log ---\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        server.log()
+    );
     for name in ["web-search.png", "web-file.png"] {
         let png = std::fs::read(shots.join(name)).unwrap();
         assert!(png.starts_with(b"\x89PNG") && png.len() > 2000, "{name}");

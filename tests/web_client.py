@@ -4,6 +4,7 @@ file whose text holds a <script>); prints one line per check and exits 1 on the 
 
     python3 tests/web_client.py BASE_URL [SCREENSHOT_DIR]
     python3 tests/web_client.py --login TOKEN BASE_URL     (a server started with --token TOKEN)
+    python3 tests/web_client.py --banner BASE_URL          (prints READY, then waits for a new version)
 
 With SCREENSHOT_DIR, the pages are saved there as PNG files (web-search.png, web-file.png: the
 pictures in docs/serve.md are taken so, with TROVE_WEB_SCREENSHOTS=docs/img on tests/web.rs).
@@ -20,7 +21,8 @@ from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
 LOGIN = sys.argv[2] if sys.argv[1] == "--login" else None
-ARGS = sys.argv[3:] if LOGIN else sys.argv[1:]
+BANNER = sys.argv[1] == "--banner"
+ARGS = sys.argv[3:] if LOGIN else sys.argv[2:] if BANNER else sys.argv[1:]
 BASE = ARGS[0].rstrip("/")
 SHOTS = ARGS[1] if len(ARGS) > 1 else None
 
@@ -207,8 +209,33 @@ def login(token):
         d.quit()
 
 
+def banner():
+    """A page open while a newer version of the bundle is swapped in says so, and its Reload
+    shows the new version."""
+    d = browser()
+    wait = WebDriverWait(d, 40)
+    try:
+        d.get(BASE + "/?q=invoice")
+        wait.until(lambda d: len(hits(d)) > 0)
+        before = d.find_element(By.CSS_SELECTOR, 'meta[name="trove-generation"]').get_attribute("content")
+        check("no banner while the version shown is the one served",
+              not d.find_element(By.ID, "reload-banner").is_displayed())
+        print("READY", flush=True)
+        wait.until(lambda d: d.find_element(By.ID, "reload-banner").is_displayed())
+        check("a bundle swapped under the server shows the banner", True)
+        d.find_element(By.CSS_SELECTOR, "#reload-banner a").click()
+        wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'meta[name="trove-generation"]')
+                   .get_attribute("content") != before)
+        check("Reload shows the new version, without the banner",
+              not d.find_element(By.ID, "reload-banner").is_displayed())
+    finally:
+        d.quit()
+
+
 if __name__ == "__main__":
-    if LOGIN:
+    if BANNER:
+        banner()
+    elif LOGIN:
         login(LOGIN)
     else:
         main()

@@ -11,7 +11,7 @@ use maud::{DOCTYPE, Markup, html};
 use trove_query::{Bundle, Hit, Mode, QueryOptions, search_all};
 
 use super::Shared;
-use super::state::Lane;
+use super::state::{Lane, Lease};
 
 /// The script of the pages: results as you type, keyboard navigation, permalink highlighting.
 const APP_JS: &str = include_str!("web/app.js");
@@ -131,7 +131,7 @@ pub async fn search_page(
         }
         page_html(
             "trove: search",
-            bundles,
+            &lease,
             html! {
                 (search_form(&q, mode, form.lang.as_deref().unwrap_or(""), form.path.as_deref().unwrap_or(""), &langs))
                 div #results aria-live="polite" { (results_html(results.as_ref(), &parsed.text, took)) }
@@ -322,12 +322,12 @@ pub async fn file_page(State(app): State<Shared>, UrlPath(path): UrlPath<String>
                             }
                         }
                     };
-                    return (StatusCode::OK, page_html(&format!("trove: {path}"), bundles, body).into_string());
+                    return (StatusCode::OK, page_html(&format!("trove: {path}"), &lease, body).into_string());
                 }
                 Ok(None) => continue,
                 Err(e) => {
                     let body = html! { p .error role="alert" { (format!("{e:#}")) } };
-                    return (StatusCode::INTERNAL_SERVER_ERROR, page_html("trove: error", bundles, body).into_string());
+                    return (StatusCode::INTERNAL_SERVER_ERROR, page_html("trove: error", &lease, body).into_string());
                 }
             }
         }
@@ -335,7 +335,7 @@ pub async fn file_page(State(app): State<Shared>, UrlPath(path): UrlPath<String>
             nav .crumbs { a href="/" { "search" } }
             p .error role="alert" { "No served bundle holds " code { (path) } "." }
         };
-        (StatusCode::NOT_FOUND, page_html("trove: not found", bundles, body).into_string())
+        (StatusCode::NOT_FOUND, page_html("trove: not found", &lease, body).into_string())
     })
     .await;
     answer(page)
@@ -546,7 +546,7 @@ pub async fn refs_page(
                 }
             }
         };
-        page_html(&format!("trove: references of {name}"), bundles, body).into_string()
+        page_html(&format!("trove: references of {name}"), &lease, body).into_string()
     })
     .await;
     answer(page.map(|body| (StatusCode::OK, body)))
@@ -565,12 +565,16 @@ fn answer(page: Result<(StatusCode, String), tokio::task::JoinError>) -> Respons
 }
 
 /// A whole page: head, the served bundles' provenance, `body`, the script.
-fn page_html(title: &str, bundles: &[Bundle], body: Markup) -> Markup {
+fn page_html(title: &str, lease: &Lease, body: Markup) -> Markup {
+    let bundles = lease.tools().bundles();
     html! {
         (DOCTYPE)
         html lang="en" {
             head {
                 meta charset="utf-8";
+                // The version of the bundles this page shows: the script compares it with the
+                // server's (every answer's `x-trove-generation`) and says when a newer one is served.
+                meta name="trove-generation" content=(lease.generation.id);
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) }
                 link rel="stylesheet" href="/static/app.css";
@@ -591,6 +595,9 @@ fn page_html(title: &str, bundles: &[Bundle], body: Markup) -> Markup {
                             }
                         }
                     }
+                }
+                div #reload-banner role="status" hidden {
+                    "A newer version of the bundles is served. " a href="" { "Reload" }
                 }
                 main { (body) }
                 script src="/static/app.js" {}

@@ -80,4 +80,20 @@
   }
   window.addEventListener("hashchange", mark);
   mark();
+
+  // A newer version of the bundles: every answer names the version served; the page names its
+  // own. Checked every few seconds with a HEAD of the script (open, even with --token).
+  var shown = document.querySelector('meta[name="trove-generation"]');
+  var banner = document.getElementById("reload-banner");
+  function check() {
+    if (!shown || !banner || document.hidden) return;
+    fetch("/static/app.js", { method: "HEAD", cache: "no-store", credentials: "same-origin" })
+      .then(function (r) {
+        var now = r.headers.get("x-trove-generation");
+        if (now && now !== shown.content) banner.hidden = false;
+      })
+      .catch(function () {});
+  }
+  setInterval(check, 3000);
+  document.addEventListener("visibilitychange", check);
 })();
