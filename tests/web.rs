@@ -64,7 +64,7 @@ fn the_search_and_file_pages_work_in_a_browser() {
         String::from_utf8_lossy(&out.stderr),
         server.log()
     );
-    for name in ["web-search.png", "web-file.png"] {
+    for name in ["web-search.png", "web-file.png", "web-map.png"] {
         let png = std::fs::read(shots.join(name)).unwrap();
         assert!(png.starts_with(b"\x89PNG") && png.len() > 2000, "{name}");
     }

@@ -6,7 +6,8 @@ file whose text holds a <script>); prints one line per check and exits 1 on the 
     python3 tests/web_client.py --login TOKEN BASE_URL     (a server started with --token TOKEN)
     python3 tests/web_client.py --banner BASE_URL          (prints READY, then waits for a new version)
 
-With SCREENSHOT_DIR, the pages are saved there as PNG files (web-search.png, web-file.png: the
+With SCREENSHOT_DIR, the pages are saved there as PNG files (web-search.png, web-file.png,
+web-map.png: the
 pictures in docs/serve.md are taken so, with TROVE_WEB_SCREENSHOTS=docs/img on tests/web.rs).
 """
 import os
@@ -158,6 +159,16 @@ def main():
         d.get(BASE + "/?q=" + urllib.parse.quote("<script>window.pwned=2</script> invoice"))
         wait.until(EC.presence_of_element_located((By.ID, "q")))
         check("a <script> in the query never runs", d.execute_script("return window.pwned === undefined"))
+
+        # The map: a folding tree with counts; a file opens its page.
+        d.get(BASE + "/tree")
+        tree = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "ul.tree")))
+        check("the map shows the folders with counts", "billing/" in tree.text and "definitions" in tree.text,
+              tree.text[:300])
+        shot(d, "web-map.png")
+        d.find_element(By.XPATH, "//ul[@class='tree']//a[text()='billing.py']").click()
+        wait.until(lambda d: d.current_url.endswith("/file/billing/billing.py"))
+        check("a file in the map opens its page", d.find_elements(By.CSS_SELECTOR, "table.source tr"))
 
         # A path that no bundle holds.
         d.get(BASE + "/file/no/such.py")

@@ -385,6 +385,7 @@ fn routes(a: &ServeArgs, app: &Shared, mcp: McpService) -> Router {
         .route("/", get(web::search_page))
         .route("/file/{*path}", get(web::file_page))
         .route("/refs-of", get(web::refs_page))
+        .route("/tree", get(web::tree_page))
         .nest_service("/mcp", mcp)
         .layer(limits(a.timeout));
     let ask = Router::new()

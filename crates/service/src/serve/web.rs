@@ -552,6 +552,72 @@ pub async fn refs_page(
     answer(page.map(|body| (StatusCode::OK, body)))
 }
 
+/// `GET /tree`: the repository map of each served bundle as a folding tree (folders open two
+/// levels down), with file, definition and inbound counts and summaries; files open their page.
+pub async fn tree_page(State(app): State<Shared>) -> Response {
+    let lease = app.served.lease(Lane::Lookup).await;
+    let page = tokio::task::spawn_blocking(move || {
+        let bundles = lease.tools().bundles();
+        let mut trees = Vec::new();
+        for b in bundles {
+            let tree = crate::map::MapFiles::load(b, None).and_then(|files| {
+                crate::map::map_json(&files, &b.manifest.source.repo, None, None)
+            });
+            trees.push((b.label.clone(), tree.map_err(|e| format!("{e:#}"))));
+        }
+        let body = html! {
+            nav .crumbs { a href="/" { "search" } " / map" }
+            @for (label, tree) in &trees {
+                section .map aria-label=(format!("map of {label}")) {
+                    h2 { (label) }
+                    @match tree {
+                        Ok(Some(root)) => ul .tree { (tree_node(root, "", 0)) },
+                        Ok(None) => p { "No indexed file." },
+                        Err(e) => p .error role="alert" { (e) },
+                    }
+                }
+            }
+        };
+        (
+            StatusCode::OK,
+            page_html("trove: map", &lease, body).into_string(),
+        )
+    })
+    .await;
+    answer(page)
+}
+
+/// One entry of the map (`trove map --format json`'s node) under the folder `parent`.
+fn tree_node(n: &serde_json::Value, parent: &str, depth: usize) -> Markup {
+    let name = n["name"].as_str().unwrap_or("");
+    let kids = n["children"].as_array().filter(|k| !k.is_empty());
+    let path = match (depth, parent) {
+        (0, _) => String::new(),
+        (_, "") => name.to_string(),
+        _ => format!("{parent}/{name}"),
+    };
+    let counts = format!(
+        "{} files · {} definitions · used by {}",
+        n["files"], n["symbols"], n["inbound"]
+    );
+    let summary = n["summary"].as_str();
+    html! {
+        li {
+            @if let Some(kids) = kids {
+                details open[depth < 2] {
+                    summary { span .dir { (name) "/" } " " span .counts { (counts) } }
+                    @if let Some(s) = summary { p .summary { (s) } }
+                    ul { @for k in kids { (tree_node(k, &path, depth + 1)) } }
+                }
+            } @else {
+                a href=(file_href(&path, None)) { (name) }
+                " " span .counts { (n["symbols"]) " definitions" }
+                @if let Some(s) = summary { " — " span .summary { (s) } }
+            }
+        }
+    }
+}
+
 /// A page rendered on a blocking thread, as the response; a thread that failed is a 500.
 fn answer(page: Result<(StatusCode, String), tokio::task::JoinError>) -> Response {
     match page {
@@ -582,6 +648,7 @@ fn page_html(title: &str, lease: &Lease, body: Markup) -> Markup {
             body {
                 header {
                     a .brand href="/" { "trove" }
+                    a href="/tree" { "map" }
                     ul .provenance aria-label="served bundles" {
                         @for b in bundles {
                             @let s = &b.manifest.source;
@@ -617,7 +684,7 @@ pub fn is_open(path: &str) -> bool {
 /// Routes that are web pages (a login cookie reads them; GET only).
 pub fn is_page(method: &axum::http::Method, path: &str) -> bool {
     method == axum::http::Method::GET
-        && (path == "/" || path == "/refs-of" || path.starts_with("/file/"))
+        && (path == "/" || path == "/refs-of" || path == "/tree" || path.starts_with("/file/"))
 }
 
 /// The token in the request's login cookie, if any.
