@@ -61,6 +61,7 @@ impl Error {
     }
 
     /// A failure of the server at `url` (its user info hidden here).
+    #[cfg(feature = "openai")]
     pub(crate) fn server_at(url: &str, msg: impl Into<String>) -> Self {
         Error::Server {
             url: Some(trove_base::util::hide_userinfo(url).into_owned()),
@@ -69,6 +70,7 @@ impl Error {
     }
 
     /// A failure of the server, said without its URL (the client's own report names it).
+    #[cfg(feature = "openai")]
     pub(crate) fn server(msg: impl Into<String>) -> Self {
         Error::Server {
             url: None,
