@@ -44,9 +44,9 @@ pub use error::{Error, Result};
 pub use manifest::{
     Bm25Info, Counts, EmbedderInfo, FileEntry, Finished, LangCount, LiveTotals, MANIFEST, MAX_DIM,
     MAX_MANIFEST_BYTES, Manifest, Provenance, ScipInput, SegmentInfo, Shard, SourceInfo,
-    TOMBSTONES, Tool, commit_manifest, created_at, deserialize, format_of, is_bundle_file,
-    live_sql, manifest_tool, parse_manifest, read_manifest, read_manifest_json, remove_garbage,
-    views_sql, write_manifest,
+    TOMBSTONES, Tool, commit_manifest, created_at, deserialize, format_of, format_text,
+    is_bundle_file, live_sql, manifest_tool, parse_manifest, read_manifest, read_manifest_json,
+    remove_garbage, this_format, views_sql, write_manifest,
 };
 pub use output::{
     OutputLock, build_beside, check_replaceable, link_or_copy, link_segment, lock_output,

@@ -765,6 +765,24 @@ pub fn format_of(v: &serde_json::Value) -> (u64, u64) {
     }
 }
 
+/// The format version this trove writes, as [`format_of`] gives it: (major, minor).
+pub fn this_format() -> (u64, u64) {
+    (
+        u64::from(super::FORMAT_MAJOR),
+        u64::from(super::FORMAT_MINOR),
+    )
+}
+
+/// A format version ([`format_of`]) as messages name it: `bundle format 1.0`, or
+/// `format_version 9` for one from before 1.0.
+pub fn format_text((major, minor): (u64, u64)) -> String {
+    if major == 0 {
+        format!("format_version {minor}")
+    } else {
+        format!("bundle format {major}.{minor}")
+    }
+}
+
 /// Refuses a manifest this trove cannot read, saying what can: a bundle from before format 1.0
 /// (`trove upgrade` converts format 9), one of a newer major, one that needs a feature this trove
 /// does not know. A newer minor of this major is read (what it adds is ignored).
@@ -831,19 +849,17 @@ impl Manifest {
     /// Refuses to append to or rewrite a bundle of a newer minor than this trove writes: what
     /// that minor adds would be lost or left inconsistent (`what` names the operation).
     pub fn check_writable(&self, dir: &Path, what: &str) -> Result<()> {
-        if (self.format_major, self.format_minor) > (super::FORMAT_MAJOR, super::FORMAT_MINOR) {
+        let mine = (u64::from(self.format_major), u64::from(self.format_minor));
+        if mine > this_format() {
             return Err(Error::bundle_unusable(
                 dir,
                 format!(
-                    "is bundle format {}.{}, newer than trove {} writes ({}.{}): it can be read, \
-                     but {what} needs a trove that writes {}.{}",
-                    self.format_major,
-                    self.format_minor,
+                    "is {}, newer than trove {} writes ({}): it can be read, but {what} needs a \
+                     trove that writes {}",
+                    format_text(mine),
                     env!("CARGO_PKG_VERSION"),
-                    super::FORMAT_MAJOR,
-                    super::FORMAT_MINOR,
-                    self.format_major,
-                    self.format_minor
+                    format_text(this_format()),
+                    format_text(mine),
                 ),
             ));
         }

@@ -20,8 +20,9 @@ pub struct UpgradeReport {
     pub rewritten: bool,
 }
 
-fn current() -> String {
-    format!("{}.{}", super::FORMAT_MAJOR, super::FORMAT_MINOR)
+/// `major.minor`.
+fn dotted((major, minor): (u64, u64)) -> String {
+    format!("{major}.{minor}")
 }
 
 /// Upgrades the bundle directory `dir` to the current format (see the module docs), holding its
@@ -37,18 +38,15 @@ pub fn upgrade(dir: &Path) -> Result<UpgradeReport> {
     let lock = super::lock_output(dir)?;
     let v = super::read_manifest_json(dir)?;
     let (major, minor) = super::format_of(&v);
-    let this = (
-        u64::from(super::FORMAT_MAJOR),
-        u64::from(super::FORMAT_MINOR),
-    );
+    let this = super::this_format();
     if major == this.0 {
         // Readable as it is (a newer minor is read, an older one is a subset of this one).
-        let m = super::read_manifest(dir)?;
+        super::read_manifest(dir)?;
         drop(lock);
         super::verify(dir)?;
         return Ok(UpgradeReport {
-            from: format!("{}.{}", m.format_major, m.format_minor),
-            to: format!("{}.{}", m.format_major, m.format_minor),
+            from: dotted((major, minor)),
+            to: dotted((major, minor)),
             rewritten: false,
         });
     }
@@ -77,7 +75,7 @@ pub fn upgrade(dir: &Path) -> Result<UpgradeReport> {
     super::verify(dir)?;
     Ok(UpgradeReport {
         from: minor.to_string(),
-        to: current(),
+        to: dotted(this),
         rewritten: true,
     })
 }

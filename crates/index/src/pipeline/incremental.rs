@@ -143,13 +143,12 @@ pub(crate) struct Plan {
 
 /// Why `m`'s rows cannot be reused by this run, if they cannot.
 fn incompatible(m: &Manifest, e: &Expect) -> Option<String> {
-    if (m.format_major, m.format_minor) != (bundle::FORMAT_MAJOR, bundle::FORMAT_MINOR) {
+    let theirs = (u64::from(m.format_major), u64::from(m.format_minor));
+    if theirs != bundle::this_format() {
         return Some(format!(
-            "bundle format {}.{} (this trove writes {}.{})",
-            m.format_major,
-            m.format_minor,
-            bundle::FORMAT_MAJOR,
-            bundle::FORMAT_MINOR
+            "{} (this trove writes {})",
+            bundle::format_text(theirs),
+            bundle::format_text(bundle::this_format())
         ));
     }
     // Every build whose rows the bundle holds (an upgraded bundle's manifest is this trove's,
@@ -333,39 +332,37 @@ fn base_manifest(
     // A bundle of another format is rebuilt in full before anything else is asked of it (an older
     // layout would not verify under this one's rules).
     if let Ok(v) = bundle::read_manifest_json(out) {
-        let (major, minor) = bundle::format_of(&v);
-        let this = (
-            u64::from(bundle::FORMAT_MAJOR),
-            u64::from(bundle::FORMAT_MINOR),
-        );
+        let theirs = bundle::format_of(&v);
+        let this = bundle::this_format();
         // A newer trove's bundle is not replaced by an older format's (its readers may need
         // what that format adds).
-        if (major, minor) > this {
+        if theirs > this {
             return Err(crate::Error::bundle_unusable(
                 out,
                 format!(
-                    "is bundle format {major}.{minor}, newer than this trove writes ({}.{}): \
-                     index it with a trove that writes {major}.{minor}, or remove it to rebuild \
-                     it with this one",
-                    this.0, this.1
+                    "is {}, newer than this trove writes ({}): index it with a trove that writes \
+                     it, or remove it to rebuild it with this one",
+                    bundle::format_text(theirs),
+                    bundle::format_text(this)
                 ),
             ));
         }
-        if (major, minor) != this {
-            let format = if major == 0 {
-                format!(
-                    "format_version {minor}, from before bundle format 1.0{}",
-                    if minor == u64::from(bundle::UPGRADABLE_FROM) {
+        if theirs != this {
+            let format = match theirs {
+                (0, old) => format!(
+                    "{}, from before bundle format 1.0{}",
+                    bundle::format_text(theirs),
+                    if old == u64::from(bundle::UPGRADABLE_FROM) {
                         " (`trove upgrade` converts it without a rebuild)"
                     } else {
                         ""
                     }
-                )
-            } else {
-                format!(
-                    "bundle format {major}.{minor} (this trove writes {}.{})",
-                    this.0, this.1
-                )
+                ),
+                _ => format!(
+                    "{} (this trove writes {})",
+                    bundle::format_text(theirs),
+                    bundle::format_text(this)
+                ),
             };
             return Ok(Err(FullBuild {
                 note: Some(format!(
