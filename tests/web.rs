@@ -1,7 +1,8 @@
 //! The web pages of `trove serve` in a real browser (Debian's Chromium through Selenium,
 //! `tests/web_client.py`): search as you type, results grouped by file, filters in the box and
 //! as controls, the keyboard alone, a result opened at its lines, permalinks that survive a
-//! reload, and a file's `<script>` shown as text, never run.
+//! reload, highlighting, references in a side panel, a bundle picker, and a file's `<script>`
+//! shown as text, never run.
 use crate::serve::Server;
 use crate::util::*;
 
@@ -29,6 +30,12 @@ fn the_search_and_file_pages_work_in_a_browser() {
     // With --token: the login form, a cookie, and the API still wants its bearer token.
     let server = Server::start(&[b.to_str().unwrap(), "--token", "s3cret-t0ken"], &[]);
     drive(&server, &["--login", "s3cret-t0ken", &server.url()]);
+    drop(server);
+    // Two bundles: the bundle picker.
+    let langs = scratch.path().join("langs.bundle");
+    index(&repo().join("fixtures/languages"), &langs, &[]);
+    let server = Server::start(&[b.to_str().unwrap(), langs.to_str().unwrap()], &[]);
+    drive(&server, &["--bundles", &server.url()]);
     drop(server);
     // A page open while a newer version is swapped in says so.
     let server = Server::start(&[b.to_str().unwrap(), "--reload-interval", "1"], &[]);

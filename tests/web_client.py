@@ -5,6 +5,7 @@ file whose text holds a <script>); prints one line per check and exits 1 on the 
     python3 tests/web_client.py BASE_URL [SCREENSHOT_DIR]
     python3 tests/web_client.py --login TOKEN BASE_URL     (a server started with --token TOKEN)
     python3 tests/web_client.py --banner BASE_URL          (prints READY, then waits for a new version)
+    python3 tests/web_client.py --bundles BASE_URL         (a server of sample.bundle and langs.bundle)
 
 With SCREENSHOT_DIR, the pages are saved there as PNG files (web-search.png, web-file.png,
 web-map.png: the
@@ -23,7 +24,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 LOGIN = sys.argv[2] if sys.argv[1] == "--login" else None
 BANNER = sys.argv[1] == "--banner"
-ARGS = sys.argv[3:] if LOGIN else sys.argv[2:] if BANNER else sys.argv[1:]
+BUNDLES = sys.argv[1] == "--bundles"
+ARGS = sys.argv[3:] if LOGIN else sys.argv[2:] if BANNER or BUNDLES else sys.argv[1:]
 BASE = ARGS[0].rstrip("/")
 SHOTS = ARGS[1] if len(ARGS) > 1 else None
 
@@ -58,6 +60,11 @@ def langs(d):
         "return Array.from(document.querySelectorAll('#results .hit .lang')).map(e => e.textContent)")
 
 
+def kinds(d):
+    return d.execute_script(
+        "return Array.from(document.querySelectorAll('#results .hit .kind')).map(e => e.textContent)")
+
+
 def main():
     d = browser()
     wait = WebDriverWait(d, 15)
@@ -84,6 +91,7 @@ def main():
               d.find_elements(By.CSS_SELECTOR, "#results td.ln")
               and d.find_elements(By.CSS_SELECTOR, "#results mark"))
         check("the address keeps the query", "q=invoice" in d.current_url)
+        check("one bundle served: no bundle picker", not d.find_elements(By.ID, "bundle"))
         shot(d, "web-search.png")
 
         # Filter by language, written in the box.
@@ -99,6 +107,11 @@ def main():
         d.find_element(By.CSS_SELECTOR, "#lang option[value=python]").click()
         wait.until(lambda d: langs(d) and set(langs(d)) == {"python"})
         check("the language control filters", True)
+        d.find_element(By.CSS_SELECTOR, "#kind option[value=function]").click()
+        wait.until(lambda d: kinds(d) and set(kinds(d)) == {"function"})
+        check("the kind control filters", "kind=function" in d.current_url, d.current_url)
+        d.find_element(By.CSS_SELECTOR, "#kind option[value='']").click()
+        wait.until(lambda d: kinds(d) and set(kinds(d)) != {"function"})
 
         # The keyboard alone: ↓ to the first result, Enter opens it at its lines.
         box = d.find_element(By.ID, "q")
@@ -106,6 +119,11 @@ def main():
         first = d.execute_script("return document.querySelector('#results .hit a.open').href")
         box.send_keys(Keys.ARROW_DOWN)
         check("↓ moves to the first result", d.switch_to.active_element.get_attribute("href") == first)
+        d.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
+        second = d.switch_to.active_element.get_attribute("href")
+        d.switch_to.active_element.send_keys(Keys.ARROW_UP)
+        check("↓ then ↑ moves on and back", second != first
+              and d.switch_to.active_element.get_attribute("href") == first)
         d.switch_to.active_element.send_keys(Keys.ENTER)
         wait.until(lambda d: "/file/" in d.current_url)
         rows = wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "table.source tr"))
@@ -123,7 +141,10 @@ def main():
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "tr.hl"))
         lit = [r.get_attribute("id") for r in d.find_elements(By.CSS_SELECTOR, "tr.hl")]
         check("... after a reload too", lit == ["L3", "L4", "L5"], lit)
-        shot(d, "web-file.png")
+        kw = [e.text for e in d.find_elements(By.CSS_SELECTOR, "table.source .tok-keyword")]
+        check("the file is highlighted by its grammar", "class" in kw and "def" in kw, kw[:10])
+        check("... comments and strings too",
+              d.find_elements(By.CSS_SELECTOR, "table.source .tok-string, table.source .tok-comment"))
 
         # Go to definition: a resolved call is a link to the line that defines it.
         d.get(BASE + "/file/tests/test_billing.py")
@@ -136,15 +157,32 @@ def main():
         check("a reference goes to its definition", "Invoice" in lit, lit)
         check("the file has an outline of its definitions",
               any(a.text.endswith("PaymentService") for a in d.find_elements(By.CSS_SELECTOR, "nav.outline a")))
-        # Find references: a definition's name opens its references.
-        d.find_element(By.XPATH, "//a[@class='def' and text()='Invoice']").click()
-        wait.until(lambda d: "/refs-of" in d.current_url)
+        # Find references: a definition's name opens its references in the side panel.
+        defn = d.find_element(By.XPATH, "//a[@class='def' and normalize-space()='Invoice']")
+        defn.click()
+        panel = wait.until(EC.visibility_of_element_located((By.ID, "panel")))
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#panel table.refs"))
+        rows = d.find_element(By.CSS_SELECTOR, "#panel table.refs").text
+        check("a definition opens its references in the side panel",
+              "tests/test_billing.py" in rows and "/file/billing/billing.py" in d.current_url, rows[:300])
+        check("... focus moves to the panel",
+              d.switch_to.active_element.tag_name == "h2" and "Invoice" in d.switch_to.active_element.text)
+        shot(d, "web-file.png")
+        d.find_element(By.XPATH, "//aside[@id='panel']//nav[@class='tabs']/a[text()='callers']").click()
+        wait.until(lambda d: d.find_elements(
+            By.XPATH, "//aside[@id='panel']//nav[@class='tabs']/a[text()='callers' and @aria-current='page']"))
+        rows = d.find_element(By.CSS_SELECTOR, "#panel table.refs").text
+        check("... its callers, in the panel", "tests/test_billing.py" in rows and "call" in rows, rows[:300])
+        d.switch_to.active_element.send_keys(Keys.ESCAPE)
+        wait.until(lambda d: not panel.is_displayed())
+        check("Escape closes the panel and focus goes back to the name",
+              d.switch_to.active_element.text == "Invoice")
+        # Without the script the same link is a whole page (and the panel's tabs are its tabs).
+        d.get(BASE + defn.get_attribute("href").replace(BASE, ""))
         rows = d.find_element(By.CSS_SELECTOR, "table.refs").text
-        check("a definition opens its references", "tests/test_billing.py" in rows, rows[:300])
+        check("a definition's link is also a references page", "tests/test_billing.py" in rows, rows[:300])
         d.find_element(By.XPATH, "//nav[@class='tabs']/a[text()='callers']").click()
         wait.until(lambda d: "follow=callers" in d.current_url)
-        rows = d.find_element(By.CSS_SELECTOR, "table.refs").text
-        check("... its callers", "tests/test_billing.py" in rows and "call" in rows, rows[:300])
         d.find_element(By.CSS_SELECTOR, "table.refs a").click()
         wait.until(lambda d: "/file/tests/test_billing.py#L" in d.current_url)
         check("a reference opens at its line", d.find_elements(By.CSS_SELECTOR, "tr.hl"))
@@ -174,12 +212,29 @@ def main():
         d.get(BASE + "/file/no/such.py")
         check("a missing file says so", "No served bundle holds" in d.find_element(By.TAG_NAME, "main").text)
 
-        # Usable at 375 px: nothing wider than the screen.
+        # Focus order: the box, then the controls in the order they are read.
+        d.get(BASE + "/")
+        box = wait.until(EC.presence_of_element_located((By.ID, "q")))
+        box.click()
+        order = []
+        for _ in range(5):
+            d.switch_to.active_element.send_keys(Keys.TAB)
+            order.append(d.switch_to.active_element.get_attribute("id") or d.switch_to.active_element.tag_name)
+        check("Tab goes box → mode → language → kind → path → Search",
+              order == ["mode", "lang", "kind", "path", "button"], order)
+        unlabelled = d.execute_script(
+            "return Array.from(document.querySelectorAll('input:not([type=hidden]), select'))"
+            ".filter(e => !document.querySelector('label[for=\"' + e.id + '\"]')).map(e => e.outerHTML)")
+        check("every control has a label", not unlabelled, unlabelled)
+
+        # Usable at 375 px: nothing wider than the screen, on every page.
         d.set_window_size(375, 800)
-        d.get(BASE + "/?q=invoice")
-        wait.until(lambda d: hits(d))
-        wide = d.execute_script("return document.documentElement.scrollWidth")
-        check("no horizontal scrolling at 375 px", wide <= 375, wide)
+        for url in ["/?q=invoice", "/file/billing/billing.py", "/tree", "/refs-of?name=Invoice"]:
+            d.get(BASE + url)
+            wait.until(EC.presence_of_element_located((By.TAG_NAME, "main")))
+            inner = d.execute_script("return window.innerWidth")
+            wide = d.execute_script("return document.documentElement.scrollWidth")
+            check(f"no horizontal scrolling at 375 px: {url}", wide <= inner, (wide, inner))
     finally:
         d.quit()
 
@@ -243,8 +298,50 @@ def banner():
         d.quit()
 
 
+def bundles():
+    """Two bundles served (sample and langs): the picker narrows the results to one, its results
+    and file pages stay in it, and `bundle:` in the box does the same."""
+    d = browser()
+    wait = WebDriverWait(d, 15)
+
+    def bundle_of_hits(d):
+        return d.execute_script(
+            "return Array.from(document.querySelectorAll('#results .hit a.open'))"
+            ".map(a => new URL(a.href).searchParams.get('bundle'))")
+
+    try:
+        d.get(BASE + "/")
+        opts = wait.until(lambda d: [o.get_attribute("value") for o in
+                                     d.find_elements(By.CSS_SELECTOR, "#bundle option")])
+        check("several bundles served: a labelled bundle picker", opts == ["", "sample.bundle", "langs.bundle"]
+              and d.find_element(By.CSS_SELECTOR, "label[for=bundle]"), opts)
+        d.find_element(By.ID, "q").send_keys("invoice")
+        wait.until(lambda d: set(bundle_of_hits(d)) == {"sample.bundle", "langs.bundle"})
+        check("results come from both bundles, each link naming its bundle", True)
+        d.find_element(By.CSS_SELECTOR, "#bundle option[value='langs.bundle']").click()
+        wait.until(lambda d: bundle_of_hits(d) and set(bundle_of_hits(d)) == {"langs.bundle"})
+        check("the picker narrows the results to one bundle", "bundle=langs.bundle" in d.current_url, d.current_url)
+        d.find_element(By.CSS_SELECTOR, "#results .hit a.open").click()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "table.source tr"))
+        check("a result opens the file of its bundle",
+              d.find_element(By.CSS_SELECTOR, ".crumbs .bundle").text == "langs.bundle", d.current_url)
+        d.get(BASE + "/?q=" + urllib.parse.quote("bundle:sample.bundle invoice"))
+        wait.until(lambda d: hits(d))
+        check("bundle: in the box narrows too", set(bundle_of_hits(d)) == {"sample.bundle"}, bundle_of_hits(d))
+        d.get(BASE + "/?q=" + urllib.parse.quote("bundle:nope invoice"))
+        err = d.find_element(By.CSS_SELECTOR, "#results .error").text
+        check("an unknown bundle is named in the error", "nope" in err and "sample.bundle" in err, err)
+        d.get(BASE + "/file/billing/billing.py?bundle=nope")
+        check("a file page of an unknown bundle says so",
+              "No served bundle is named" in d.find_element(By.TAG_NAME, "main").text)
+    finally:
+        d.quit()
+
+
 if __name__ == "__main__":
-    if BANNER:
+    if BUNDLES:
+        bundles()
+    elif BANNER:
         banner()
     elif LOGIN:
         login(LOGIN)

@@ -1,7 +1,8 @@
-//! Syntax highlighting of result snippets for the terminal: the snippet is parsed with its
-//! language's tree-sitter grammar and painted by the grammar crate's own `highlights.scm` query
-//! (TypeScript and C++ inherit the JavaScript and C queries, as editors do). No grammar or a query
-//! that does not compile means plain text, never an error.
+//! Syntax highlighting, of result snippets for the terminal ([`highlight`]) and of files for the
+//! web pages ([`classes`]): the text is parsed with its language's tree-sitter grammar and painted
+//! by the grammar crate's own `highlights.scm` query (TypeScript and C++ inherit the JavaScript and
+//! C queries, as editors do). No grammar or a query that does not compile means plain text, never
+//! an error.
 use rustc_hash::FxHashMap;
 use std::sync::{Mutex, OnceLock};
 use tree_sitter::{Parser, Query, QueryCursor, StreamingIterator};
@@ -11,19 +12,43 @@ use crate::lang::{Registry, grammars};
 /// ANSI reset.
 const RESET: &str = "\x1b[0m";
 
-/// The colour of a capture name (`keyword.function` → its first part), if it gets one.
-fn style(capture: &str) -> Option<&'static str> {
+/// The classes [`classes`] gives.
+const CLASSES: [&str; 7] = [
+    "keyword",
+    "string",
+    "comment",
+    "function",
+    "type",
+    "constant",
+    "attribute",
+];
+
+/// The class of a capture name (`keyword.function` → its first part, grouped), if it gets one.
+fn class(capture: &str) -> Option<&'static str> {
     let head = capture.split('.').next().unwrap_or(capture);
     Some(match head {
-        "keyword" | "include" | "conditional" | "repeat" | "exception" => "\x1b[35m",
-        "string" | "character" | "escape" => "\x1b[32m",
-        "comment" => "\x1b[2;3m",
-        "function" | "method" | "constructor" => "\x1b[34m",
-        "type" | "tag" => "\x1b[33m",
-        "constant" | "number" | "boolean" | "float" => "\x1b[36m",
-        "attribute" | "label" | "module" | "namespace" => "\x1b[31m",
+        "keyword" | "include" | "conditional" | "repeat" | "exception" => "keyword",
+        "string" | "character" | "escape" => "string",
+        "comment" => "comment",
+        "function" | "method" | "constructor" => "function",
+        "type" | "tag" => "type",
+        "constant" | "number" | "boolean" | "float" => "constant",
+        "attribute" | "label" | "module" | "namespace" => "attribute",
         _ => return None,
     })
+}
+
+/// The terminal colour of a class.
+fn ansi(class: &str) -> &'static str {
+    match class {
+        "keyword" => "\x1b[35m",
+        "string" => "\x1b[32m",
+        "comment" => "\x1b[2;3m",
+        "function" => "\x1b[34m",
+        "type" => "\x1b[33m",
+        "constant" => "\x1b[36m",
+        _ => "\x1b[31m",
+    }
 }
 
 /// The highlight query source of a grammar, with what it inherits.
@@ -91,55 +116,87 @@ fn query(grammar: &str) -> Option<&'static Query> {
     })
 }
 
-/// `code` with ANSI colours for the grammar `grammar`; `None` when it cannot be highlighted.
-pub fn highlight(grammar: &str, code: &str) -> Option<String> {
+/// The highlighted runs of `code` for the grammar `grammar`: `(start, end, class)` byte ranges,
+/// in order, none across a line break, `class` one of keyword, string, comment, function, type,
+/// constant, attribute; `None` when it cannot be highlighted.
+pub fn classes(grammar: &str, code: &str) -> Option<Vec<(usize, usize, &'static str)>> {
     let q = query(grammar)?;
     let mut parser = Parser::new();
     parser.set_language(&grammars::grammar(grammar)?).ok()?;
     let tree = parser.parse(code, None)?;
-    // Each byte gets the colour of the innermost capture over it; for one span, the earliest
+    // Each byte gets the class of the innermost capture over it; for one span, the earliest
     // pattern wins (the convention of highlights.scm files).
     let mut spans: Vec<(usize, usize, usize, &'static str)> = Vec::new();
     let mut cursor = QueryCursor::new();
     let mut captures = cursor.captures(q, tree.root_node(), code.as_bytes());
     while let Some((m, i)) = captures.next() {
         let c = m.captures()[*i];
-        if let Some(s) = style(q.capture_names()[c.index as usize]) {
+        if let Some(s) = class(q.capture_names()[c.index as usize]) {
             spans.push((c.node.start_byte(), c.node.end_byte(), m.pattern_index, s));
         }
     }
     spans.sort_by_key(|&(a, b, p, _)| (std::cmp::Reverse(b - a), std::cmp::Reverse(p)));
-    let mut paint: Vec<Option<&'static str>> = vec![None; code.len()];
+    // A byte per byte of code: 0 unpainted, else 1 + the class's place in CLASSES.
+    let mut paint: Vec<u8> = vec![0; code.len()];
     for (a, b, _, s) in spans {
-        paint[a.min(code.len())..b.min(code.len())].fill(Some(s));
+        let c = CLASSES
+            .iter()
+            .position(|&k| k == s)
+            .map_or(0, |i| i as u8 + 1);
+        paint[a.min(code.len())..b.min(code.len())].fill(c);
     }
-    let mut out = String::with_capacity(code.len() * 2);
-    let mut current: Option<&str> = None;
-    for (i, ch) in code.char_indices() {
-        // A line break resets, so every line stands alone when cut or indented.
-        let want = if ch == '\n' { None } else { paint[i] };
-        if want != current {
-            if current.is_some() {
-                out.push_str(RESET);
-            }
-            if let Some(s) = want {
-                out.push_str(s);
-            }
-            current = want;
+    // A line break ends a run, so every line stands alone when cut or indented.
+    for (i, _) in code.match_indices('\n') {
+        paint[i] = 0;
+    }
+    let mut runs: Vec<(usize, usize, &'static str)> = Vec::new();
+    let mut at = 0;
+    while at < paint.len() {
+        let mut end = at + 1;
+        while end < paint.len() && paint[end] == paint[at] {
+            end += 1;
         }
-        out.push(ch);
+        if paint[at] > 0 {
+            runs.push((at, end, CLASSES[usize::from(paint[at] - 1)]));
+        }
+        at = end;
     }
-    if current.is_some() {
+    Some(runs)
+}
+
+/// `code` with ANSI colours for the grammar `grammar`; `None` when it cannot be highlighted.
+pub fn highlight(grammar: &str, code: &str) -> Option<String> {
+    let runs = classes(grammar, code)?;
+    let mut out = String::with_capacity(code.len() * 2);
+    let mut at = 0;
+    for (a, b, c) in runs {
+        out.push_str(&code[at..a]);
+        out.push_str(ansi(c));
+        out.push_str(&code[a..b]);
         out.push_str(RESET);
+        at = b;
     }
+    out.push_str(&code[at..]);
     Some(out)
+}
+
+/// The built-in languages, loaded once.
+fn registry() -> Option<&'static Registry> {
+    static REGISTRY: OnceLock<Option<Registry>> = OnceLock::new();
+    REGISTRY.get_or_init(|| Registry::load(&[]).ok()).as_ref()
+}
+
+/// [`classes`] for a file, its language detected from its path and first bytes by the built-in
+/// languages.
+pub fn classes_for_path(rel_path: &str, code: &str) -> Option<Vec<(usize, usize, &'static str)>> {
+    let head = &code.as_bytes()[..code.len().min(1024)];
+    let lang = registry()?.detect(rel_path, head)?;
+    classes(lang.def.grammar.as_deref()?, code)
 }
 
 /// `code` highlighted by language id (the `language` column), through the built-in language files.
 pub fn highlight_language(language: &str, code: &str) -> Option<String> {
-    static REGISTRY: OnceLock<Option<Registry>> = OnceLock::new();
-    let registry = REGISTRY.get_or_init(|| Registry::load(&[]).ok()).as_ref()?;
-    highlight(registry.get(language)?.def.grammar.as_deref()?, code)
+    highlight(registry()?.get(language)?.def.grammar.as_deref()?, code)
 }
 
 #[cfg(test)]
@@ -169,5 +226,9 @@ mod tests {
             .into_owned();
         assert_eq!(plain, "fn main() {\n    // hi\n    let s = \"x\";\n}\n");
         assert!(highlight("nope", "x").is_none());
+        let runs = classes_for_path("src/a.rs", "fn a() {}\n// b\n").unwrap();
+        assert_eq!(runs[0], (0, 2, "keyword"));
+        assert!(runs.contains(&(10, 14, "comment")), "{runs:?}");
+        assert!(classes_for_path("notes.unknown-ext", "x").is_none());
     }
 }

@@ -18,14 +18,16 @@ const APP_JS: &str = include_str!("web/app.js");
 /// The style sheet of the pages.
 const APP_CSS: &str = include_str!("web/app.css");
 
-/// The search form's fields (`/?q=...&mode=...&lang=...&path=...`); `partial=1` asks for the
+/// The search form's fields (`/?q=...&mode=...&lang=...&kind=...&path=...&bundle=...`); `partial=1` asks for the
 /// results alone (the script replaces them as the user types).
 #[derive(Debug, Default, serde::Deserialize)]
 pub struct SearchForm {
     q: Option<String>,
     mode: Option<String>,
     lang: Option<String>,
+    kind: Option<String>,
     path: Option<String>,
+    bundle: Option<String>,
     partial: Option<String>,
 }
 
@@ -89,8 +91,14 @@ pub async fn search_page(
     if let Some(l) = form.lang.as_deref().filter(|l| !l.is_empty()) {
         parsed.langs.push(l.to_string());
     }
+    if let Some(k) = form.kind.as_deref().filter(|k| !k.is_empty()) {
+        parsed.kinds.push(k.to_string());
+    }
     if let Some(p) = form.path.as_deref().filter(|p| !p.is_empty()) {
         parsed.path = Some(path_glob(p));
+    }
+    if let Some(b) = form.bundle.as_deref().filter(|b| !b.is_empty()) {
+        parsed.bundles.push(b.to_string());
     }
     let mode = match form.mode.as_deref() {
         Some("bm25") => Mode::Bm25,
@@ -101,12 +109,24 @@ pub async fn search_page(
     let page = tokio::task::spawn_blocking(move || {
         let bundles = lease.tools().bundles();
         let langs = languages(bundles);
+        let labels: Vec<String> = bundles.iter().map(|b| b.label.clone()).collect();
         let chosen: Vec<&Bundle> = bundles
             .iter()
             .filter(|b| parsed.bundles.is_empty() || parsed.bundles.contains(&b.label))
             .collect();
+        let unknown: Vec<&String> = parsed
+            .bundles
+            .iter()
+            .filter(|l| !labels.contains(l))
+            .collect();
         let results = if parsed.text.trim().is_empty() {
             None
+        } else if !unknown.is_empty() {
+            Some(Err(format!(
+                "no served bundle is named {}; served: {}",
+                unknown.iter().map(|l| l.as_str()).collect::<Vec<_>>().join(", "),
+                labels.join(", ")
+            )))
         } else {
             let opts = QueryOptions {
                 langs: parsed.langs.clone(),
@@ -126,15 +146,16 @@ pub async fn search_page(
             )
         };
         let took = started.elapsed();
+        let multi = labels.len() > 1;
         if form.partial.is_some() {
-            return results_html(results.as_ref(), &parsed.text, took).into_string();
+            return results_html(results.as_ref(), &parsed.text, took, multi).into_string();
         }
         page_html(
             "trove: search",
             &lease,
             html! {
-                (search_form(&q, mode, form.lang.as_deref().unwrap_or(""), form.path.as_deref().unwrap_or(""), &langs))
-                div #results aria-live="polite" { (results_html(results.as_ref(), &parsed.text, took)) }
+                (search_form(&form, &q, mode, &langs, &kinds(&lease), &labels))
+                div #results aria-live="polite" { (results_html(results.as_ref(), &parsed.text, took, multi)) }
             },
         )
         .into_string()
@@ -154,7 +175,49 @@ fn languages(bundles: &[Bundle]) -> Vec<String> {
     l
 }
 
-fn search_form(q: &str, mode: Mode, lang: &str, path: &str, langs: &[String]) -> Markup {
+/// The chunk kinds of the served bundles, sorted; read once per served version (a failure reading
+/// them leaves the control out).
+fn kinds(lease: &Lease) -> Vec<String> {
+    // Keyed by the version's number and snapshot folders: one server's one version.
+    static SEEN: std::sync::Mutex<Option<(String, Vec<String>)>> = std::sync::Mutex::new(None);
+    let key: Vec<String> = lease
+        .generation
+        .snapshots
+        .iter()
+        .map(|s| s.dir.display().to_string())
+        .collect();
+    let key = format!("{}\n{}", lease.generation.id, key.join("\n"));
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((k, kinds)) = seen.as_ref()
+        && *k == key
+    {
+        return kinds.clone();
+    }
+    let mut k: Vec<String> = Vec::new();
+    for b in lease.tools().bundles() {
+        if let Ok((_, rows)) = b.run_sql("SELECT DISTINCT kind FROM chunks") {
+            k.extend(rows.iter().map(|r| cell(&r[0])));
+        }
+    }
+    k.sort();
+    k.dedup();
+    *seen = Some((key, k.clone()));
+    k
+}
+
+/// The search form, filled in from the request; the bundle picker only when several are served.
+fn search_form(
+    form: &SearchForm,
+    q: &str,
+    mode: Mode,
+    langs: &[String],
+    kinds: &[String],
+    labels: &[String],
+) -> Markup {
+    let lang = form.lang.as_deref().unwrap_or("");
+    let kind = form.kind.as_deref().unwrap_or("");
+    let path = form.path.as_deref().unwrap_or("");
+    let bundle = form.bundle.as_deref().unwrap_or("");
     let modes = [
         (Mode::Hybrid, "hybrid"),
         (Mode::Bm25, "bm25"),
@@ -178,8 +241,26 @@ fn search_form(q: &str, mode: Mode, lang: &str, path: &str, langs: &[String]) ->
                     option value=(l) selected[l == lang] { (l) }
                 }
             }
+            @if !kinds.is_empty() {
+                label for="kind" { "Kind" }
+                select #kind name="kind" {
+                    option value="" selected[kind.is_empty()] { "any" }
+                    @for k in kinds {
+                        option value=(k) selected[k == kind] { (k) }
+                    }
+                }
+            }
             label for="path" { "Path" }
             input #path type="text" name="path" value=(path) placeholder="src/ or **/*.go";
+            @if labels.len() > 1 {
+                label for="bundle" { "Bundle" }
+                select #bundle name="bundle" {
+                    option value="" selected[bundle.is_empty()] { "all" }
+                    @for l in labels {
+                        option value=(l) selected[l == bundle] { (l) }
+                    }
+                }
+            }
             button type="submit" { "Search" }
         }
     }
@@ -190,6 +271,7 @@ fn results_html(
     results: Option<&Result<Vec<Hit>, String>>,
     text: &str,
     took: std::time::Duration,
+    multi: bool,
 ) -> Markup {
     let Some(results) = results else {
         return html! { p .hint { "Type to search. ↑/↓ move between results, Enter opens one." } };
@@ -198,11 +280,15 @@ fn results_html(
         Ok(h) => h,
         Err(e) => return html! { p .error role="alert" { (e) } },
     };
-    let mut files: Vec<(&str, Vec<&Hit>)> = Vec::new();
+    // A file is one group per bundle (the same path in two bundles is two files).
+    let mut files: Vec<(&str, &str, Vec<&Hit>)> = Vec::new();
     for h in hits {
-        match files.iter_mut().find(|(p, _)| *p == h.path) {
-            Some((_, v)) => v.push(h),
-            None => files.push((&h.path, vec![h])),
+        match files
+            .iter_mut()
+            .find(|(p, b, _)| *p == h.path && *b == h.bundle)
+        {
+            Some((_, _, v)) => v.push(h),
+            None => files.push((&h.path, &h.bundle, vec![h])),
         }
     }
     let words: Vec<String> = text
@@ -212,12 +298,16 @@ fn results_html(
         .collect();
     html! {
         p .count { (hits.len()) " results in " (files.len()) " files, " (format!("{:.0}", took.as_secs_f64() * 1000.0)) " ms" }
-        @for (path, hs) in &files {
+        @for (path, bundle, hs) in &files {
+            @let bundle = multi.then_some(*bundle);
             section .file-group {
-                h2 { a href=(file_href(path, None)) { (path) } }
+                h2 {
+                    a href=(file_href(path, bundle, None)) { (path) }
+                    @if let Some(b) = bundle { " " span .bundle { (b) } }
+                }
                 @for h in hs {
                     div .hit {
-                        a .open href=(file_href(path, Some((h.start_line, h.end_line)))) {
+                        a .open href=(file_href(path, bundle, Some((h.start_line, h.end_line)))) {
                             span .where { (path) ":" (h.start_line) "-" (h.end_line) }
                             " " span .kind { (h.kind) }
                             @if let Some(s) = &h.symbol_path { " " span .symbol { (s) } }
@@ -259,86 +349,185 @@ fn marked(line: &str, words: &[String]) -> Markup {
         }
     }
     spans.sort();
-    let mut pieces: Vec<(bool, &str)> = Vec::new();
-    let mut at = 0;
-    for (a, b) in spans {
-        if a < at || !line.is_char_boundary(a) || !line.is_char_boundary(b) {
+    let spans: Vec<(usize, usize, ())> = spans.into_iter().map(|(a, b)| (a, b, ())).collect();
+    html! {
+        @for (hit, r) in pieces(line, 0..line.len(), &spans) {
+            @if hit.is_some() { mark { (&line[r]) } } @else { (&line[r]) }
+        }
+    }
+}
+
+/// `range` of `line` cut at `spans` (sorted by start; one that overlaps an earlier one, or does
+/// not fall on character boundaries inside `range`, is left out): the pieces in order, each with
+/// the span's value or `None` between spans.
+fn pieces<T: Copy>(
+    line: &str,
+    range: std::ops::Range<usize>,
+    spans: &[(usize, usize, T)],
+) -> Vec<(Option<T>, std::ops::Range<usize>)> {
+    let mut out = Vec::new();
+    let mut at = range.start;
+    for &(a, b, v) in spans {
+        let (a, b) = (a.max(range.start), b.min(range.end));
+        if a < at || a >= b || !line.is_char_boundary(a) || !line.is_char_boundary(b) {
             continue;
         }
-        pieces.push((false, &line[at..a]));
-        pieces.push((true, &line[a..b]));
+        if at < a {
+            out.push((None, at..a));
+        }
+        out.push((Some(v), a..b));
         at = b;
     }
-    pieces.push((false, &line[at..]));
-    html! {
-        @for (hit, s) in pieces {
-            @if hit { mark { (s) } } @else { (s) }
-        }
+    if at < range.end {
+        out.push((None, at..range.end));
     }
+    out
 }
 
-/// The address of a file's page, with a line range as a permalink.
-fn file_href(path: &str, lines: Option<(i64, i64)>) -> String {
+/// The address of a file's page (in `bundle`, when several are served), with a line range as a
+/// permalink.
+fn file_href(path: &str, bundle: Option<&str>, lines: Option<(i64, i64)>) -> String {
     let encoded: Vec<String> = path.split('/').map(query_escape).collect();
-    let encoded = encoded.join("/");
-    match lines {
-        Some((a, b)) if b > a => format!("/file/{encoded}#L{a}-L{b}"),
-        Some((a, _)) => format!("/file/{encoded}#L{a}"),
-        None => format!("/file/{encoded}"),
+    let mut href = format!("/file/{}", encoded.join("/"));
+    if let Some(b) = bundle {
+        href.push_str("?bundle=");
+        href.push_str(&query_escape(b));
     }
+    match lines {
+        Some((a, b)) if b > a => href.push_str(&format!("#L{a}-L{b}")),
+        Some((a, _)) => href.push_str(&format!("#L{a}")),
+        None => {}
+    }
+    href
 }
 
-/// `GET /file/PATH`: the file from the first bundle that holds it, every line numbered and an
-/// anchor (`#L12`, `#L10-L20`).
-pub async fn file_page(State(app): State<Shared>, UrlPath(path): UrlPath<String>) -> Response {
+/// The file page's query: which bundle (`/file/PATH?bundle=LABEL`); without it, the first
+/// served bundle that holds the file.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct FileForm {
+    bundle: Option<String>,
+}
+
+/// `GET /file/PATH`: the file from the bundle asked for, or the first that holds it, highlighted
+/// by its tree-sitter grammar, every line numbered and an anchor (`#L12`, `#L10-L20`), its
+/// definitions and resolved references links, and a side panel the script fills with a
+/// definition's references.
+pub async fn file_page(
+    State(app): State<Shared>,
+    UrlPath(path): UrlPath<String>,
+    form: Result<Query<FileForm>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let form = form.map(|Query(f)| f).unwrap_or_default();
     let lease = app.served.lease(Lane::Search).await;
     let page = tokio::task::spawn_blocking(move || {
         let bundles = lease.tools().bundles();
-        for b in bundles {
+        let wanted = form.bundle.as_deref().filter(|b| !b.is_empty());
+        let multi = bundles.len() > 1;
+        for b in bundles
+            .iter()
+            .filter(|b| wanted.is_none_or(|w| w == b.label))
+        {
             match b.file_text(&path) {
                 Ok(Some(text)) => {
-                    // Without the structure (a failure reading it), the file is still shown.
-                    let facts = file_facts(b, &path).unwrap_or_default();
-                    let body = html! {
-                        nav .crumbs { a href="/" { "search" } " / " span { (path) } " — " span .bundle { (b.label) } }
-                        div .file-view {
-                            @if !facts.outline.is_empty() {
-                                nav .outline aria-label="outline" {
-                                    h2 { "Outline" }
-                                    ul {
-                                        @for o in &facts.outline {
-                                            li { a href=(format!("#L{}", o.line)) { span .kind { (o.kind) } " " (o.name) } }
-                                        }
-                                    }
-                                }
-                            }
-                            table .source aria-label=(format!("{path}, numbered lines")) {
-                                @for (i, line) in text.lines().enumerate() {
-                                    tr id=(format!("L{}", i + 1)) {
-                                        td .ln { a href=(format!("#L{}", i + 1)) { (i + 1) } }
-                                        td { code { (linked(line, facts.links.get(&(i as i64 + 1)).map_or(&[][..], Vec::as_slice))) } }
-                                    }
-                                }
-                            }
-                        }
-                    };
-                    return (StatusCode::OK, page_html(&format!("trove: {path}"), &lease, body).into_string());
+                    let body = file_body(b, &path, &text, multi.then_some(b.label.as_str()));
+                    return (
+                        StatusCode::OK,
+                        page_html(&format!("trove: {path}"), &lease, body).into_string(),
+                    );
                 }
                 Ok(None) => continue,
                 Err(e) => {
                     let body = html! { p .error role="alert" { (format!("{e:#}")) } };
-                    return (StatusCode::INTERNAL_SERVER_ERROR, page_html("trove: error", &lease, body).into_string());
+                    return (
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        page_html("trove: error", &lease, body).into_string(),
+                    );
                 }
             }
         }
         let body = html! {
             nav .crumbs { a href="/" { "search" } }
-            p .error role="alert" { "No served bundle holds " code { (path) } "." }
+            p .error role="alert" {
+                @if let Some(w) = wanted {
+                    @if bundles.iter().any(|b| b.label == w) {
+                        "The bundle " code { (w) } " does not hold " code { (path) } "."
+                    } @else {
+                        "No served bundle is named " code { (w) } "."
+                    }
+                } @else {
+                    "No served bundle holds " code { (path) } "."
+                }
+            }
         };
-        (StatusCode::NOT_FOUND, page_html("trove: not found", &lease, body).into_string())
+        (
+            StatusCode::NOT_FOUND,
+            page_html("trove: not found", &lease, body).into_string(),
+        )
     })
     .await;
     answer(page)
+}
+
+/// The largest file the file page highlights.
+const HIGHLIGHT_MAX_BYTES: usize = 1 << 20;
+
+/// The file page's body: crumbs, outline, the numbered and highlighted text, the references
+/// panel. `bundle` is the label links carry when several bundles are served.
+fn file_body(b: &Bundle, path: &str, text: &str, bundle: Option<&str>) -> Markup {
+    // Without the structure (a failure reading it), the file is still shown.
+    let facts = file_facts(b, path, bundle).unwrap_or_default();
+    // A file past HIGHLIGHT_MAX_BYTES (generated, minified) is shown plain: a parse of every
+    // request's whole text is what highlighting costs.
+    let runs = (text.len() <= HIGHLIGHT_MAX_BYTES)
+        .then(|| trove_lang::highlight::classes_for_path(path, text))
+        .flatten()
+        .unwrap_or_default();
+    let mut runs = runs.as_slice();
+    let mut offset = 0;
+    let lines = text.split_inclusive('\n').enumerate().map(|(i, raw)| {
+        let line = raw.strip_suffix('\n').unwrap_or(raw);
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let end = offset + line.len();
+        // This line's runs, relative to it (runs never cross a line break).
+        let here = runs.partition_point(|&(a, _, _)| a < end);
+        let mine: Vec<(usize, usize, &'static str)> = runs[..here]
+            .iter()
+            .filter(|&&(a, _, _)| a >= offset)
+            .map(|&(a, b, c)| (a - offset, b.min(end) - offset, c))
+            .collect();
+        runs = &runs[here..];
+        offset += raw.len();
+        let links = facts
+            .links
+            .get(&(i as i64 + 1))
+            .map_or(&[][..], Vec::as_slice);
+        (i + 1, linked(line, links, &mine))
+    });
+    let lines: Vec<(usize, Markup)> = lines.collect();
+    html! {
+        nav .crumbs { a href="/" { "search" } " / " span { (path) } " — " span .bundle { (b.label) } }
+        div .file-view {
+            @if !facts.outline.is_empty() {
+                nav .outline aria-label="outline" {
+                    h2 { "Outline" }
+                    ul {
+                        @for o in &facts.outline {
+                            li { a href=(format!("#L{}", o.line)) { span .kind { (o.kind) } " " (o.name) } }
+                        }
+                    }
+                }
+            }
+            table .source aria-label=(format!("{path}, numbered lines")) {
+                @for (n, code) in &lines {
+                    tr id=(format!("L{n}")) {
+                        td .ln { a href=(format!("#L{n}")) { (n) } }
+                        td { code { (code) } }
+                    }
+                }
+            }
+            aside #panel aria-label="references" hidden {}
+        }
+    }
 }
 
 /// A definition in a file's outline.
@@ -376,7 +565,7 @@ fn cell(v: &duckdb::types::Value) -> String {
 
 /// The definitions of `path` in `b` and the references on its lines that resolve to a
 /// definition.
-fn file_facts(b: &Bundle, path: &str) -> trove_query::Result<FileFacts> {
+fn file_facts(b: &Bundle, path: &str, bundle: Option<&str>) -> trove_query::Result<FileFacts> {
     let p = trove_base::util::sql_lit(path);
     let mut facts = FileFacts::default();
     let (_, defs) = b.run_sql(&format!(
@@ -390,7 +579,7 @@ fn file_facts(b: &Bundle, path: &str) -> trove_query::Result<FileFacts> {
         let symbol_path = cell(&r[4]);
         facts.links.entry(name_line).or_default().push(Link {
             word: name.clone(),
-            href: format!("/refs-of?name={}&follow=all", query_escape(&symbol_path)),
+            href: refs_href(&symbol_path, "all", bundle),
             class: "def",
             title: format!("references of {symbol_path}"),
         });
@@ -412,7 +601,7 @@ fn file_facts(b: &Bundle, path: &str) -> trove_query::Result<FileFacts> {
         let to_line: i64 = cell(&r[3]).parse().unwrap_or(1);
         facts.links.entry(line).or_default().push(Link {
             word: leaf,
-            href: file_href(&cell(&r[2]), Some((to_line, to_line))),
+            href: file_href(&cell(&r[2]), bundle, Some((to_line, to_line))),
             class: "ref",
             title: format!("definition: {}", cell(&r[4])),
         });
@@ -432,9 +621,9 @@ fn query_escape(s: &str) -> String {
         .collect()
 }
 
-/// `line` with the first whole-word occurrence of each link's word made a link; every piece
-/// escaped.
-fn linked(line: &str, links: &[Link]) -> Markup {
+/// `line` with the first whole-word occurrence of each link's word made a link, and its
+/// highlighted `runs` (byte ranges of the line) in `<span class="tok-CLASS">`; every piece escaped.
+fn linked(line: &str, links: &[Link], runs: &[(usize, usize, &'static str)]) -> Markup {
     let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
     let mut spans: Vec<(usize, usize, &Link)> = Vec::new();
     for l in links {
@@ -455,34 +644,47 @@ fn linked(line: &str, links: &[Link]) -> Markup {
         }
     }
     spans.sort_by_key(|&(a, _, _)| a);
-    let mut pieces: Vec<(Option<&Link>, &str)> = Vec::new();
-    let mut at = 0;
-    for (a, b, l) in spans {
-        pieces.push((None, &line[at..a]));
-        pieces.push((Some(l), &line[a..b]));
-        at = b;
-    }
-    pieces.push((None, &line[at..]));
+    let painted = |r: std::ops::Range<usize>| {
+        html! {
+            @for (class, r) in pieces(line, r, runs) {
+                @if let Some(c) = class { span class=(format!("tok-{c}")) { (&line[r]) } } @else { (&line[r]) }
+            }
+        }
+    };
     html! {
-        @for (l, text) in pieces {
+        @for (l, r) in pieces(line, 0..line.len(), &spans) {
             @if let Some(l) = l {
-                a class=(l.class) href=(l.href) title=(l.title) { (text) }
+                a class=(l.class) href=(l.href) title=(l.title) { (painted(r)) }
             } @else {
-                (text)
+                (painted(r))
             }
         }
     }
 }
 
-/// The references page's form (`/refs-of?name=...&follow=...`).
+/// The address of the references page of `name`, following `follow`, in `bundle`.
+fn refs_href(name: &str, follow: &str, bundle: Option<&str>) -> String {
+    let mut href = format!("/refs-of?name={}&follow={follow}", query_escape(name));
+    if let Some(b) = bundle {
+        href.push_str("&bundle=");
+        href.push_str(&query_escape(b));
+    }
+    href
+}
+
+/// The references page's form (`/refs-of?name=...&follow=...&bundle=...`); `partial=1` asks for
+/// the tabs and the table alone (the file page's side panel).
 #[derive(Debug, Default, serde::Deserialize)]
 pub struct RefsForm {
     name: Option<String>,
     follow: Option<String>,
+    bundle: Option<String>,
+    partial: Option<String>,
 }
 
 /// `GET /refs-of?name=NAME&follow=callers|callees|subtypes|uses|imports|all`: the references of a
-/// definition, each a link to its line, with where it resolves.
+/// definition (in one bundle with `bundle=LABEL`), each a link to its line, with where it
+/// resolves.
 pub async fn refs_page(
     State(app): State<Shared>,
     form: Result<Query<RefsForm>, axum::extract::rejection::QueryRejection>,
@@ -503,48 +705,70 @@ pub async fn refs_page(
         .iter()
         .find(|(n, _)| *n == chosen)
         .map_or(Follow::All, |f| f.1);
+    let wanted = form.bundle.filter(|b| !b.is_empty());
+    let partial = form.partial.is_some();
     let lease = app.served.lease(Lane::Lookup).await;
     let page = tokio::task::spawn_blocking(move || {
         let bundles = lease.tools().bundles();
-        let mut rows: Vec<Vec<String>> = Vec::new();
+        let multi = bundles.len() > 1;
+        // (bundle label for links, the row's cells)
+        let mut rows: Vec<(Option<&str>, Vec<String>)> = Vec::new();
         let mut error = None;
+        if let Some(w) = wanted.as_deref().filter(|w| !bundles.iter().any(|b| b.label == *w)) {
+            error = Some(format!("no served bundle is named {w}"));
+        }
         if !name.trim().is_empty() {
-            for b in bundles {
+            for b in bundles.iter().filter(|b| wanted.as_deref().is_none_or(|w| w == b.label)) {
+                let label = multi.then_some(b.label.as_str());
                 match refs_rows(b, &name, follow, 500) {
                     Ok((_, found)) => {
-                        rows.extend(found.iter().map(|r| r.iter().map(cell).collect()))
+                        rows.extend(found.iter().map(|r| (label, r.iter().map(cell).collect())))
                     }
                     Err(e) => error = Some(format!("{e:#}")),
                 }
             }
         }
+        let in_bundle = wanted.as_deref().filter(|_| multi);
         let body = html! {
-            nav .crumbs { a href="/" { "search" } " / references of " code { (name) } }
             nav .tabs aria-label="which references" {
                 @for (n, _) in follows {
-                    a href=(format!("/refs-of?name={}&follow={n}", query_escape(&name)))
+                    a href=(refs_href(&name, n, in_bundle))
                         aria-current=[(n == chosen).then_some("page")] { (n) }
                 }
             }
             @if let Some(e) = &error { p .error role="alert" { (e) } }
             p .count { (rows.len()) " references" }
             table .refs {
-                @for r in &rows {
+                @for (label, r) in &rows {
                     @let line: i64 = r[1].parse().unwrap_or(1);
                     tr {
-                        td { a href=(file_href(&r[0], Some((line, line)))) { (r[0]) ":" (r[1]) } }
+                        td { a href=(file_href(&r[0], *label, Some((line, line)))) { (r[0]) ":" (r[1]) } }
                         td .kind { (r[2]) }
                         td { code { (r[3]) } }
                         td { (r[4]) }
                         td {
                             @if !r[5].is_empty() {
                                 @let to: i64 = r[6].parse().unwrap_or(1);
-                                "→ " a href=(file_href(&r[5], Some((to, to)))) { (r[5]) ":" (r[6]) }
+                                "→ " a href=(file_href(&r[5], *label, Some((to, to)))) { (r[5]) ":" (r[6]) }
                             }
                         }
                     }
                 }
             }
+        };
+        if partial {
+            return html! {
+                div .panel-head {
+                    h2 tabindex="-1" { "References of " code { (name) } }
+                    button type="button" .close aria-label="close the references" { "×" }
+                }
+                (body)
+            }
+            .into_string();
+        }
+        let body = html! {
+            nav .crumbs { a href="/" { "search" } " / references of " code { (name) } }
+            (body)
         };
         page_html(&format!("trove: references of {name}"), &lease, body).into_string()
     })
@@ -558,6 +782,7 @@ pub async fn tree_page(State(app): State<Shared>) -> Response {
     let lease = app.served.lease(Lane::Lookup).await;
     let page = tokio::task::spawn_blocking(move || {
         let bundles = lease.tools().bundles();
+        let multi = bundles.len() > 1;
         let mut trees = Vec::new();
         for b in bundles {
             let tree = crate::map::MapFiles::load(b, None).and_then(|files| {
@@ -571,7 +796,7 @@ pub async fn tree_page(State(app): State<Shared>) -> Response {
                 section .map aria-label=(format!("map of {label}")) {
                     h2 { (label) }
                     @match tree {
-                        Ok(Some(root)) => ul .tree { (tree_node(root, "", 0)) },
+                        Ok(Some(root)) => ul .tree { (tree_node(root, "", 0, multi.then_some(label.as_str()))) },
                         Ok(None) => p { "No indexed file." },
                         Err(e) => p .error role="alert" { (e) },
                     }
@@ -588,7 +813,7 @@ pub async fn tree_page(State(app): State<Shared>) -> Response {
 }
 
 /// One entry of the map (`trove map --format json`'s node) under the folder `parent`.
-fn tree_node(n: &serde_json::Value, parent: &str, depth: usize) -> Markup {
+fn tree_node(n: &serde_json::Value, parent: &str, depth: usize, bundle: Option<&str>) -> Markup {
     let name = n["name"].as_str().unwrap_or("");
     let kids = n["children"].as_array().filter(|k| !k.is_empty());
     let path = match (depth, parent) {
@@ -607,10 +832,10 @@ fn tree_node(n: &serde_json::Value, parent: &str, depth: usize) -> Markup {
                 details open[depth < 2] {
                     summary { span .dir { (name) "/" } " " span .counts { (counts) } }
                     @if let Some(s) = summary { p .summary { (s) } }
-                    ul { @for k in kids { (tree_node(k, &path, depth + 1)) } }
+                    ul { @for k in kids { (tree_node(k, &path, depth + 1, bundle)) } }
                 }
             } @else {
-                a href=(file_href(&path, None)) { (name) }
+                a href=(file_href(&path, bundle, None)) { (name) }
                 " " span .counts { (n["symbols"]) " definitions" }
                 @if let Some(s) = summary { " — " span .summary { (s) } }
             }
@@ -826,8 +1051,33 @@ mod tests {
         let m = marked("<script>charge(x)</script>", &["charge".into()]).into_string();
         assert_eq!(m, "&lt;script&gt;<mark>charge</mark>(x)&lt;/script&gt;");
         assert_eq!(
-            file_href("a b/c#d.rs", Some((3, 5))),
+            file_href("a b/c#d.rs", None, Some((3, 5))),
             "/file/a%20b/c%23d.rs#L3-L5"
         );
+        assert_eq!(
+            file_href("a.rs", Some("x y"), Some((3, 3))),
+            "/file/a.rs?bundle=x%20y#L3"
+        );
+    }
+
+    #[test]
+    fn a_line_is_linked_and_highlighted_in_one_pass() {
+        let link = Link {
+            word: "charge".into(),
+            href: "/file/b.rs#L2".into(),
+            class: "ref",
+            title: "definition: charge".into(),
+        };
+        // `fn` a keyword, `charge` a link and a function, `<x>` text.
+        let runs = [(0, 2, "keyword"), (3, 9, "function")];
+        let m = linked("fn charge<x>()", &[link], &runs).into_string();
+        assert_eq!(
+            m,
+            "<span class=\"tok-keyword\">fn</span> <a class=\"ref\" href=\"/file/b.rs#L2\" \
+             title=\"definition: charge\"><span class=\"tok-function\">charge</span></a>&lt;x&gt;()"
+        );
+        // Overlapping or misplaced spans are left out, never a panic.
+        let p = pieces("héllo", 0..6, &[(0, 2, 1), (1, 3, 2), (2, 4, 4), (3, 9, 3)]);
+        assert_eq!(p, vec![(None, 0..1), (Some(2), 1..3), (Some(3), 3..6)]);
     }
 }

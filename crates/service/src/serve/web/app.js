@@ -1,6 +1,8 @@
 // trove serve's pages: results as you type (debounced, the latest answer wins), `/` to focus
-// the search box, ↑/↓ between results and Enter to open one, and the lines of a permalink
-// (#L10-L20) highlighted. The server renders every page; this only fetches its fragments.
+// the search box, ↑/↓ between results and Enter to open one, the lines of a permalink
+// (#L10-L20) highlighted, and a definition's references in the file page's side panel (Escape
+// closes it). The server renders every page; this only fetches its fragments. Without the
+// script every link still goes to a whole page.
 (function () {
   "use strict";
   var form = document.getElementById("search");
@@ -80,6 +82,56 @@
   }
   window.addEventListener("hashchange", mark);
   mark();
+
+  // The references panel of the file page: a definition's link (and the panel's own tabs) load
+  // the references page's fragment into it.
+  var panel = document.getElementById("panel");
+  var opener = null;
+  var panelSeq = 0;
+  function openPanel(href) {
+    var mine = ++panelSeq;
+    // Anything but the fragment (a login page, an error, no answer): the whole page instead.
+    fetch(href + (href.indexOf("?") < 0 ? "?" : "&") + "partial=1", { credentials: "same-origin" })
+      .then(function (r) {
+        if (!r.ok || r.redirected) throw new Error("not the fragment");
+        return r.text();
+      })
+      .then(function (html) {
+        if (mine !== panelSeq) return;
+        panel.innerHTML = html; // rendered and escaped by the server
+        panel.hidden = false;
+        var h = panel.querySelector("h2");
+        if (h) h.focus();
+      })
+      .catch(function () {
+        if (mine === panelSeq) location.href = href;
+      });
+  }
+  function closePanel() {
+    panel.hidden = true;
+    panel.innerHTML = "";
+    if (opener) opener.focus();
+  }
+  if (panel) {
+    document.addEventListener("click", function (e) {
+      if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+      var a = e.target.closest ? e.target.closest("a") : null;
+      var close = e.target.closest ? e.target.closest("#panel button.close") : null;
+      if (close) {
+        closePanel();
+      } else if (a && a.matches("table.source a.def")) {
+        e.preventDefault();
+        opener = a;
+        openPanel(a.getAttribute("href"));
+      } else if (a && a.matches("#panel nav.tabs a")) {
+        e.preventDefault();
+        openPanel(a.getAttribute("href"));
+      }
+    });
+    document.addEventListener("keydown", function (e) {
+      if (e.key === "Escape" && !panel.hidden) closePanel();
+    });
+  }
 
   // A newer version of the bundles: every answer names the version served; the page names its
   // own. Checked every few seconds with a HEAD of the script (open, even with --token).
