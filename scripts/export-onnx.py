@@ -14,6 +14,10 @@ Reads MODEL_DIR/config.json and MODEL_DIR/model.safetensors and writes, next to 
                    (onnxruntime.quantization.quantize_dynamic; activations are quantized per pass;
                    7-bit weights, so CPUs without VNNI do not saturate).
                    MPNet keeps every layer's feed-forward down-projection in fp32 (BERT: the first's).
+                   The word-embedding table is stored int8 too, one scale per row (a Gather of
+                   the int8 rows and their scales, then a multiply): all-MiniLM-L6-v2's file is
+                   25 MB instead of 60, min cosine against sentence-transformers 0.9810 (0.9811
+                   with the table in fp32).
 Pooling and normalisation stay outside the graph: trove does them as the folder's
 1_Pooling/config.json and modules.json say, as it does for the candle backend.
 
@@ -269,6 +273,37 @@ def quantize(fp32, int8, keep):
     )
 
 
+def quantize_embeddings(path):
+    """Stores the word-embedding table of the graph at `path` as int8 with one fp32 scale per row
+    (symmetric, 127 steps): its Gather becomes a Gather of the int8 rows, a Cast, a Gather of the
+    rows' scales and a Mul. The table is most of a small encoder's bytes (MiniLM: 47 of 60 MB)."""
+    m = onnx.load(path)
+    g = m.graph
+    inits = {i.name: i for i in g.initializer}
+    node = next((n for n in g.node if n.op_type == "Gather" and n.input[0] in inits
+                 and n.input[0].endswith("word_embeddings.weight")), None)
+    if node is None:
+        sys.exit("export-onnx.py: the graph has no word-embedding Gather to quantize")
+    name, ids, out = node.input[0], node.input[1], node.output[0]
+    table = numpy_helper.to_array(inits[name]).astype(np.float32)
+    scale = np.abs(table).max(axis=1, keepdims=True) / 127.0
+    scale[scale == 0] = 1.0
+    rows = np.clip(np.round(table / scale), -127, 127).astype(np.int8)
+    g.initializer.remove(inits[name])
+    g.initializer.extend([numpy_helper.from_array(rows, name + ".int8"),
+                          numpy_helper.from_array(scale.astype(np.float32), name + ".scale")])
+    at = list(g.node).index(node)
+    g.node.remove(node)
+    for k, n in enumerate([
+        helper.make_node("Gather", [name + ".int8", ids], [out + ".int8"], axis=0),
+        helper.make_node("Cast", [out + ".int8"], [out + ".rows"], to=TensorProto.FLOAT),
+        helper.make_node("Gather", [name + ".scale", ids], [out + ".scale"], axis=0),
+        helper.make_node("Mul", [out + ".rows", out + ".scale"], [out]),
+    ]):
+        g.node.insert(at + k, n)
+    onnx.save(m, path)
+
+
 def pooled(sess, enc):
     ids = np.array([enc["ids"]], dtype=np.int64)
     feed = {
@@ -308,6 +343,7 @@ def main():
         int8 = os.path.join(out, "model.int8.onnx")
         tmp = int8 + ".tmp"
         quantize(fp32, tmp, kept_fp32(cfg))
+        quantize_embeddings(tmp)
         os.replace(tmp, int8)
         print(f"wrote {int8} ({os.path.getsize(int8) / 1e6:.1f} MB)")
         if a.check:

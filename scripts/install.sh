@@ -87,6 +87,22 @@ fi
   echo "install.sh: the binary reports '$("$got" --version)', not trove $version" >&2
   exit 2
 }
+# The model and runtime a release ships beside the binary (share/trove/, lib/libonnxruntime.*),
+# where the binary finds them; replaced before the binary, so a new binary never runs with old
+# ones. Only trove's own files are touched: DIR may hold other programs' share/ and lib/.
+from=$(dirname "$got")
+if [ -d "$from/share/trove" ]; then
+  mkdir -p "$dir/share"
+  rm -rf "$dir/share/.trove.tmp.$$"
+  cp -R "$from/share/trove" "$dir/share/.trove.tmp.$$"
+  rm -rf "$dir/share/trove"
+  mv "$dir/share/.trove.tmp.$$" "$dir/share/trove"
+fi
+if [ -d "$from/lib" ]; then
+  mkdir -p "$dir/lib"
+  rm -f "$dir/lib/"libonnxruntime.*
+  cp "$from/lib/"libonnxruntime.* "$dir/lib/"
+fi
 # Atomic within DIR: a cache saved mid-install holds the old binary or the new one.
 cp "$got" "$dir/.trove.tmp.$$"
 chmod 0755 "$dir/.trove.tmp.$$"

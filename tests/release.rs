@@ -1,6 +1,7 @@
-//! Release artifacts: `scripts/release.sh` packages the binary these tests built; the tarball runs
-//! the example job from a temp dir outside the checkout; `scripts/install.sh` installs it by
-//! version, checked against its sha256; the nightly script installs through it.
+//! Release artifacts: `scripts/release.sh` packages the binary these tests built with the local
+//! embedder's model and ONNX Runtime; the tarball runs the example job from a temp dir outside
+//! the checkout — semantic search included, with no Python on PATH; `scripts/install.sh` installs
+//! it by version, checked against its sha256; the nightly script installs through it.
 use crate::util::{commit, git, repo};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -66,16 +67,44 @@ fn release_tarball_runs_the_example_job_and_installs_by_version() {
             .unwrap(),
         "tar",
     );
-    let root = run_dir.path().join(&name);
-    for f in ["trove", "README.md", "LICENSE-MIT", "LICENSE-APACHE"] {
+    // As trove sees its own folder (symlinks resolved: macOS's /var is one).
+    let root = run_dir.path().join(&name).canonicalize().unwrap();
+    for f in [
+        "trove",
+        "README.md",
+        "LICENSE-MIT",
+        "LICENSE-APACHE",
+        "share/trove/models/all-MiniLM-L6-v2/model.int8.onnx",
+        "share/trove/models/all-MiniLM-L6-v2/tokenizer.json",
+        "share/trove/models/all-MiniLM-L6-v2/1_Pooling/config.json",
+        "share/trove/licenses/onnxruntime/LICENSE",
+        "share/trove/licenses/onnxruntime/ThirdPartyNotices.txt",
+        "share/trove/licenses/all-MiniLM-L6-v2/LICENSE",
+    ] {
         assert!(root.join(f).is_file(), "{f} missing from the tarball");
     }
+    // Only the int8 graph: the fp32 one and the safetensors weights stay out.
+    let model = root.join("share/trove/models/all-MiniLM-L6-v2");
+    assert!(!model.join("model.onnx").exists() && !model.join("model.safetensors").exists());
+    let libs: Vec<String> = std::fs::read_dir(root.join("lib"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        libs.len() == 1 && libs[0].starts_with("libonnxruntime."),
+        "{libs:?}"
+    );
     let v = ok(
         &clean(Command::new(root.join("trove")).arg("--version"), &home),
         "trove --version",
     );
     assert!(
         v.starts_with(&format!("trove {version} (commit ")) && v.contains("features: engine"),
+        "{v}"
+    );
+    assert!(
+        v.contains("\nmodel: all-MiniLM-L6-v2 (int8) in ")
+            && v.contains(&format!("\nruntime: {}", root.join("lib").display())),
         "{v}"
     );
     let trove = |args: &[&str]| {
@@ -103,6 +132,86 @@ fn release_tarball_runs_the_example_job_and_installs_by_version() {
     );
     assert!(hits.contains("billing/"), "{hits}");
 
+    // Semantic search in one flag, with no Python on PATH (an empty folder): the shipped model
+    // on the shipped runtime, found beside the binary.
+    let no_path = scratch.path().join("empty-path");
+    std::fs::create_dir_all(&no_path).unwrap();
+    let bare = |args: &[&str]| {
+        Command::new(root.join("trove"))
+            .args(args)
+            .current_dir(&root)
+            .env_clear()
+            .env("PATH", &no_path)
+            .env("HOME", &home)
+            .output()
+            .unwrap()
+    };
+    let models = ok(&bare(&["models", "--format", "json"]), "trove models");
+    let models: serde_json::Value = serde_json::from_str(&models).unwrap();
+    assert_eq!(models["models"][0]["name"], "all-MiniLM-L6-v2", "{models}");
+    assert_eq!(models["models"][0]["precision"], "int8", "{models}");
+    assert_eq!(models["runtime"]["found"], true, "{models}");
+    assert!(
+        models["runtime"]["what"]
+            .as_str()
+            .unwrap()
+            .contains("shipped beside trove"),
+        "{models}"
+    );
+    ok(
+        &bare(&[
+            "index",
+            "example/sample-repo",
+            "-o",
+            "s.bundle",
+            "--embedder",
+            "local",
+        ]),
+        "index --embedder local",
+    );
+    let m: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("s.bundle/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["embedder"]["backend"], "local");
+    assert_eq!(
+        m["pipeline"]["embed"]["runtime"], "onnx",
+        "{}",
+        m["pipeline"]
+    );
+    let hits = ok(
+        &bare(&[
+            "query",
+            "s.bundle",
+            "how is an invoice charged",
+            "--format",
+            "jsonl",
+        ]),
+        "semantic query",
+    );
+    let first: serde_json::Value = serde_json::from_str(hits.lines().next().unwrap()).unwrap();
+    assert!(
+        first["path"].as_str().unwrap().starts_with("billing/"),
+        "{hits}"
+    );
+    // The vector arm alone finds it too: the model answered, not only BM25.
+    let hits = ok(
+        &bare(&[
+            "query",
+            "s.bundle",
+            "how is an invoice charged",
+            "--mode",
+            "vector",
+            "--format",
+            "jsonl",
+        ]),
+        "vector query",
+    );
+    assert!(
+        hits.lines().take(3).any(|l| l.contains("billing/")),
+        "{hits}"
+    );
+
     // install.sh by version from a release URL (file:// here), checked against the .sha256.
     let releases = scratch.path().join("releases");
     let tag = releases.join(format!("v{version}"));
@@ -127,6 +236,15 @@ fn release_tarball_runs_the_example_job_and_installs_by_version() {
     };
     let bin = scratch.path().join("bin");
     assert!(ok(&install(&[], &bin), "install").contains("installed trove"));
+    // The installed binary finds the model and runtime installed beside it.
+    let v = ok(
+        &clean(Command::new(bin.join("trove")).arg("--version"), &home),
+        "installed --version",
+    );
+    assert!(
+        v.contains("model: all-MiniLM-L6-v2 (int8) in ") && v.contains("runtime: "),
+        "{v}"
+    );
     assert!(ok(&install(&[], &bin), "install again").contains("already in"));
     // A pinned sha256 that does not match: refused, nothing installed.
     let bad = scratch.path().join("bad");

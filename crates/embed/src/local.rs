@@ -325,8 +325,12 @@ fn check_prompts(
 
 impl LocalEmbedder {
     /// Loads the model folder `cfg.model_dir` on the runtime `cfg.runtime` asks for.
+    /// No folder given: the model shipped beside the binary ([`crate::shipped`]).
     pub fn load(cfg: &EmbedConfig) -> Result<Self> {
-        let dir = PathBuf::from(cfg.model_dir.trim());
+        let dir = match cfg.model_dir.trim() {
+            "" => crate::shipped::default_model_dir().map_err(crate::Error::config)?,
+            d => PathBuf::from(d),
+        };
         if !dir.is_dir() {
             return Err(model_err(
                 &dir,

@@ -8,8 +8,9 @@
 //! flight): a text's vector then depends only on the text, whatever `--threads` is.
 //!
 //! Where the library comes from, in order: `$ORT_DYLIB_PATH` (a file, or a folder holding
-//! `libonnxruntime.so*`), the `onnxruntime` Python package's `capi/` folder (asked of `python3`
-//! on PATH), the system library path (`libonnxruntime.so`). The API level is
+//! `libonnxruntime.so*`), the `lib/` folder a release ships beside the binary
+//! ([`crate::shipped::lib_dirs`]), the `onnxruntime` Python package's `capi/` folder (asked of
+//! `python3` on PATH), the system library path (`libonnxruntime.so`). The API level is
 //! [`ort::MINOR_VERSION`] (31 = onnxruntime 1.31); an older library is refused.
 use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
@@ -60,9 +61,10 @@ fn load() -> Result<(ort::environment::Environment, String), String> {
         }
     }
     Err(format!(
-        "ONNX Runtime (libonnxruntime, API level 1.{}) not found: {}. Set ORT_DYLIB_PATH to the \
-         library, or `pip install onnxruntime==1.{}.*` (its capi/ folder is found through python3), \
-         or install it on the system library path",
+        "ONNX Runtime (libonnxruntime, API level 1.{}) not found: {}. A release tarball ships it \
+         in lib/ (a source build: scripts/fetch-model.sh); or set ORT_DYLIB_PATH to the library, \
+         or `pip install onnxruntime==1.{}.*` (its capi/ folder is found through python3), or \
+         install it on the system library path",
         ort::MINOR_VERSION,
         tried.join("; "),
         ort::MINOR_VERSION
@@ -101,6 +103,17 @@ fn candidates(tried: &mut Vec<String>) -> Vec<(&'static str, PathBuf)> {
             }
         }
         None => tried.push("ORT_DYLIB_PATH is not set".into()),
+    }
+    let mut beside = false;
+    for dir in crate::shipped::lib_dirs() {
+        if let Some(f) = lib_in(&dir) {
+            out.push(("shipped beside trove", f));
+            beside = true;
+            break;
+        }
+    }
+    if !beside {
+        tried.push("no lib/ beside trove holds one".into());
     }
     match python_package_capi() {
         Some(capi) => match lib_in(&capi) {

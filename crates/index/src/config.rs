@@ -160,9 +160,6 @@ impl PipelineConfig {
             EmbedBackend::Openai if e.model.trim().is_empty() => {
                 return bad("embed.backend openai needs embed.model (or --embed-model)");
             }
-            EmbedBackend::Local if e.model_dir.trim().is_empty() => {
-                return bad("embed.backend local needs embed.model_dir (or --model-dir)");
-            }
             EmbedBackend::Hash | EmbedBackend::Openai | EmbedBackend::Local => {}
         }
         if !(8..=4096).contains(&e.dim) {

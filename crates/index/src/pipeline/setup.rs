@@ -40,7 +40,16 @@ impl LoadedStages {
             .then(trove_base::util::cache_dir)
             .flatten();
         if opts.config.embed.backend == trove_embed::EmbedBackend::Local {
-            trove_embed::remember_model_dir(&backend.fingerprint(), &opts.config.embed.model_dir);
+            // The folder that was loaded: the one given, or the one shipped beside trove.
+            let dir = match opts.config.embed.model_dir.trim() {
+                "" => trove_embed::shipped::default_model_dir()
+                    .map(|d| d.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                d => d.to_string(),
+            };
+            if !dir.is_empty() {
+                trove_embed::remember_model_dir(&backend.fingerprint(), &dir);
+            }
         }
         let embedder = EmbedStage::new(backend, cache_root.as_deref());
         let summarizer = crate::summarize::from_config(&opts.config.summary)?;
