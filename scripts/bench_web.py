@@ -29,8 +29,13 @@ def main():
     ap.add_argument("--trove", required=True)
     ap.add_argument("--bundle", required=True)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--synthetic", action="store_true",
+                    help="the queries of scripts/bench_query.py (words of its generated corpus)")
     a = ap.parse_args()
     queries = []
+    if a.synthetic:
+        import bench_query
+        queries = bench_query.queries(40)
     for f in sorted(pathlib.Path("scripts/eval/queries").glob("*.jsonl")):
         queries += [json.loads(l)["query"] for l in f.read_text().splitlines() if l.strip()]
     queries = queries[:40]
