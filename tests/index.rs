@@ -701,3 +701,88 @@ fn walkdir_list(dir: &Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// Every run accounts for its time stage by stage: `--json`'s `timings` names each stage, the
+/// parse and the encoding of a code tree take time, no stage is negative, and `--timings` prints
+/// the table; a run that builds nothing says so.
+#[test]
+fn a_run_accounts_for_its_time_stage_by_stage() {
+    let repo = sample_repo();
+    let out = tempfile::tempdir().unwrap();
+    let b = out.path().join("b");
+    let o = crate::util::index_cmd(repo.path(), &b, &["--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let s: serde_json::Value = serde_json::from_slice(&o).unwrap();
+    let t = &s["timings"];
+    let names: Vec<&str> = t["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "walk", "read", "parse", "chunk", "extract", "tokenize", "embed", "encode", "finish"
+        ]
+    );
+    let secs = |name: &str| {
+        t["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["stage"] == name)
+            .unwrap()["secs"]
+            .as_f64()
+            .unwrap()
+    };
+    for n in &names {
+        assert!(secs(n) >= 0.0, "{n}: {t}");
+    }
+    assert!(
+        secs("parse") > 0.0 && secs("encode") > 0.0 && secs("finish") > 0.0,
+        "{t}"
+    );
+    let sum: f64 = names.iter().map(|n| secs(n)).sum();
+    assert!(
+        (sum - t["stages_secs"].as_f64().unwrap()).abs() < 1e-6,
+        "{t}"
+    );
+    assert!(t["workers"].as_u64().unwrap() >= 1, "{t}");
+    assert!(t["wall_secs"].as_f64().unwrap() > 0.0, "{t}");
+    // The table, on stderr, after the summary.
+    let o = crate::util::index_cmd(repo.path(), &out.path().join("c"), &["--timings"])
+        .assert()
+        .success()
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(o).unwrap();
+    for n in &names {
+        assert!(err.lines().any(|l| l.starts_with(n)), "{n} missing:\n{err}");
+    }
+    assert!(
+        err.contains("workers (") && err.contains("writer: busy"),
+        "{err}"
+    );
+    // Nothing changed since: nothing built, and the run says so.
+    let o = crate::util::index_cmd(
+        repo.path(),
+        &b,
+        &["--since", "auto", "--timings", "--quiet"],
+    )
+    .assert()
+    .success()
+    .get_output()
+    .stderr
+    .clone();
+    assert!(
+        String::from_utf8_lossy(&o).contains("nothing was built"),
+        "{}",
+        String::from_utf8_lossy(&o)
+    );
+}

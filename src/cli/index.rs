@@ -161,9 +161,14 @@ pub struct IndexArgs {
     /// No progress and no summary.
     #[arg(short, long)]
     pub quiet: bool,
-    /// Print the summary as JSON on stdout.
+    /// Print the summary as JSON on stdout (with `timings`: where the time went, stage by stage).
     #[arg(long)]
     pub json: bool,
+    /// Print where the run's time went, stage by stage (walk, read, parse, chunk, extract,
+    /// tokenize, embed, encode, finish: seconds summed over the threads that ran each, and the
+    /// workers' and the writer's busy and idle time), on stderr after the summary.
+    #[arg(long)]
+    pub timings: bool,
     /// Benchmarking: walk, read and tree-sitter-parse every file, nothing else, and write no
     /// bundle (the floor scripts/bench-index.sh compares `trove index` with).
     #[arg(long, hide = true, conflicts_with_all = ["output", "since", "shard"])]
@@ -228,6 +233,12 @@ pub fn run(a: IndexArgs) -> anyhow::Result<i32> {
         writeln!(out, "{}", serde_json::to_string_pretty(&summary)?)?;
     } else if !a.quiet {
         print_summary(&summary, &output);
+    }
+    if a.timings {
+        match &summary.timings {
+            Some(t) => eprintln!("{}", t.table()),
+            None => eprintln!("timings: nothing was built (the bundle was already current)"),
+        }
     }
     Ok(exit_code(&summary, a.strict, a.compact))
 }

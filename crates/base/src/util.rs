@@ -156,6 +156,18 @@ pub fn peak_rss_bytes() -> Option<u64> {
         .map(|kb| kb * 1024)
 }
 
+/// CPU seconds the process has used so far (user + system, every thread), when known (Linux:
+/// `/proc/self/stat`, in the kernel's 100 Hz user ticks).
+pub fn cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces, so split after its closing paren):
+    // utime and stime are the 14th and 15th of the line, the 12th and 13th after it.
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
+}
+
 /// 64-bit FNV-1a: a tiny, stable, platform-independent hash for feature hashing (the hash embedder
 /// must give the same vector on every machine and every version, which std's hasher does not promise).
 pub fn fnv1a64(bytes: &[u8]) -> u64 {

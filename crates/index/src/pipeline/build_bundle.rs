@@ -11,6 +11,7 @@ use super::options::IndexOptions;
 use super::progress::embed_line;
 use super::report::{IndexSummary, ScipSummary};
 use super::route::{FileRoute, route};
+use super::timings::{Clock, Stage};
 use super::worker::FileProcessor;
 use super::writer_loop::{InOrderWriter, write_in_path_order};
 use crate::config::PipelineConfig;
@@ -26,6 +27,8 @@ use trove_lang::lang::Registry;
 /// What `run_index` settled before building: the languages, the embedder, the git stamp and
 /// the reuse plan.
 pub(super) struct BuildInputs<'a> {
+    /// The per-stage account (the walk's time in it already).
+    pub(super) clock: super::timings::Clock,
     pub(super) registry: &'a Registry,
     pub(super) embedder: &'a EmbedStage,
     pub(super) summarizer: &'a dyn Summarizer,
@@ -39,6 +42,7 @@ pub(super) struct BuildInputs<'a> {
 /// What every step of one build reads: the run's options, the directory it writes (`tmp`), when
 /// it started, and the stages it runs.
 struct BundleBuild<'a> {
+    clock: &'a Clock,
     opts: &'a IndexOptions,
     tmp: &'a Path,
     started: Instant,
@@ -66,6 +70,7 @@ pub(super) fn build_into(
     inputs: BuildInputs<'_>,
 ) -> Result<(Manifest, IndexSummary)> {
     let BuildInputs {
+        clock,
         registry,
         embedder,
         summarizer,
@@ -80,6 +85,7 @@ pub(super) fn build_into(
         walked.skipped.retain(|s| sh.holds(&s.path));
     }
     let build = BundleBuild {
+        clock: &clock,
         opts,
         tmp,
         started,
@@ -141,15 +147,20 @@ pub(super) fn build_into(
             started,
         );
     }
+    let finishing = Instant::now();
     let finished = writer.finish(&skipped_written, Vec::new())?;
-    build.finish(
+    let (manifest, mut summary) = build.finish(
         finished,
         summary,
         source,
         plan,
         &skipped_written,
         &tombstones,
-    )
+    )?;
+    clock.add(Stage::Finish, finishing.elapsed());
+    summary.wall_secs = started.elapsed().as_secs_f64();
+    summary.timings = Some(clock.account(summary.wall_secs, trove_base::util::cpu_secs()));
+    Ok((manifest, summary))
 }
 
 impl BundleBuild<'_> {
@@ -163,6 +174,7 @@ impl BundleBuild<'_> {
     ) -> Result<FilesWritten<'w>> {
         let (opts, cfg, embedder, scip) = (self.opts, &self.opts.config, self.embedder, self.scip);
         let processor = FileProcessor {
+            clock: self.clock,
             rules,
             registry: self.registry,
             config: cfg,
@@ -172,6 +184,7 @@ impl BundleBuild<'_> {
             scip,
         };
         let threads = worker_threads(opts.threads, cfg, embedder);
+        self.clock.set_workers(threads);
         let total_bytes: u64 = files.iter().filter_map(|c| c.bytes).sum();
         let progress = opts.progress.start(files.len() as u64, total_bytes);
         let embed_progress = || embed_line(&embedder.stats());
@@ -205,6 +218,7 @@ impl BundleBuild<'_> {
             &mut summary,
             &progress,
             &embed_progress,
+            self.clock,
         );
         let (kept, read_skips) = write_in_path_order(threads, &processor, out)?;
         progress.finish();

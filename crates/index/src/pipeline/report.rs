@@ -60,6 +60,8 @@ pub struct IndexSummary {
     pub compact_error: Option<String>,
     /// What the SCIP indexes given to the run did, when there were some.
     pub scip: Option<ScipSummary>,
+    /// Where the build's time went, stage by stage (a run that wrote nothing has none).
+    pub timings: Option<super::timings::Timings>,
 }
 
 /// What the SCIP indexes of a run did.

@@ -69,6 +69,7 @@ impl LoadedStages {
         root: &Path,
         out: &Path,
     ) -> Result<BuildInputs<'_>> {
+        let started = std::time::Instant::now();
         let (source, repo) = git_stamp(root);
         // The walk comes first: the work tree's untracked files are read off it, so git status has
         // only the tracked files to look at.
@@ -114,7 +115,10 @@ impl LoadedStages {
             uncommitted,
             &expect,
         )?;
+        let clock = super::timings::Clock::default();
+        clock.add(super::timings::Stage::Walk, started.elapsed());
         Ok(BuildInputs {
+            clock,
             registry: &self.registry,
             embedder: &self.embedder,
             summarizer: &*self.summarizer,

@@ -5,12 +5,14 @@ use rustc_hash::FxHashMap;
 use super::hooks;
 use super::incremental::Reuse;
 use super::route::carried_unread;
+use super::timings::{Clock, Stage};
 use crate::config::PipelineConfig;
 use crate::record::{ChunkRecord, FileOutcome, FileRecord, RefKind, RefRecord, SymbolRecord};
 use crate::resolve::{self, chunk_at};
 use crate::source::{self, Candidate, Rules, SkipReason, Skipped};
 use crate::summarize::{Summarizer, SummaryBackend};
 use crate::{Result, extract};
+use std::time::Instant;
 use trove_base::util::{fnv1a64 as fnv, sha256_hex, stable_id};
 use trove_embed::{EmbedStage, HashEmbedder, window_texts};
 use trove_lang::chunk::{Chunk, ChunkedFile, Symbol, chunk_file};
@@ -31,6 +33,8 @@ pub(super) enum FileResult {
 /// config, the embedder and the summarizer, the base bundle's rows (incremental runs) and the
 /// SCIP indexes — with the steps that turn one file into its rows.
 pub(super) struct FileProcessor<'a> {
+    /// The per-stage account each file's steps add to.
+    pub(super) clock: &'a Clock,
     pub(super) rules: &'a Rules,
     pub(super) registry: &'a Registry,
     pub(super) config: &'a PipelineConfig,
@@ -84,10 +88,12 @@ impl FileProcessor<'_> {
     /// Reads, classifies and chunks one file; never fails (problems become a skip reason).
     pub(super) fn process(&self, c: &Candidate) -> FileResult {
         hooks::panic_on(&c.rel);
-        let read = match self.read(c) {
+        let clock = self.clock;
+        let read = match clock.time(Stage::Read, || self.read(c)) {
             Ok(r) => r,
             Err(answer) => return answer,
         };
+        let started = Instant::now();
         let text = read.text.as_str();
         let head = &text.as_bytes()[..text.len().min(16 * 1024)];
         let lang = self.registry.detect(&c.rel, head);
@@ -99,12 +105,23 @@ impl FileProcessor<'_> {
             source_type: &source_type,
         };
         let chunked = chunk_file(text, lang, &self.config.chunk);
+        // Chunking is the chunker's time without the parse and the collection of definitions
+        // and references, which are their own stages.
+        let chunking = started.elapsed();
+        clock.add(Stage::Parse, chunked.parse_time);
+        clock.add(
+            Stage::Chunk,
+            chunking.saturating_sub(chunked.parse_time + chunked.extract_time),
+        );
+        let extracting = Instant::now();
         let (summary, summaries) = self.summaries(&file, &chunked);
+        let mut extract = chunked.extract_time + extracting.elapsed();
         let (term_counts, vectors) = self.terms_and_vectors(file.rel, &chunked.chunks, &summaries);
         let vectors: Vec<Vectors> = match vectors {
             Ok(v) => v,
             Err(e) => return FileResult::Failed(e),
         };
+        let extracting = Instant::now();
         let parse_fallback = chunked.parse_fallback;
         let (mut chunks, done) =
             chunk_records(&file, chunked.chunks, vectors, summaries, term_counts);
@@ -121,6 +138,8 @@ impl FileProcessor<'_> {
         // `text.lines().count()`: a line per `\n`, and the last one when it has none.
         let lines = (text.bytes().filter(|&b| b == b'\n').count()
             + usize::from(!text.is_empty() && !text.ends_with('\n'))) as u64;
+        extract += extracting.elapsed();
+        clock.add(Stage::Extract, extract);
         FileResult::Indexed(Box::new(FileRecord {
             path: c.rel.clone(),
             language: lang.map(|l| l.def.id.clone()),
@@ -291,8 +310,13 @@ impl FileProcessor<'_> {
         if let Some(h) = hash {
             return self.hashed_vectors(h, rel, chunks, &path);
         }
-        let term_counts = chunks.iter().map(|ch| path.count(ch, None)).collect();
-        (term_counts, self.model_vectors(rel, chunks, summaries))
+        let term_counts = self.clock.time(Stage::Tokenize, || {
+            chunks.iter().map(|ch| path.count(ch, None)).collect()
+        });
+        let vectors = self
+            .clock
+            .time(Stage::Embed, || self.model_vectors(rel, chunks, summaries));
+        (term_counts, vectors)
     }
 
     /// Each chunk's terms and its vector from the inline hash embedder `h`, made from the token
@@ -305,6 +329,7 @@ impl FileProcessor<'_> {
         path: &PathTerms,
     ) -> (Vec<Terms>, Result<Vec<Vectors>>) {
         let max_len = path.max_len;
+        let tokenizing = Instant::now();
         let mut term_counts: Vec<Terms> = Vec::with_capacity(chunks.len());
         let mut features: Vec<FxHashMap<u64, u32>> = Vec::with_capacity(chunks.len());
         for ch in chunks {
@@ -325,12 +350,14 @@ impl FileProcessor<'_> {
         let lens = chunks.iter().map(|ch| {
             rel.len() + ch.symbol_path.as_ref().map_or(0, |s| 1 + s.len()) + 1 + ch.content.len()
         });
-        let vectors = self
-            .embedder
-            .embed_inline(lens, || {
-                features.into_iter().map(|f| h.embed_counts(f)).collect()
-            })
-            .map(|v| v.into_iter().map(|x| (x, Vec::new())).collect());
+        self.clock.add(Stage::Tokenize, tokenizing.elapsed());
+        let vectors = self.clock.time(Stage::Embed, || {
+            self.embedder
+                .embed_inline(lens, || {
+                    features.into_iter().map(|f| h.embed_counts(f)).collect()
+                })
+                .map(|v| v.into_iter().map(|x| (x, Vec::new())).collect())
+        });
         (term_counts, vectors.map_err(Into::into))
     }
 

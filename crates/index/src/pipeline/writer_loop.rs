@@ -12,6 +12,7 @@ use super::incremental::Reuse;
 use super::progress::Running;
 use super::report::IndexSummary;
 use super::route::FileRoute;
+use super::timings::{Clock, Stage};
 use super::worker::{FileProcessor, FileResult};
 use crate::source::{Candidate, SkipReason, Skipped};
 use crate::writer::BundleWriter;
@@ -40,6 +41,8 @@ pub(super) struct InOrderWriter<'w, 'b> {
     progress: &'b Running,
     /// The embedding part of a progress line.
     embed_progress: &'b dyn Fn() -> String,
+    /// The per-stage account.
+    clock: &'b Clock,
     /// Files kept as the base bundle has them (their rows stay in its segments).
     kept: FxHashSet<&'w str>,
     /// Files skipped when read.
@@ -60,6 +63,7 @@ impl<'w, 'b> InOrderWriter<'w, 'b> {
         summary: &'b mut IndexSummary,
         progress: &'b Running,
         embed_progress: &'b dyn Fn() -> String,
+        clock: &'b Clock,
     ) -> Self {
         InOrderWriter {
             files,
@@ -69,6 +73,7 @@ impl<'w, 'b> InOrderWriter<'w, 'b> {
             summary,
             progress,
             embed_progress,
+            clock,
             kept: FxHashSet::default(),
             read_skips: Vec::new(),
             next: 0,
@@ -84,13 +89,23 @@ impl<'w, 'b> InOrderWriter<'w, 'b> {
         tok_tx: &Sender<()>,
     ) -> Result<()> {
         let mut pending: HashMap<usize, FileResult> = HashMap::new();
-        // The results, then nothing: the files at the end that no worker had.
-        let results = results.iter().map(Some).chain(std::iter::once(None));
+        // The results, then nothing: the files at the end that no worker had. The time spent
+        // waiting for the next is the writer's idle time.
+        let clock = self.clock;
+        let waiting = std::cell::Cell::new(std::time::Instant::now());
+        let results = std::iter::from_fn(|| {
+            let got = results.recv().ok();
+            clock.writer_waited(waiting.get().elapsed());
+            got
+        })
+        .map(Some)
+        .chain(std::iter::once(None));
         for got in results {
             if let Some((i, r)) = got {
                 pending.insert(i, r);
             }
             self.write_ready(&mut pending, tok_tx)?;
+            waiting.set(std::time::Instant::now());
         }
         Ok(())
     }
@@ -151,7 +166,10 @@ impl<'w, 'b> InOrderWriter<'w, 'b> {
         record.and_then(|f| match f {
             Some(f) => {
                 self.summary.count(&f);
-                self.writer.add_file(f)
+                let started = std::time::Instant::now();
+                let added = self.writer.add_file(f);
+                self.clock.add(Stage::Encode, started.elapsed());
+                added
             }
             None => Ok(()),
         })?;
@@ -179,7 +197,7 @@ pub(super) fn write_in_path_order<'w>(
                 .send(())
                 .map_err(|_| Error::internal("token channel closed"))?;
         }
-        spawn_workers(s, threads, processor, task_rx, res_tx)?;
+        spawn_workers(s, threads, processor, out.clock, task_rx, res_tx)?;
         let feeder = spawn_feeder(s, out.files, out.routes, tok_rx, task_tx)?;
         // This thread is the writer: results arrive in any order and are written in path order.
         let outcome = out.write_results(&res_rx, &tok_tx);
@@ -197,6 +215,7 @@ fn spawn_workers<'scope>(
     s: &'scope Scope<'scope, '_>,
     threads: usize,
     processor: &'scope FileProcessor<'scope>,
+    clock: &'scope Clock,
     task_rx: Receiver<(usize, &'scope Candidate)>,
     res_tx: Sender<(usize, FileResult)>,
 ) -> Result<()> {
@@ -206,7 +225,10 @@ fn spawn_workers<'scope>(
         std::thread::Builder::new()
             .name(format!("trove-worker-{i}"))
             .spawn_scoped(s, move || {
-                for (i, c) in task_rx {
+                // The time spent waiting for a file, and for room to answer, is idle.
+                let mut waiting = std::time::Instant::now();
+                while let Ok((i, c)) = task_rx.recv() {
+                    clock.worker_waited(waiting.elapsed());
                     // A panic on one file (a grammar or chunker bug) must not take the run
                     // down, nor leave the in-order writer waiting for that file forever.
                     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -219,6 +241,7 @@ fn spawn_workers<'scope>(
                             bytes: c.bytes.unwrap_or(0),
                         })
                     });
+                    waiting = std::time::Instant::now();
                     if res_tx.send((i, r)).is_err() {
                         break;
                     }

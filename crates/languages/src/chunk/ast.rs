@@ -132,10 +132,15 @@ pub(super) fn parse(text: &str, lang: &Language, timeout: Duration) -> Option<Tr
 /// Chunks `b.text` by scope. Returns false when the file could not be parsed in time.
 pub(super) fn chunk(b: &mut Builder<'_>, lang: &Language) -> bool {
     let timeout = Duration::from_millis(b.cfg.parse_timeout_ms.max(1));
-    let Some(tree) = parse(b.text, lang, timeout) else {
+    let started = std::time::Instant::now();
+    let tree = parse(b.text, lang, timeout);
+    b.parse_time += started.elapsed();
+    let Some(tree) = tree else {
         return false;
     };
+    let started = std::time::Instant::now();
     let (defs, top, refs) = collect(b.text, lang, tree.root_node());
+    b.extract_time += started.elapsed();
     emit_region(b, &defs, &top, 0, b.text.len(), &[]);
     b.symbols = symbols(b, defs, &lang.def.id);
     b.refs = refs;

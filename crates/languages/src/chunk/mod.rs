@@ -101,6 +101,10 @@ pub struct ChunkedFile {
     pub refs: Vec<crate::lang::refs::Reference>,
     /// True when the AST chunker gave up (parse time bound) and line windows were used instead.
     pub parse_fallback: bool,
+    /// Time spent in the tree-sitter parse (syntax-chunked files; the per-stage account).
+    pub parse_time: std::time::Duration,
+    /// Time spent collecting definitions and references from the tree.
+    pub extract_time: std::time::Duration,
 }
 
 /// Chunks `text` as its language says (or by line windows when `cfg.chunker` is `lines`).
@@ -113,6 +117,8 @@ pub fn chunk_file(text: &str, lang: Option<&Language>, cfg: &ChunkConfig) -> Chu
         out: Vec::new(),
         symbols: Vec::new(),
         refs: Vec::new(),
+        parse_time: std::time::Duration::ZERO,
+        extract_time: std::time::Duration::ZERO,
     };
     let mut parse_fallback = false;
     let chunker = if cfg.chunker == Chunker::Lines {
@@ -140,6 +146,8 @@ pub fn chunk_file(text: &str, lang: Option<&Language>, cfg: &ChunkConfig) -> Chu
         symbols: b.symbols,
         refs: b.refs,
         parse_fallback,
+        parse_time: b.parse_time,
+        extract_time: b.extract_time,
     }
 }
 
@@ -239,6 +247,9 @@ pub(crate) struct Builder<'a> {
     out: Vec<Chunk>,
     symbols: Vec<Symbol>,
     refs: Vec<crate::lang::refs::Reference>,
+    /// Time in the parse and in collecting definitions and references (`ChunkedFile`'s).
+    parse_time: std::time::Duration,
+    extract_time: std::time::Duration,
 }
 
 impl Builder<'_> {
@@ -455,6 +466,8 @@ mod tests {
                 out: Vec::new(),
                 symbols: Vec::new(),
                 refs: Vec::new(),
+                parse_time: std::time::Duration::ZERO,
+                extract_time: std::time::Duration::ZERO,
             };
             b.paragraphs();
             b.out
