@@ -216,8 +216,7 @@ impl BundleBuild<'_> {
             reuse,
             &mut writer,
             &mut summary,
-            &progress,
-            &embed_progress,
+            (&progress, &embed_progress),
             self.clock,
         );
         let (kept, read_skips) = write_in_path_order(threads, &processor, out)?;

@@ -54,17 +54,18 @@ pub(super) struct InOrderWriter<'w, 'b> {
 }
 
 impl<'w, 'b> InOrderWriter<'w, 'b> {
-    /// A writer of `files` (routed by `routes`) into `writer`, nothing written yet.
+    /// A writer of `files` (routed by `routes`) into `writer`, nothing written yet; `shown`: the
+    /// progress display and the embedding part of its line.
     pub(super) fn new(
         files: &'w [Candidate],
         routes: &'b [FileRoute<'b>],
         reuse: Option<&'w Reuse>,
         writer: &'b mut BundleWriter,
         summary: &'b mut IndexSummary,
-        progress: &'b Running,
-        embed_progress: &'b dyn Fn() -> String,
+        shown: (&'b Running, &'b dyn Fn() -> String),
         clock: &'b Clock,
     ) -> Self {
+        let (progress, embed_progress) = shown;
         InOrderWriter {
             files,
             routes,
