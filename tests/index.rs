@@ -718,9 +718,8 @@ fn a_run_accounts_for_its_time_stage_by_stage() {
         .clone();
     let s: serde_json::Value = serde_json::from_slice(&o).unwrap();
     let t = &s["timings"];
-    let names: Vec<&str> = t["stages"]
-        .as_array()
-        .unwrap()
+    let stages = t["stages"].as_array().unwrap();
+    let names: Vec<&str> = stages
         .iter()
         .map(|x| x["stage"].as_str().unwrap())
         .collect();
@@ -731,12 +730,7 @@ fn a_run_accounts_for_its_time_stage_by_stage() {
         ]
     );
     let secs = |name: &str| {
-        t["stages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["stage"] == name)
-            .unwrap()["secs"]
+        stages.iter().find(|x| x["stage"] == name).unwrap()["secs"]
             .as_f64()
             .unwrap()
     };

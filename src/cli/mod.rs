@@ -51,20 +51,8 @@ pub static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         ));
     }
     // The library file found, not loaded (`trove models` loads it and names its version).
-    for dir in trove::embed::shipped::lib_dirs() {
-        let lib = std::fs::read_dir(&dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .find(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .starts_with("libonnxruntime.")
-            });
-        if let Some(e) = lib {
-            v.push_str(&format!("\nruntime: {}", e.path().display()));
-            break;
-        }
+    if let Some(lib) = trove::embed::shipped::runtime_lib() {
+        v.push_str(&format!("\nruntime: {}", lib.display()));
     }
     v
 });

@@ -18,13 +18,7 @@ use ort::value::Tensor;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-/// The shared library's file name on this platform.
-#[cfg(target_os = "macos")]
-const LIB: &str = "libonnxruntime.dylib";
-#[cfg(target_os = "windows")]
-const LIB: &str = "onnxruntime.dll";
-#[cfg(not(any(target_os = "macos", target_os = "windows")))]
-const LIB: &str = "libonnxruntime.so";
+use crate::shipped::{LIB, lib_in};
 
 /// The process's ONNX Runtime environment and a description of the library it loaded, or why
 /// none could be loaded (every place looked at).
@@ -104,16 +98,9 @@ fn candidates(tried: &mut Vec<String>) -> Vec<(&'static str, PathBuf)> {
         }
         None => tried.push("ORT_DYLIB_PATH is not set".into()),
     }
-    let mut beside = false;
-    for dir in crate::shipped::lib_dirs() {
-        if let Some(f) = lib_in(&dir) {
-            out.push(("shipped beside trove", f));
-            beside = true;
-            break;
-        }
-    }
-    if !beside {
-        tried.push("no lib/ beside trove holds one".into());
+    match crate::shipped::runtime_lib() {
+        Some(f) => out.push(("shipped beside trove", f)),
+        None => tried.push("no lib/ beside trove holds one".into()),
     }
     match python_package_capi() {
         Some(capi) => match lib_in(&capi) {
@@ -127,21 +114,6 @@ fn candidates(tried: &mut Vec<String>) -> Vec<(&'static str, PathBuf)> {
     }
     out.push(("the system library path", PathBuf::from(LIB)));
     out
-}
-
-/// `libonnxruntime.so` or a versioned `libonnxruntime.so.1.31.1` in `dir` (the highest version).
-fn lib_in(dir: &Path) -> Option<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n == LIB || n.starts_with(&format!("{LIB}.")))
-        })
-        .collect();
-    found.sort_by_key(|p| std::cmp::Reverse(p.file_name().map(|n| n.to_os_string())));
-    found.into_iter().next()
 }
 
 /// The `capi/` folder of the `onnxruntime` package `python3` would import (found without

@@ -42,6 +42,34 @@ pub fn lib_dirs() -> Vec<PathBuf> {
     roots().into_iter().map(|r| r.join("lib")).collect()
 }
 
+/// The shared library's file name on this platform.
+#[cfg(target_os = "macos")]
+pub(crate) const LIB: &str = "libonnxruntime.dylib";
+#[cfg(target_os = "windows")]
+pub(crate) const LIB: &str = "onnxruntime.dll";
+#[cfg(not(any(target_os = "macos", target_os = "windows")))]
+pub(crate) const LIB: &str = "libonnxruntime.so";
+
+/// `libonnxruntime.so` or a versioned `libonnxruntime.so.1.31.1` in `dir` (the highest version).
+pub(crate) fn lib_in(dir: &Path) -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n == LIB || n.starts_with(&format!("{LIB}.")))
+        })
+        .collect();
+    found.sort_by_key(|p| std::cmp::Reverse(p.file_name().map(|n| n.to_os_string())));
+    found.into_iter().next()
+}
+
+/// The ONNX Runtime library shipped beside the binary: the first of [`lib_dirs`] that holds one.
+pub fn runtime_lib() -> Option<PathBuf> {
+    lib_dirs().iter().find_map(|d| lib_in(d))
+}
+
 /// A model folder found under a [`model_roots`] folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShippedModel {

@@ -23,17 +23,18 @@ const CLASSES: [&str; 7] = [
     "attribute",
 ];
 
-/// The class of a capture name (`keyword.function` → its first part, grouped), if it gets one.
-fn class(capture: &str) -> Option<&'static str> {
+/// The class of a capture name (`keyword.function` → its first part, grouped), if it gets one:
+/// 1 + its place in [`CLASSES`] (0 is unpainted).
+fn class(capture: &str) -> Option<u8> {
     let head = capture.split('.').next().unwrap_or(capture);
     Some(match head {
-        "keyword" | "include" | "conditional" | "repeat" | "exception" => "keyword",
-        "string" | "character" | "escape" => "string",
-        "comment" => "comment",
-        "function" | "method" | "constructor" => "function",
-        "type" | "tag" => "type",
-        "constant" | "number" | "boolean" | "float" => "constant",
-        "attribute" | "label" | "module" | "namespace" => "attribute",
+        "keyword" | "include" | "conditional" | "repeat" | "exception" => 1,
+        "string" | "character" | "escape" => 2,
+        "comment" => 3,
+        "function" | "method" | "constructor" => 4,
+        "type" | "tag" => 5,
+        "constant" | "number" | "boolean" | "float" => 6,
+        "attribute" | "label" | "module" | "namespace" => 7,
         _ => return None,
     })
 }
@@ -126,7 +127,7 @@ pub fn classes(grammar: &str, code: &str) -> Option<Vec<(usize, usize, &'static 
     let tree = parser.parse(code, None)?;
     // Each byte gets the class of the innermost capture over it; for one span, the earliest
     // pattern wins (the convention of highlights.scm files).
-    let mut spans: Vec<(usize, usize, usize, &'static str)> = Vec::new();
+    let mut spans: Vec<(usize, usize, usize, u8)> = Vec::new();
     let mut cursor = QueryCursor::new();
     let mut captures = cursor.captures(q, tree.root_node(), code.as_bytes());
     while let Some((m, i)) = captures.next() {
@@ -136,13 +137,9 @@ pub fn classes(grammar: &str, code: &str) -> Option<Vec<(usize, usize, &'static 
         }
     }
     spans.sort_by_key(|&(a, b, p, _)| (std::cmp::Reverse(b - a), std::cmp::Reverse(p)));
-    // A byte per byte of code: 0 unpainted, else 1 + the class's place in CLASSES.
+    // A byte per byte of code: its class (see `class`).
     let mut paint: Vec<u8> = vec![0; code.len()];
-    for (a, b, _, s) in spans {
-        let c = CLASSES
-            .iter()
-            .position(|&k| k == s)
-            .map_or(0, |i| i as u8 + 1);
+    for (a, b, _, c) in spans {
         paint[a.min(code.len())..b.min(code.len())].fill(c);
     }
     // A line break ends a run, so every line stands alone when cut or indented.

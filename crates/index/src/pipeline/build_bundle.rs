@@ -39,13 +39,12 @@ pub(super) struct BuildInputs<'a> {
     pub(super) walked: source::WalkResult,
 }
 
-/// What every step of one build reads: the run's options, the directory it writes (`tmp`), when
-/// it started, and the stages it runs.
+/// What every step of one build reads: the per-stage account, the run's options, the directory
+/// it writes (`tmp`) and the stages it runs.
 struct BundleBuild<'a> {
     clock: &'a Clock,
     opts: &'a IndexOptions,
     tmp: &'a Path,
-    started: Instant,
     registry: &'a Registry,
     embedder: &'a EmbedStage,
     summarizer: &'a dyn Summarizer,
@@ -88,7 +87,6 @@ pub(super) fn build_into(
         clock: &clock,
         opts,
         tmp,
-        started,
         registry,
         embedder,
         summarizer,
@@ -277,7 +275,6 @@ impl BundleBuild<'_> {
         summary.source_bytes = manifest.counts.source_bytes;
         summary.bundle_bytes = manifest.files.iter().map(|e| e.bytes).sum();
         summary.segments = manifest.segments.len();
-        summary.wall_secs = self.started.elapsed().as_secs_f64();
         summary.peak_rss_bytes = trove_base::util::peak_rss_bytes();
         Ok((manifest, summary))
     }

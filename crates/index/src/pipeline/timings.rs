@@ -63,8 +63,9 @@ impl Stage {
         }
     }
 
+    /// Its place in [`STAGES`] (the variants are declared in that order).
     fn index(self) -> usize {
-        STAGES.iter().position(|&s| s == self).unwrap_or(0)
+        self as usize
     }
 }
 
@@ -130,10 +131,11 @@ impl Clock {
                 }
             })
             .collect();
-        let in_workers: f64 = stages
+        // The workers' stages: all but the walk (before them) and the writer's.
+        let in_workers: f64 = STAGES
             .iter()
-            .filter(|s| !matches!(s.stage, "walk" | "encode" | "finish"))
-            .map(|s| s.secs)
+            .filter(|s| !matches!(s, Stage::Walk | Stage::Encode | Stage::Finish))
+            .map(|s| secs(&self.busy[s.index()]))
             .sum();
         Timings {
             wall_secs,
@@ -234,6 +236,7 @@ mod tests {
         assert!(t.writer_busy_secs >= 0.005);
         assert!((t.worker_idle_secs - 0.25).abs() < 1e-9);
         assert!((t.worker_busy_secs - 2.0).abs() < 1e-9);
+        assert!(STAGES.iter().enumerate().all(|(i, s)| s.index() == i));
         let table = t.table();
         for s in STAGES {
             assert!(table.contains(s.name()), "{table}");
