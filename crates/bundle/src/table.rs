@@ -1,7 +1,7 @@
 //! Table encoding: one Parquet file per table, written with fixed settings (zstd, row-group sizes,
 //! dictionaries only where values repeat, delta encoding for ascending integers) so the same rows
 //! always give the same bytes, each encoded on a thread of its own.
-use arrow::array::{ArrayRef, Int32Array, Int64Array, StringArray};
+use arrow::array::{ArrayRef, Int32Array, Int64Array, StringBuilder};
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
@@ -246,13 +246,24 @@ pub(crate) fn hash_file(path: &Path) -> Result<(u64, String)> {
     Ok((n, trove_base::util::hex(&h.finalize())))
 }
 
-/// A string column.
-pub fn strings<'a>(it: impl Iterator<Item = &'a str>) -> ArrayRef {
-    Arc::new(StringArray::from_iter_values(it))
+/// A string column. Its bytes are counted first, so the column's buffer is allocated once
+/// instead of doubling (and copying) its way up to a batch's text.
+pub fn strings<'a>(it: impl Iterator<Item = &'a str> + Clone) -> ArrayRef {
+    let bytes = it.clone().map(str::len).sum();
+    let mut b = StringBuilder::with_capacity(it.size_hint().0, bytes);
+    for s in it {
+        b.append_value(s);
+    }
+    Arc::new(b.finish())
 }
-/// A nullable string column.
-pub fn opt_strings<'a>(it: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
-    Arc::new(StringArray::from_iter(it))
+/// A nullable string column (allocated as [`strings`] is).
+pub fn opt_strings<'a>(it: impl Iterator<Item = Option<&'a str>> + Clone) -> ArrayRef {
+    let bytes = it.clone().map(|s| s.map_or(0, str::len)).sum();
+    let mut b = StringBuilder::with_capacity(it.size_hint().0, bytes);
+    for s in it {
+        b.append_option(s);
+    }
+    Arc::new(b.finish())
 }
 /// An `INT64` column.
 pub fn i64s(it: impl Iterator<Item = i64>) -> ArrayRef {

@@ -222,7 +222,8 @@ impl BundleWriter {
         if self.ref_rows.len() >= BATCH_ROWS
             && let Some(raw) = self.refs_raw.as_mut()
         {
-            write_raw_refs(raw, &std::mem::take(&mut self.ref_rows))?;
+            write_raw_refs(raw, &self.ref_rows)?;
+            self.ref_rows.clear();
         }
         if self.symbol_rows.len() >= BATCH_ROWS {
             self.flush_symbols()?;
@@ -244,8 +245,9 @@ impl BundleWriter {
         if self.symbol_rows.is_empty() {
             return Ok(());
         }
-        let r = std::mem::take(&mut self.symbol_rows);
-        Ok(self.symbols.write(vec![
+        // Built from the buffer, which is then emptied: its room serves the next batch.
+        let r = &self.symbol_rows;
+        self.symbols.write(vec![
             i64s(r.iter().map(|x| x.2.symbol_id)),
             strings(r.iter().map(|x| x.0.as_ref())),
             opt_strings(r.iter().map(|x| x.1.as_deref())),
@@ -265,7 +267,9 @@ impl BundleWriter {
             )),
             Arc::new(Int64Array::from_iter(r.iter().map(|x| x.2.chunk_id))),
             opt_strings(r.iter().map(|x| x.2.scip_symbol.as_deref())),
-        ])?)
+        ])?;
+        self.symbol_rows.clear();
+        Ok(())
     }
 
     /// Reads the raw refs back in order and writes `refs.parquet`, resolving every reference
@@ -317,22 +321,26 @@ impl BundleWriter {
         if self.dep_rows.is_empty() {
             return Ok(());
         }
-        let r = std::mem::take(&mut self.dep_rows);
-        Ok(self.deps.write(vec![
+        // Built from the buffer, which is then emptied: its room serves the next batch.
+        let r = &self.dep_rows;
+        self.deps.write(vec![
             strings(r.iter().map(|x| x.0.as_ref())),
             strings(r.iter().map(|x| x.1.ecosystem.as_str())),
             strings(r.iter().map(|x| x.1.name.as_str())),
             opt_strings(r.iter().map(|x| x.1.version.as_deref())),
             strings(r.iter().map(|x| x.1.scope.as_str())),
-        ])?)
+        ])?;
+        self.dep_rows.clear();
+        Ok(())
     }
 
     fn flush_files(&mut self) -> Result<()> {
         if self.file_rows.is_empty() {
             return Ok(());
         }
-        let r = std::mem::take(&mut self.file_rows);
-        Ok(self.files.write(vec![
+        // Built from the buffer, which is then emptied: its room serves the next batch.
+        let r = &self.file_rows;
+        self.files.write(vec![
             strings(r.iter().map(|(f, _)| f.path.as_str())),
             opt_strings(r.iter().map(|(f, _)| f.language.as_deref())),
             strings(r.iter().map(|(f, _)| f.source_type.as_str())),
@@ -353,14 +361,17 @@ impl BundleWriter {
                 r.iter()
                     .map(|(f, _)| Some(f.tail.as_str()).filter(|t| !t.is_empty())),
             ),
-        ])?)
+        ])?;
+        self.file_rows.clear();
+        Ok(())
     }
 
     fn flush_chunks(&mut self) -> Result<()> {
         if self.chunk_rows.is_empty() {
             return Ok(());
         }
-        let r = std::mem::take(&mut self.chunk_rows);
+        // Built from the buffer, which is then emptied: its room serves the next batch.
+        let r = &self.chunk_rows;
         self.chunks.write(vec![
             i64s(r.iter().map(|x| x.rec.chunk_id)),
             i32s(r.iter().map(|x| i32::try_from(x.ord).unwrap_or(i32::MAX))),
@@ -395,10 +406,8 @@ impl BundleWriter {
                     .map(|x| Some(x.rec.lead.as_str()).filter(|t| !t.is_empty())),
             ),
         ])?;
-        let values: Vec<f32> = r
-            .iter()
-            .flat_map(|x| x.rec.embedding.iter().copied())
-            .collect();
+        let mut values: Vec<f32> = Vec::with_capacity(r.len() * self.dim);
+        values.extend(r.iter().flat_map(|x| x.rec.embedding.iter().copied()));
         if values.len() != r.len() * self.dim {
             return Err(Error::remote(format!(
                 "embedder returned vectors of the wrong size (want {})",
@@ -418,10 +427,8 @@ impl BundleWriter {
                 x.rec.chunk_id, self.dim
             )));
         }
-        let windows: Vec<f32> = r
-            .iter()
-            .flat_map(|x| x.rec.windows.iter().copied())
-            .collect();
+        let mut windows: Vec<f32> = Vec::with_capacity(r.iter().map(|x| x.rec.windows.len()).sum());
+        windows.extend(r.iter().flat_map(|x| x.rec.windows.iter().copied()));
         let n = windows.len() / self.dim;
         let vectors = FixedSizeListArray::try_new(
             item,
@@ -438,11 +445,13 @@ impl BundleWriter {
             Arc::new(vectors),
             None,
         )?;
-        Ok(self.embeddings.write(vec![
+        self.embeddings.write(vec![
             i64s(r.iter().map(|x| x.rec.chunk_id)),
             Arc::new(list),
             Arc::new(windows),
-        ])?)
+        ])?;
+        self.chunk_rows.clear();
+        Ok(())
     }
 
     /// Sets the paths (sorted) this segment tombstones in the segments before it.
