@@ -299,6 +299,8 @@ impl KindInfo {
     /// The kind binds local names (an assignment, a loop's variable, a `let`): the reference
     /// walk reads them from its `left`, `name` or `pattern` field.
     const LOCAL: u16 = 256;
+    /// A comprehension or generator expression: binds its loop variables for its whole text.
+    const COMPREHENSION: u16 = 512;
 
     fn of(name: &str, def: &LanguageFile, rules: &rustc_hash::FxHashMap<String, usize>) -> Self {
         let has = |v: &[String]| v.iter().any(|k| k == name);
@@ -338,6 +340,10 @@ impl KindInfo {
                 Self::BINDS,
             ),
             (refs::LOCAL_BINDINGS.contains(&name), Self::LOCAL),
+            (
+                name.ends_with("comprehension") || name == "generator_expression",
+                Self::COMPREHENSION,
+            ),
         ]
         .iter()
         .filter(|(on, _)| *on)
@@ -374,6 +380,9 @@ impl KindInfo {
     }
     pub fn binds_locals(self) -> bool {
         self.flags & Self::LOCAL != 0
+    }
+    pub fn is_comprehension(self) -> bool {
+        self.flags & Self::COMPREHENSION != 0
     }
 }
 

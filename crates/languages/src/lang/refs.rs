@@ -211,7 +211,7 @@ impl<'a> RefWalk<'a> {
         }
         // A comprehension binds its loop variables for its whole text (`[f() for f in fs]`:
         // the call comes first).
-        if n.kind().ends_with("comprehension") || n.kind() == "generator_expression" {
+        if info.is_comprehension() {
             let mut c = n.walk();
             let names: Vec<(String, usize)> = n
                 .named_children(&mut c)
