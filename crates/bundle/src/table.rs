@@ -246,17 +246,12 @@ pub(crate) fn hash_file(path: &Path) -> Result<(u64, String)> {
     Ok((n, trove_base::util::hex(&h.finalize())))
 }
 
-/// A string column. Its bytes are counted first, so the column's buffer is allocated once
-/// instead of doubling (and copying) its way up to a batch's text.
+/// A string column (as [`opt_strings`] makes it: with no null, it has no null buffer).
 pub fn strings<'a>(it: impl Iterator<Item = &'a str> + Clone) -> ArrayRef {
-    let bytes = it.clone().map(str::len).sum();
-    let mut b = StringBuilder::with_capacity(it.size_hint().0, bytes);
-    for s in it {
-        b.append_value(s);
-    }
-    Arc::new(b.finish())
+    opt_strings(it.map(Some))
 }
-/// A nullable string column (allocated as [`strings`] is).
+/// A nullable string column. Its bytes are counted first, so the column's buffer is allocated
+/// once instead of doubling (and copying) its way up to a batch's text.
 pub fn opt_strings<'a>(it: impl Iterator<Item = Option<&'a str>> + Clone) -> ArrayRef {
     let bytes = it.clone().map(|s| s.map_or(0, str::len)).sum();
     let mut b = StringBuilder::with_capacity(it.size_hint().0, bytes);
